@@ -1,0 +1,39 @@
+# The two commands: `make run` and `make test`. Both run `make setup` first.
+SHELL := /bin/bash
+NODE_MODULES_STAMP := node_modules/.package-lock.json
+
+.PHONY: setup run test test-unit test-e2e typecheck bench build envoy clean
+
+setup: $(NODE_MODULES_STAMP) envoy build
+
+$(NODE_MODULES_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+envoy:
+	./envoy/install.sh
+
+build: $(NODE_MODULES_STAMP)
+	node scripts/build.mjs
+
+typecheck: $(NODE_MODULES_STAMP)
+	npx tsc -p tsconfig.json --noEmit
+	node scripts/check-imports.mjs
+
+run: setup
+	node bin/legate.js run --config examples
+
+test: setup typecheck
+	npx vitest run
+
+test-unit: setup
+	npx vitest run test/unit test/golden
+
+test-e2e: setup
+	npx vitest run test/e2e
+
+bench: setup
+	node --import tsx bench/run.ts
+
+clean:
+	rm -rf dist .legate

@@ -1,0 +1,283 @@
+// Runtime schemas for each resource kind's `spec` (zod, strict: unknown fields are errors), and the
+// TypeScript types inferred from them. Field names and shapes follow Gloo Edge so its manifests apply
+// unchanged; see docs/resources.md for what each field does in Legate.
+import { z } from 'zod';
+
+export const DURATION_PATTERN = /^(\d+(\.\d+)?)(ms|s|m|h)$/;
+const Duration = z.string().regex(DURATION_PATTERN, 'expected a duration such as "15s", "1.5s" or "250ms"');
+
+const Name = z.string().min(1, 'must not be empty');
+
+export const ResourceRefSchema = z.strictObject({ name: Name, namespace: z.string().optional() });
+export type ResourceRef = z.infer<typeof ResourceRefSchema>;
+
+// ---- VirtualService ----
+
+const HeaderMatcherSchema = z.strictObject({
+  name: Name,
+  value: z.string().optional(),
+  regex: z.boolean().optional(),
+  invertMatch: z.boolean().optional(),
+});
+export type HeaderMatcher = z.infer<typeof HeaderMatcherSchema>;
+
+const QueryParameterMatcherSchema = z.strictObject({
+  name: Name,
+  value: z.string().optional(),
+  regex: z.boolean().optional(),
+});
+export type QueryParameterMatcher = z.infer<typeof QueryParameterMatcherSchema>;
+
+const MatcherSchema = z
+  .strictObject({
+    prefix: z.string().optional(),
+    exact: z.string().optional(),
+    regex: z.string().optional(),
+    caseSensitive: z.boolean().optional(),
+    headers: z.array(HeaderMatcherSchema).optional(),
+    queryParameters: z.array(QueryParameterMatcherSchema).optional(),
+    methods: z.array(Name).optional(),
+  })
+  .refine((m) => [m.prefix, m.exact, m.regex].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of prefix, exact, regex',
+  });
+export type Matcher = z.infer<typeof MatcherSchema>;
+
+const KubeDestinationSchema = z.strictObject({
+  ref: ResourceRefSchema,
+  port: z.number().int().min(1).max(65535),
+});
+
+export const DestinationSchema = z
+  .strictObject({
+    upstream: ResourceRefSchema.optional(),
+    kube: KubeDestinationSchema.optional(),
+  })
+  .refine((d) => (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
+export type Destination = z.infer<typeof DestinationSchema>;
+
+const RouteActionSchema = z
+  .strictObject({
+    single: DestinationSchema.optional(),
+    multi: z
+      .strictObject({
+        destinations: z
+          .array(z.strictObject({ destination: DestinationSchema, weight: z.number().int().min(0).optional() }))
+          .min(1, 'needs at least one destination'),
+      })
+      .optional(),
+  })
+  .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) === 1, { message: 'set exactly one of single, multi' });
+export type RouteAction = z.infer<typeof RouteActionSchema>;
+
+const DirectResponseActionSchema = z.strictObject({
+  status: z.number().int().min(200).max(599),
+  body: z.string().optional(),
+});
+
+export const REDIRECT_CODES = ['MOVED_PERMANENTLY', 'FOUND', 'SEE_OTHER', 'TEMPORARY_REDIRECT', 'PERMANENT_REDIRECT'] as const;
+
+const RedirectActionSchema = z
+  .strictObject({
+    hostRedirect: z.string().optional(),
+    portRedirect: z.number().int().min(1).max(65535).optional(),
+    pathRedirect: z.string().optional(),
+    prefixRewrite: z.string().optional(),
+    httpsRedirect: z.boolean().optional(),
+    stripQuery: z.boolean().optional(),
+    responseCode: z.enum(REDIRECT_CODES).optional(),
+  })
+  .refine((r) => !(r.pathRedirect !== undefined && r.prefixRewrite !== undefined), {
+    message: 'set at most one of pathRedirect, prefixRewrite',
+  });
+export type RedirectAction = z.infer<typeof RedirectActionSchema>;
+
+const RetriesSchema = z.strictObject({
+  retryOn: z.string().optional(),
+  numRetries: z.number().int().min(0).optional(),
+  perTryTimeout: Duration.optional(),
+});
+
+const RouteOptionsSchema = z.strictObject({
+  prefixRewrite: z.string().optional(),
+  timeout: Duration.optional(),
+  retries: RetriesSchema.optional(),
+});
+export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
+
+const RouteSchema = z
+  .strictObject({
+    name: z.string().optional(),
+    matchers: z.array(MatcherSchema).optional(),
+    routeAction: RouteActionSchema.optional(),
+    directResponseAction: DirectResponseActionSchema.optional(),
+    redirectAction: RedirectActionSchema.optional(),
+    graphqlApiRef: ResourceRefSchema.optional(),
+    options: RouteOptionsSchema.optional(),
+  })
+  .refine(
+    (r) => [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef].filter((a) => a !== undefined).length === 1,
+    { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
+  );
+export type Route = z.infer<typeof RouteSchema>;
+
+const VirtualHostOptionsSchema = z.strictObject({});
+
+export const VirtualServiceSpecSchema = z.strictObject({
+  displayName: z.string().optional(),
+  virtualHost: z.strictObject({
+    domains: z.array(z.string().min(1)).optional(),
+    routes: z.array(RouteSchema).optional(),
+    options: VirtualHostOptionsSchema.optional(),
+  }),
+  sslConfig: z
+    .strictObject({
+      secretRef: ResourceRefSchema.optional(),
+      sniDomains: z.array(z.string()).optional(),
+    })
+    .optional(),
+});
+export type VirtualServiceSpec = z.infer<typeof VirtualServiceSpecSchema>;
+
+// ---- Gateway ----
+
+export const GatewaySpecSchema = z.strictObject({
+  bindAddress: z.string().optional(),
+  bindPort: z.number().int().min(1).max(65535),
+  ssl: z.boolean().optional(),
+  proxyNames: z.array(Name).optional(),
+  useProxyProto: z.boolean().optional(),
+  httpGateway: z
+    .strictObject({
+      virtualServices: z.array(ResourceRefSchema).optional(),
+      virtualServiceSelector: z.record(z.string(), z.string()).optional(),
+      virtualServiceNamespaces: z.array(z.string()).optional(),
+    })
+    .optional(),
+});
+export type GatewaySpec = z.infer<typeof GatewaySpecSchema>;
+
+// ---- Upstream ----
+
+const SslConfigSchema = z
+  .strictObject({
+    secretRef: ResourceRefSchema.optional(),
+    sslFiles: z
+      .strictObject({ tlsCert: z.string().optional(), tlsKey: z.string().optional(), rootCa: z.string().optional() })
+      .optional(),
+    sni: z.string().optional(),
+    verifySubjectAltName: z.array(z.string()).optional(),
+    alpnProtocols: z.array(z.string()).optional(),
+  })
+  .refine((s) => !(s.secretRef && s.sslFiles), { message: 'set at most one of secretRef, sslFiles' });
+export type SslConfig = z.infer<typeof SslConfigSchema>;
+
+const StaticHostSchema = z.strictObject({
+  addr: Name,
+  port: z.number().int().min(1).max(65535),
+  sniAddr: z.string().optional(),
+  loadBalancingWeight: z.number().int().min(1).optional(),
+});
+
+export const UpstreamSpecSchema = z
+  .strictObject({
+    static: z
+      .strictObject({
+        hosts: z.array(StaticHostSchema).min(1, 'needs at least one host'),
+        useTls: z.boolean().optional(),
+        autoSniRewrite: z.boolean().optional(),
+      })
+      .optional(),
+    kube: z
+      .strictObject({
+        serviceName: Name,
+        serviceNamespace: Name,
+        servicePort: z.number().int().min(1).max(65535),
+        selector: z.record(z.string(), z.string()).optional(),
+      })
+      .optional(),
+    sslConfig: SslConfigSchema.optional(),
+    useHttp2: z.boolean().optional(),
+    connectionConfig: z.strictObject({ connectTimeout: Duration.optional() }).optional(),
+    discoveryMetadata: z.strictObject({ labels: z.record(z.string(), z.string()).optional() }).optional(),
+  })
+  .refine((u) => (u.static ? 1 : 0) + (u.kube ? 1 : 0) === 1, { message: 'set exactly one upstream type: static or kube' });
+export type UpstreamSpec = z.infer<typeof UpstreamSpecSchema>;
+
+// ---- Settings ----
+
+export const SettingsSpecSchema = z.strictObject({
+  discoveryNamespace: z.string().optional(),
+  writeNamespace: z.string().optional(),
+  watchNamespaces: z.array(z.string()).optional(),
+  devMode: z.boolean().optional(),
+  // Gloo's nested sections are accepted so Gloo manifests apply; Legate reads only what it documents.
+  gloo: z.record(z.string(), z.unknown()).optional(),
+  gateway: z.record(z.string(), z.unknown()).optional(),
+  discovery: z.record(z.string(), z.unknown()).optional(),
+  kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),
+  kubernetesConfigSource: z.record(z.string(), z.unknown()).optional(),
+  kubernetesSecretSource: z.record(z.string(), z.unknown()).optional(),
+  refreshRate: Duration.optional(),
+});
+export type SettingsSpec = z.infer<typeof SettingsSpecSchema>;
+
+// ---- Kubernetes core kinds (loose: real clusters add many fields Legate does not read) ----
+
+export const ServiceBodySchema = z.looseObject({
+  spec: z.looseObject({
+    ports: z
+      .array(
+        z.looseObject({
+          name: z.string().optional(),
+          port: z.number().int().min(1).max(65535),
+          targetPort: z.union([z.number().int(), z.string()]).optional(),
+          protocol: z.string().optional(),
+          appProtocol: z.string().optional(),
+        }),
+      )
+      .min(1, 'a Service needs at least one port'),
+    selector: z.record(z.string(), z.string()).optional(),
+  }),
+});
+export type ServiceBody = z.infer<typeof ServiceBodySchema>;
+
+export const EndpointsBodySchema = z.looseObject({
+  subsets: z
+    .array(
+      z.looseObject({
+        addresses: z.array(z.looseObject({ ip: z.string(), hostname: z.string().optional() })).optional(),
+        notReadyAddresses: z.array(z.looseObject({ ip: z.string() })).optional(),
+        ports: z
+          .array(z.looseObject({ name: z.string().optional(), port: z.number().int().min(1).max(65535), protocol: z.string().optional() }))
+          .optional(),
+      }),
+    )
+    .optional(),
+});
+export type EndpointsBody = z.infer<typeof EndpointsBodySchema>;
+
+export const SecretBodySchema = z.looseObject({
+  type: z.string().optional(),
+  data: z.record(z.string(), z.string()).optional(),
+  stringData: z.record(z.string(), z.string()).optional(),
+});
+export type SecretBody = z.infer<typeof SecretBodySchema>;
+
+/** Formats zod issues as `path: message` lines, the way they appear in a resource's status. */
+export function formatIssues(prefix: string, error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const base = [prefix, ...issue.path.map(String)].filter(Boolean);
+      let path = '';
+      for (const segment of base) path += /^\d+$/.test(segment) ? `[${segment}]` : path ? `.${segment}` : segment;
+      if (issue.code === 'unrecognized_keys') {
+        return issue.keys.map((k) => `${path ? path + '.' : ''}${k}: unknown field`).join('; ');
+      }
+      if (issue.code === 'invalid_type') {
+        return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`;
+      }
+      return `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}

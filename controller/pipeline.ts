@@ -1,0 +1,110 @@
+// The whole pure path from raw resources to statuses and per-proxy xDS snapshots:
+// validate -> discover -> translate (stage 1) -> render (stage 2). No I/O; the controller and the
+// golden tests call the same function.
+import { LEGATE_NAMESPACE, REPORTER, canonicalApiVersion, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
+import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
+import { discoverUpstreams } from './discovery/kube.js';
+import type { ProxyIR } from './translate/ir.js';
+import { proxyRole, renderProxy } from './translate/render.js';
+import type { Report } from './translate/reporter.js';
+import { sameRef } from './translate/reporter.js';
+import { translate } from './translate/translate.js';
+import type { XdsSnapshot } from './xds/types.js';
+
+export interface PipelineOptions {
+  /** Used when no Settings resource names one. */
+  writeNamespace?: string;
+  defaultGateway?: { bindAddress: string; bindPort: number };
+}
+
+export interface PipelineInput {
+  resources: readonly RawResource[];
+  lastAccepted: ReadonlyMap<string, LegateResource>;
+  options?: PipelineOptions;
+}
+
+export interface ListedResource {
+  resource: RawResource;
+  status: ResourceStatus;
+}
+
+export interface PipelineOutput {
+  writeNamespace: string;
+  /** Every resource (user's, discovered, generated Proxies) with its status, by key. */
+  listed: Map<string, ListedResource>;
+  proxies: ProxyIR[];
+  /** Node role -> snapshot. */
+  xds: Map<string, XdsSnapshot>;
+  /** Feed back as `lastAccepted` next time. */
+  accepted: Map<string, LegateResource>;
+  reports: Report[];
+}
+
+export function runPipeline(input: PipelineInput): PipelineOutput {
+  const rejectedBySchema = new Map<string, string>();
+  const typed: LegateResource[] = [];
+  for (const raw of input.resources) {
+    const result = validateResource(raw);
+    if (result.ok) {
+      typed.push(result.resource);
+      continue;
+    }
+    const key = resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name);
+    rejectedBySchema.set(key, result.reason);
+    // A bad edit of a resource that was accepted before keeps the accepted version in service.
+    const previous = input.lastAccepted.get(key);
+    if (previous) typed.push(previous);
+  }
+
+  const settings = typed.filter(isKind('Settings')).sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
+  const writeNamespace = settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
+
+  const userKeys = new Set(typed.map(keyOf));
+  const discovered = discoverUpstreams(typed.filter(isKind('Service')), writeNamespace).filter((u) => !userKeys.has(keyOf(u)));
+  const all = [...typed, ...discovered];
+
+  const out = translate({
+    resources: all,
+    lastAccepted: input.lastAccepted,
+    options: { writeNamespace, defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 } },
+  });
+
+  const listed = new Map<string, ListedResource>();
+  const statusOf = (r: { kind: string; metadata: { namespace: string; name: string } }, schemaReason?: string): ResourceStatus => {
+    const ref = { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
+    const mine = out.reports.filter((x) => sameRef(x.resource, ref));
+    const errors = mine.filter((x) => x.severity === 'error').map((x) => x.message);
+    if (schemaReason) errors.unshift(schemaReason);
+    const fallback = mine.some((x) => x.code === 'ServingLastAccepted') || (schemaReason !== undefined && input.lastAccepted.has(keyOf(r)));
+    const warnings = mine.filter((x) => x.severity === 'warning' && x.code !== 'ServingLastAccepted').map((x) => x.message);
+    if (errors.length) {
+      const reason = errors.join('; ') + (fallback ? ' (serving the last accepted version)' : '');
+      return { state: 'Rejected', reason, reportedBy: REPORTER };
+    }
+    if (warnings.length) return { state: 'Warning', reason: warnings.join('; '), reportedBy: REPORTER };
+    return { state: 'Accepted', reportedBy: REPORTER };
+  };
+  for (const raw of input.resources) {
+    const key = resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name);
+    listed.set(key, { resource: raw, status: statusOf(raw, rejectedBySchema.get(key)) });
+  }
+  for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });
+
+  const xds = new Map<string, XdsSnapshot>();
+  for (const proxy of out.proxies) {
+    xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams));
+    const metadata = { name: proxy.name, namespace: proxy.namespace };
+    const raw: RawResource = {
+      apiVersion: canonicalApiVersion('Proxy'),
+      kind: 'Proxy',
+      metadata,
+      spec: { listeners: proxy.listeners },
+      body: {},
+      origin: '(generated)',
+    };
+    const key = resourceKey('Proxy', metadata.namespace, metadata.name);
+    if (!listed.has(key)) listed.set(key, { resource: raw, status: { state: 'Accepted', reportedBy: REPORTER } });
+  }
+
+  return { writeNamespace, listed, proxies: out.proxies, xds, accepted: out.accepted, reports: out.reports };
+}

@@ -1,0 +1,107 @@
+// Legate's intermediate representation: the `Proxy` resource (what one gateway proxy should serve) and
+// the resolved upstreams. Stage 1 (resources -> IR) resolves every reference and rejects what is broken;
+// stage 2 (IR -> xDS) only renders. Everything here is plain data, readable with `legatectl get proxies`.
+
+export interface SourceRef {
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+export interface DurationIR {
+  seconds: number;
+  nanos?: number;
+}
+
+export interface StringMatchIR {
+  exact?: string;
+  regex?: string;
+  ignoreCase?: boolean;
+}
+
+export interface MatcherIR {
+  path: { prefix: string } | { exact: string } | { regex: string };
+  caseSensitive: boolean;
+  headers: { name: string; match?: StringMatchIR; invert: boolean }[];
+  queryParameters: { name: string; match?: StringMatchIR }[];
+  methods: string[];
+}
+
+export interface WeightedClusterIR {
+  cluster: string;
+  weight: number;
+}
+
+export type RouteActionIR =
+  | { type: 'route'; clusters: WeightedClusterIR[] }
+  | { type: 'directResponse'; status: number; body?: string }
+  | {
+      type: 'redirect';
+      hostRedirect?: string;
+      portRedirect?: number;
+      pathRedirect?: string;
+      prefixRewrite?: string;
+      httpsRedirect?: boolean;
+      stripQuery?: boolean;
+      responseCode?: string;
+    }
+  | { type: 'graphql'; api: SourceRef };
+
+export interface RouteIR {
+  name: string;
+  matchers: MatcherIR[];
+  action: RouteActionIR;
+  prefixRewrite?: string;
+  timeout: DurationIR;
+  retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
+}
+
+export interface VirtualHostIR {
+  name: string;
+  domains: string[];
+  routes: RouteIR[];
+  source: SourceRef;
+}
+
+export interface ListenerIR {
+  name: string;
+  bindAddress: string;
+  bindPort: number;
+  ssl: boolean;
+  virtualHosts: VirtualHostIR[];
+  source: SourceRef;
+}
+
+export interface ProxyIR {
+  name: string;
+  namespace: string;
+  listeners: ListenerIR[];
+}
+
+export type DataSourceIR = { inline: string } | { filename: string };
+
+export interface UpstreamTlsIR {
+  sni?: string;
+  rootCa?: DataSourceIR;
+  certChain?: DataSourceIR;
+  privateKey?: DataSourceIR;
+  verifySubjectAltName: string[];
+  alpnProtocols: string[];
+}
+
+export interface EndpointIR {
+  address: string;
+  port: number;
+  weight?: number;
+}
+
+export interface UpstreamIR {
+  cluster: string;
+  source: SourceRef;
+  /** EDS for IP endpoints (pushed by the controller), STRICT_DNS when a host is a DNS name. */
+  discovery: 'EDS' | 'STRICT_DNS';
+  endpoints: EndpointIR[];
+  tls?: UpstreamTlsIR;
+  http2: boolean;
+  connectTimeout: DurationIR;
+}

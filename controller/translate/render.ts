@@ -1,0 +1,96 @@
+// Stage 2: IR -> Envoy xDS resources per proxy role. Pure rendering through the plugin list below.
+import { TypeUrls } from '../../envoy/protos.js';
+import type { XdsResource, XdsSnapshot } from '../xds/types.js';
+import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
+import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
+import { matchFor, routingPlugin } from './plugins/routing.js';
+import { FilterStage, type EnvoyJson, type RenderPlugin, type StagedHttpFilter } from './plugins/types.js';
+
+/** The frozen, ordered list of stage-2 plugins. */
+export const RENDER_PLUGINS: readonly RenderPlugin[] = Object.freeze([routingPlugin, upstreamsPlugin]);
+
+export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
+const ADS_SOURCE = { ads: {}, resource_api_version: 'V3' };
+
+/** Node role of a proxy, matched against Envoy's node.metadata.role: `<namespace>~<name>`. */
+export function proxyRole(proxy: { namespace: string; name: string }): string {
+  return `${proxy.namespace}~${proxy.name}`;
+}
+
+export function routeConfigName(listener: ListenerIR): string {
+  return `${listener.name}-routes`;
+}
+
+export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], plugins: readonly RenderPlugin[] = RENDER_PLUGINS): XdsSnapshot {
+  const clusters: XdsResource[] = [];
+  const endpoints: XdsResource[] = [];
+  for (const up of upstreams) {
+    const cluster: EnvoyJson = { name: up.cluster };
+    for (const p of plugins) p.patchCluster?.(up, cluster);
+    clusters.push({ name: up.cluster, resource: cluster });
+    if (up.discovery === 'EDS') endpoints.push({ name: up.cluster, resource: loadAssignment(up) });
+  }
+  for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: String(c['name']), resource: c });
+
+  const listeners: XdsResource[] = [];
+  const routes: XdsResource[] = [];
+  for (const listener of proxy.listeners) {
+    listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
+    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(listener, plugins) });
+  }
+  const byName = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
+  return new Map([
+    [TypeUrls.cluster, clusters.sort(byName)],
+    [TypeUrls.endpoint, endpoints.sort(byName)],
+    [TypeUrls.listener, listeners.sort(byName)],
+    [TypeUrls.route, routes.sort(byName)],
+  ]);
+}
+
+function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
+  const staged: StagedHttpFilter[] = [];
+  for (const p of plugins) staged.push(...(p.httpFilters?.(proxy, listener) ?? []));
+  staged.push({
+    stage: FilterStage.Route,
+    filter: { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+  });
+  staged.sort((a, b) => a.stage - b.stage);
+  const hcm: EnvoyJson = {
+    '@type': HCM_TYPE,
+    stat_prefix: 'http',
+    codec_type: 'AUTO',
+    // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`.
+    strip_any_host_port: true,
+    rds: { route_config_name: routeConfigName(listener), config_source: ADS_SOURCE },
+    http_filters: staged.map((s) => s.filter),
+  };
+  const socket: EnvoyJson = { address: listener.bindAddress, port_value: listener.bindPort };
+  if (listener.bindAddress === '::') socket['ipv4_compat'] = true;
+  return {
+    name: listener.name,
+    address: { socket_address: socket },
+    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }],
+  };
+}
+
+function renderRouteConfig(listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
+  return {
+    name: routeConfigName(listener),
+    virtual_hosts: listener.virtualHosts.map((vh) => ({
+      name: vh.name,
+      domains: vh.domains,
+      routes: vh.routes.flatMap((r) => renderRoutes(r, plugins)),
+    })),
+  };
+}
+
+/** One Envoy route per matcher, all sharing the action. */
+function renderRoutes(ir: RouteIR, plugins: readonly RenderPlugin[]): EnvoyJson[] {
+  const single = (matcherIndex: number): EnvoyJson => {
+    const route: EnvoyJson = { name: ir.matchers.length > 1 ? `${ir.name}-${matcherIndex}` : ir.name };
+    for (const p of plugins) p.patchRoute?.(ir, route);
+    route['match'] = matchFor(ir.matchers[matcherIndex]);
+    return route;
+  };
+  return ir.matchers.map((_, i) => single(i));
+}

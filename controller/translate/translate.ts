@@ -1,0 +1,341 @@
+// Stage 1: resources -> Proxy IR + upstream IR + reports. Pure: no I/O, clock or environment.
+//
+// "Fail closed, keep last good": a resource that fails is reported; if an earlier version of it was
+// accepted, that version is translated instead, so a bad edit never takes down what was serving.
+import type { Gateway, LegateResource, Upstream, VirtualService } from '../api/resources.js';
+import { isKind, keyOf } from '../api/resources.js';
+import type { Destination, Matcher, Route } from '../api/schemas.js';
+import { parseDuration } from './duration.js';
+import type { ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
+import { re2Error } from './regex.js';
+import { Reporter, type Report } from './reporter.js';
+import { clusterName, nsName, resolveUpstream, sourceOf, type Problem, type UpstreamIndex } from './upstreams.js';
+
+export const DEFAULT_PROXY_NAME = 'gateway-proxy';
+export const DEFAULT_ROUTE_TIMEOUT = '15s';
+
+export interface TranslateOptions {
+  /** Where generated resources (Proxy, discovered Upstreams) live; also the status key. */
+  writeNamespace: string;
+  /** The Gateway assumed when none exists. */
+  defaultGateway: { bindAddress: string; bindPort: number };
+}
+
+export interface TranslateInput {
+  resources: readonly LegateResource[];
+  /** Last accepted version of each resource, by keyOf(). */
+  lastAccepted: ReadonlyMap<string, LegateResource>;
+  options: TranslateOptions;
+}
+
+export interface TranslateOutput {
+  proxies: ProxyIR[];
+  upstreams: UpstreamIR[];
+  reports: Report[];
+  /** The version of each resource that is now served (current or last accepted), by keyOf(). */
+  accepted: Map<string, LegateResource>;
+}
+
+export function translate(input: TranslateInput): TranslateOutput {
+  const reporter = new Reporter();
+  const accepted = new Map<string, LegateResource>();
+  const { resources, lastAccepted, options } = input;
+
+  const index: UpstreamIndex = {
+    services: byNsName(resources.filter(isKind('Service'))),
+    endpoints: byNsName(resources.filter(isKind('Endpoints'))),
+    secrets: byNsName(resources.filter(isKind('Secret'))),
+  };
+  for (const r of resources) {
+    if (r.kind === 'Service' || r.kind === 'Endpoints' || r.kind === 'Secret' || r.kind === 'Settings') accepted.set(keyOf(r), r);
+  }
+
+  // Upstreams first: virtual services are checked against the ones that survived.
+  const upstreams = new Map<string, UpstreamIR>();
+  const rejectedUpstreams = new Set<string>();
+  for (const upstream of resources.filter(isKind('Upstream'))) {
+    const used = withFallback(upstream, lastAccepted, reporter, (u) => resolveUpstream(u, index));
+    if (used) {
+      upstreams.set(nsName(upstream.metadata.namespace, upstream.metadata.name), used.result);
+      accepted.set(keyOf(upstream), used.resource);
+    } else {
+      rejectedUpstreams.add(nsName(upstream.metadata.namespace, upstream.metadata.name));
+    }
+  }
+
+  const ctx: VsContext = { upstreams, rejectedUpstreams, index, writeNamespace: options.writeNamespace };
+  const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
+  for (const vs of resources.filter(isKind('VirtualService'))) {
+    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, ctx));
+    if (used) virtualHosts.set(keyOf(vs), { vs: used.resource, vh: used.result });
+  }
+
+  let gateways = resources.filter(isKind('Gateway'));
+  if (gateways.length === 0) gateways = [defaultGateway(options)];
+  for (const gw of gateways) accepted.set(keyOf(gw), gw);
+
+  const proxies = new Map<string, ProxyIR>();
+  const conflicted = new Set<string>();
+  for (const gw of gateways) {
+    const selected = [...virtualHosts.values()].filter(({ vs }) => gatewaySelects(gw, vs));
+    const kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
+    const listener: ListenerIR = {
+      name: `listener-${gw.spec.bindAddress ?? '::'}-${gw.spec.bindPort}`,
+      bindAddress: gw.spec.bindAddress ?? '::',
+      bindPort: gw.spec.bindPort,
+      ssl: gw.spec.ssl ?? false,
+      source: sourceOf(gw),
+      virtualHosts: [],
+    };
+    for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
+      let proxy = proxies.get(proxyName);
+      if (!proxy) {
+        proxy = { name: proxyName, namespace: options.writeNamespace, listeners: [] };
+        proxies.set(proxyName, proxy);
+      }
+      const vhosts = kept.map(({ vh }) => withRouteNames(vh, gw.metadata.name, proxyName));
+      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => a.name.localeCompare(b.name)) });
+    }
+  }
+
+  for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
+
+  for (const r of resources) {
+    if (!['VirtualService', 'Upstream', 'Gateway', 'Service', 'Endpoints', 'Secret', 'Settings'].includes(r.kind)) {
+      reporter.warn(sourceOf(r), 'NotSupported', `Legate stores ${r.kind} resources but does not act on them yet`);
+    }
+  }
+
+  return {
+    proxies: [...proxies.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    upstreams: [...upstreams.values()].sort((a, b) => a.cluster.localeCompare(b.cluster)),
+    reports: reporter.reports,
+    accepted,
+  };
+}
+
+function byNsName<T extends { metadata: { namespace: string; name: string } }>(items: T[]): Map<string, T> {
+  return new Map(items.map((i) => [nsName(i.metadata.namespace, i.metadata.name), i]));
+}
+
+/**
+ * Runs `attempt` on the current version; on problems, reports them and retries with the last accepted
+ * version (if it differs). Returns what to serve, or undefined when nothing can be.
+ */
+function withFallback<R extends LegateResource, T>(
+  current: R,
+  lastAccepted: ReadonlyMap<string, LegateResource>,
+  reporter: Reporter,
+  attempt: (r: R) => { ir?: T; problems: Problem[] },
+): { resource: R; result: T } | undefined {
+  const src = sourceOf(current);
+  const first = attempt(current);
+  if (first.ir !== undefined && first.problems.length === 0) return { resource: current, result: first.ir };
+  for (const p of first.problems) reporter.error(src, p.code, p.message);
+  const previous = lastAccepted.get(keyOf(current)) as R | undefined;
+  if (!previous || sameSpec(previous, current)) return undefined;
+  const second = attempt(previous);
+  if (second.ir === undefined || second.problems.length > 0) return undefined;
+  reporter.warn(src, 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
+  return { resource: previous, result: second.ir };
+}
+
+function sameSpec(a: LegateResource | undefined, b: LegateResource): boolean {
+  return a !== undefined && (a === b || JSON.stringify(a.spec) === JSON.stringify(b.spec));
+}
+
+function defaultGateway(options: TranslateOptions): Gateway {
+  const metadata = { name: DEFAULT_PROXY_NAME, namespace: options.writeNamespace };
+  const spec = { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultGateway.bindPort, httpGateway: {} };
+  const raw = { apiVersion: 'gateway.legate.dev/v1', kind: 'Gateway', metadata, spec, body: {}, origin: '(default)' };
+  return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
+}
+
+function gatewaySelects(gw: Gateway, vs: VirtualService): boolean {
+  const wantsSsl = gw.spec.ssl ?? false;
+  if (wantsSsl !== (vs.spec.sslConfig !== undefined)) return false;
+  const http = gw.spec.httpGateway;
+  if (http?.virtualServices?.length) {
+    return http.virtualServices.some((ref) => ref.name === vs.metadata.name && (ref.namespace ?? gw.metadata.namespace) === vs.metadata.namespace);
+  }
+  if (http?.virtualServiceSelector) {
+    const labels = vs.metadata.labels ?? {};
+    if (!Object.entries(http.virtualServiceSelector).every(([k, v]) => labels[k] === v)) return false;
+  }
+  if (http?.virtualServiceNamespaces?.length && !http.virtualServiceNamespaces.includes('*')) {
+    return http.virtualServiceNamespaces.includes(vs.metadata.namespace);
+  }
+  return true;
+}
+
+/**
+ * Two virtual services on one gateway may not claim the same domain. Previously accepted ones keep
+ * their domains; the newcomers are rejected (all of them when none was accepted before, as in Gloo).
+ */
+function resolveDomainConflicts(
+  selected: { vs: VirtualService; vh: VirtualHostIR }[],
+  lastAccepted: ReadonlyMap<string, LegateResource>,
+  reporter: Reporter,
+  conflicted: Set<string>,
+): { vs: VirtualService; vh: VirtualHostIR }[] {
+  const owners = new Map<string, { vs: VirtualService; vh: VirtualHostIR }[]>();
+  for (const entry of selected) {
+    for (const domain of entry.vh.domains) owners.set(domain, [...(owners.get(domain) ?? []), entry]);
+  }
+  const losers = new Set<string>();
+  for (const [domain, entries] of owners) {
+    if (entries.length < 2) continue;
+    const incumbents = entries.filter(({ vs }) => sameSpec(lastAccepted.get(keyOf(vs)), vs));
+    const rejected = incumbents.length === 1 ? entries.filter((e) => e !== incumbents[0]) : entries;
+    for (const { vs } of rejected) {
+      const others = entries.filter((e) => e.vs !== vs).map((e) => `${e.vs.metadata.namespace}.${e.vs.metadata.name}`);
+      reporter.error(
+        sourceOf(vs),
+        'DomainConflict',
+        `domain conflict: the [${domain}] domain is present in other virtual services that belong to the same Gateway as this one: [${others.join(', ')}]`,
+      );
+      losers.add(keyOf(vs));
+      conflicted.add(keyOf(vs));
+    }
+  }
+  return selected.filter(({ vs }) => !losers.has(keyOf(vs)));
+}
+
+function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string): VirtualHostIR {
+  return {
+    ...vh,
+    routes: vh.routes.map((r) => ({ ...r, name: `vs:${gateway}_${proxy}_${vh.source.namespace}_${vh.source.name}_route:${r.name}` })),
+  };
+}
+
+interface VsContext {
+  upstreams: ReadonlyMap<string, UpstreamIR>;
+  rejectedUpstreams: ReadonlySet<string>;
+  index: UpstreamIndex;
+  writeNamespace: string;
+}
+
+function translateVirtualService(vs: VirtualService, ctx: VsContext): { ir?: VirtualHostIR; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
+  const routes: RouteIR[] = [];
+  (vs.spec.virtualHost.routes ?? []).forEach((route, i) => {
+    const where = `virtualHost.routes[${i}]`;
+    const ir = translateRoute(route, i, where, vs.metadata.namespace, ctx, problems);
+    if (ir) routes.push(ir);
+  });
+  if (problems.length) return { problems };
+  return { ir: { name: `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_'), domains, routes, source: sourceOf(vs) }, problems };
+}
+
+function translateRoute(route: Route, i: number, where: string, ns: string, ctx: VsContext, problems: Problem[]): RouteIR | undefined {
+  const matchers = (route.matchers?.length ? route.matchers : [{ prefix: '/' }]).map((m, j) => translateMatcher(m, `${where}.matchers[${j}]`, problems));
+  let action: RouteIR['action'] | undefined;
+  if (route.routeAction) {
+    const dests = route.routeAction.single
+      ? [{ destination: route.routeAction.single, weight: 1 }]
+      : (route.routeAction.multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));
+    const clusters: WeightedClusterIR[] = [];
+    dests.forEach((d, j) => {
+      const path = route.routeAction?.single ? `${where}.routeAction.single` : `${where}.routeAction.multi.destinations[${j}].destination`;
+      const cluster = resolveDestination(d.destination, path, ns, ctx, problems);
+      if (cluster) clusters.push({ cluster, weight: d.weight });
+    });
+    if (clusters.length > 1 && clusters.every((c) => c.weight === 0)) {
+      problems.push({ code: 'InvalidSpec', message: `${where}.routeAction.multi: at least one destination needs a weight above 0` });
+    }
+    action = { type: 'route', clusters: clusters.filter((c) => c.weight > 0 || clusters.length === 1) };
+  } else if (route.directResponseAction) {
+    action = { type: 'directResponse', status: route.directResponseAction.status };
+    if (route.directResponseAction.body !== undefined) action.body = route.directResponseAction.body;
+  } else if (route.redirectAction) {
+    action = { type: 'redirect', ...route.redirectAction };
+  } else if (route.graphqlApiRef) {
+    const ref = route.graphqlApiRef;
+    problems.push({ code: 'GraphQLApiNotFound', message: `${where}.graphqlApiRef: GraphQLApi ${ref.namespace ?? ns}.${ref.name} not found` });
+  }
+  if (!action) return undefined;
+
+  const ir: RouteIR = { name: route.name ?? `<unnamed-${i}>`, matchers, action, timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT) };
+  const opts = route.options;
+  if (opts?.prefixRewrite !== undefined) ir.prefixRewrite = opts.prefixRewrite;
+  if (opts?.retries) {
+    ir.retries = { retryOn: opts.retries.retryOn ?? '5xx', numRetries: opts.retries.numRetries ?? 1 };
+    if (opts.retries.perTryTimeout) ir.retries.perTryTimeout = parseDuration(opts.retries.perTryTimeout);
+  }
+  return ir;
+}
+
+function resolveDestination(dest: Destination, where: string, ns: string, ctx: VsContext, problems: Problem[]): string | undefined {
+  if (dest.upstream) {
+    const upNs = dest.upstream.namespace ?? ns;
+    const key = nsName(upNs, dest.upstream.name);
+    if (ctx.rejectedUpstreams.has(key)) {
+      problems.push({ code: 'UpstreamRejected', message: `${where}: Upstream ${upNs}.${dest.upstream.name} is rejected` });
+      return undefined;
+    }
+    const up = ctx.upstreams.get(key);
+    if (!up) {
+      problems.push({ code: 'UpstreamNotFound', message: `${where}: Upstream ${upNs}.${dest.upstream.name} not found` });
+      return undefined;
+    }
+    return up.cluster;
+  }
+  if (dest.kube) {
+    const svcNs = dest.kube.ref.namespace ?? ns;
+    const svc = ctx.index.services.get(nsName(svcNs, dest.kube.ref.name));
+    if (!svc) {
+      problems.push({ code: 'ServiceNotFound', message: `${where}.kube: Service ${svcNs}.${dest.kube.ref.name} not found` });
+      return undefined;
+    }
+    if (!svc.spec.spec.ports.some((p) => p.port === dest.kube?.port)) {
+      const have = svc.spec.spec.ports.map((p) => p.port).join(', ');
+      problems.push({ code: 'ServicePortNotFound', message: `${where}.kube: Service ${svcNs}.${dest.kube.ref.name} has no port ${dest.kube.port} (ports: ${have})` });
+      return undefined;
+    }
+    // Routed through the upstream discovery made for this Service port.
+    return clusterName(ctx.writeNamespace, discoveredUpstreamName(svcNs, dest.kube.ref.name, dest.kube.port));
+  }
+  return undefined;
+}
+
+export function discoveredUpstreamName(namespace: string, service: string, port: number): string {
+  return `${namespace}-${service}-${port}`;
+}
+
+function stringMatch(value: string, regex: boolean | undefined, where: string, problems: Problem[]): StringMatchIR {
+  if (regex) {
+    const err = re2Error(value);
+    if (err) problems.push({ code: 'InvalidRegex', message: `${where}: invalid regex ${JSON.stringify(value)}: ${err}` });
+    return { regex: value };
+  }
+  return { exact: value };
+}
+
+function translateMatcher(m: Matcher, where: string, problems: Problem[]): MatcherIR {
+  const caseSensitive = m.caseSensitive ?? true;
+  let path: MatcherIR['path'];
+  if (m.exact !== undefined) path = { exact: m.exact };
+  else if (m.regex !== undefined) {
+    const err = re2Error(m.regex);
+    if (err) problems.push({ code: 'InvalidRegex', message: `${where}.regex: invalid regex ${JSON.stringify(m.regex)}: ${err}` });
+    path = { regex: caseSensitive ? m.regex : `(?i)${m.regex}` };
+  } else path = { prefix: m.prefix ?? '/' };
+  return {
+    path,
+    caseSensitive,
+    headers: (m.headers ?? []).map((h, j) => {
+      const header: MatcherIR['headers'][number] = { name: h.name, invert: h.invertMatch ?? false };
+      if (h.value !== undefined && h.value !== '') header.match = stringMatch(h.value, h.regex, `${where}.headers[${j}]`, problems);
+      return header;
+    }),
+    queryParameters: (m.queryParameters ?? []).map((q, j) => {
+      const param: MatcherIR['queryParameters'][number] = { name: q.name };
+      if (q.value !== undefined && q.value !== '') param.match = stringMatch(q.value, q.regex, `${where}.queryParameters[${j}]`, problems);
+      return param;
+    }),
+    methods: (m.methods ?? []).map((x) => x.toUpperCase()),
+  };
+}
+
+export type { SourceRef, Upstream };

@@ -1,0 +1,126 @@
+// Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
+import { isIP } from 'node:net';
+import type { Endpoints, Secret, Service, Upstream } from '../api/resources.js';
+import { parseDuration } from './duration.js';
+import type { EndpointIR, SourceRef, UpstreamIR, UpstreamTlsIR } from './ir.js';
+import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
+import type { ReportCode } from './reporter.js';
+
+export interface UpstreamIndex {
+  services: ReadonlyMap<string, Service>;
+  endpoints: ReadonlyMap<string, Endpoints>;
+  secrets: ReadonlyMap<string, Secret>;
+}
+
+export interface Problem {
+  code: ReportCode;
+  message: string;
+}
+
+export function nsName(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** Envoy cluster name for an upstream, as Gloo users know it: `<upstream>_<namespace>`. */
+export function clusterName(namespace: string, name: string): string {
+  return `${name}_${namespace}`;
+}
+
+export function sourceOf(r: { kind: string; metadata: { namespace: string; name: string } }): SourceRef {
+  return { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
+}
+
+export function resolveUpstream(upstream: Upstream, index: UpstreamIndex): { ir?: UpstreamIR; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const spec = upstream.spec;
+  const ns = upstream.metadata.namespace;
+  let endpoints: EndpointIR[] = [];
+  let discovery: UpstreamIR['discovery'] = 'EDS';
+  let defaultSni: string | undefined;
+  let tlsOn = false;
+
+  if (spec.static) {
+    endpoints = spec.static.hosts.map((h) => ({ address: h.addr, port: h.port, ...(h.loadBalancingWeight ? { weight: h.loadBalancingWeight } : {}) }));
+    if (spec.static.hosts.some((h) => isIP(h.addr) === 0)) discovery = 'STRICT_DNS';
+    const first = spec.static.hosts[0];
+    // As in Gloo: a host on 443 turns TLS on unless useTls says otherwise.
+    tlsOn = spec.static.useTls ?? spec.static.hosts.some((h) => h.port === 443);
+    if (first && spec.static.autoSniRewrite !== false) defaultSni = first.sniAddr ?? (isIP(first.addr) ? undefined : first.addr);
+  } else if (spec.kube) {
+    const { serviceName, serviceNamespace, servicePort } = spec.kube;
+    const service = index.services.get(nsName(serviceNamespace, serviceName));
+    if (!service) {
+      problems.push({ code: 'ServiceNotFound', message: `kube: Service ${serviceNamespace}.${serviceName} not found` });
+    } else {
+      const port = service.spec.spec.ports.find((p) => p.port === servicePort);
+      if (!port) {
+        const have = service.spec.spec.ports.map((p) => p.port).join(', ');
+        problems.push({ code: 'ServicePortNotFound', message: `kube: Service ${serviceNamespace}.${serviceName} has no port ${servicePort} (ports: ${have})` });
+      } else {
+        endpoints = kubeEndpoints(index.endpoints.get(nsName(serviceNamespace, serviceName)), port, service.spec.spec.ports.length);
+      }
+    }
+  }
+
+  let tls: UpstreamTlsIR | undefined;
+  if (spec.sslConfig || tlsOn) {
+    tls = { verifySubjectAltName: spec.sslConfig?.verifySubjectAltName ?? [], alpnProtocols: spec.sslConfig?.alpnProtocols ?? [] };
+    const sni = spec.sslConfig?.sni ?? defaultSni;
+    if (sni) tls.sni = sni;
+    const ssl = spec.sslConfig;
+    if (ssl?.secretRef) {
+      const secretNs = ssl.secretRef.namespace ?? ns;
+      const secret = index.secrets.get(nsName(secretNs, ssl.secretRef.name));
+      if (!secret) {
+        problems.push({ code: 'SecretNotFound', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
+      } else {
+        const material = tlsMaterialFromSecret(secret);
+        if (!material.rootCa && !material.certChain) {
+          problems.push({ code: 'InvalidTls', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} has none of tls.crt, ca.crt` });
+        }
+        for (const message of checkTlsMaterial(material, `sslConfig.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`)) {
+          problems.push({ code: 'InvalidTls', message });
+        }
+        if (material.rootCa) tls.rootCa = { inline: material.rootCa };
+        if (material.certChain) tls.certChain = { inline: material.certChain };
+        if (material.privateKey) tls.privateKey = { inline: material.privateKey };
+      }
+    } else if (ssl?.sslFiles) {
+      const files = ssl.sslFiles;
+      if ((files.tlsCert === undefined) !== (files.tlsKey === undefined)) {
+        problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: tlsCert and tlsKey must be set together' });
+      }
+      if (!files.tlsCert && !files.rootCa) problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: set rootCa and/or tlsCert with tlsKey' });
+      if (files.rootCa) tls.rootCa = { filename: files.rootCa };
+      if (files.tlsCert) tls.certChain = { filename: files.tlsCert };
+      if (files.tlsKey) tls.privateKey = { filename: files.tlsKey };
+    }
+  }
+
+  if (problems.length) return { problems };
+  const ir: UpstreamIR = {
+    cluster: clusterName(ns, upstream.metadata.name),
+    source: sourceOf(upstream),
+    discovery,
+    endpoints,
+    http2: spec.useHttp2 ?? false,
+    connectTimeout: parseDuration(spec.connectionConfig?.connectTimeout ?? '5s'),
+  };
+  if (tls) ir.tls = tls;
+  return { ir, problems };
+}
+
+type ServicePort = Service['spec']['spec']['ports'][number];
+
+/** Ready addresses of the Endpoints object for one Service port (matched by port name, as kube does). */
+function kubeEndpoints(endpoints: Endpoints | undefined, port: ServicePort, portCount: number): EndpointIR[] {
+  const result: EndpointIR[] = [];
+  for (const subset of endpoints?.spec.subsets ?? []) {
+    const ports = subset.ports ?? [];
+    const match = ports.find((p) => (p.name ?? '') === (port.name ?? '')) ?? (portCount === 1 && ports.length === 1 ? ports[0] : undefined);
+    const targetPort = match?.port ?? (typeof port.targetPort === 'number' ? port.targetPort : undefined);
+    if (targetPort === undefined) continue;
+    for (const address of subset.addresses ?? []) result.push({ address: address.ip, port: targetPort });
+  }
+  return result;
+}

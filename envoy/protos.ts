@@ -1,0 +1,154 @@
+// Envoy's API protos, pinned: the .proto files shipped in @grpc/grpc-js-xds (about the Envoy 1.30 API,
+// enough for ADS, ext_authz, buffered ext_proc and wasm). One protobufjs Root holds every type Legate
+// encodes, so google.protobuf.Any values written as {'@type': …} resolve inside it.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+import protobuf from 'protobufjs';
+
+const require = createRequire(import.meta.url);
+
+export const TYPE_URL_PREFIX = 'type.googleapis.com/';
+
+export const TypeUrls = {
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+} as const;
+
+/** The files whose types (and their imports) Legate puts on the wire or into Any fields. */
+export const ENVOY_PROTO_FILES = [
+  'envoy/service/discovery/v3/ads.proto',
+  'envoy/config/bootstrap/v3/bootstrap.proto',
+  'envoy/config/cluster/v3/cluster.proto',
+  'envoy/config/endpoint/v3/endpoint.proto',
+  'envoy/config/listener/v3/listener.proto',
+  'envoy/config/route/v3/route.proto',
+  'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/http/router/v3/router.proto',
+  'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
+  'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',
+  'envoy/extensions/filters/http/wasm/v3/wasm.proto',
+  'envoy/extensions/transport_sockets/tls/v3/tls.proto',
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
+  'envoy/extensions/access_loggers/stream/v3/stream.proto',
+  'envoy/extensions/access_loggers/file/v3/file.proto',
+  'envoy/service/auth/v3/external_auth.proto',
+  'envoy/service/ext_proc/v3/external_processor.proto',
+  'google/protobuf/wrappers.proto',
+  'google/protobuf/struct.proto',
+] as const;
+
+/** Include directories of the pinned protos inside node_modules. */
+export function protoIncludeDirs(): string[] {
+  const pkg = path.dirname(require.resolve('@grpc/grpc-js-xds/package.json'));
+  const deps = path.join(pkg, 'deps');
+  return ['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((d) => path.join(deps, d));
+}
+
+/** Options for @grpc/proto-loader so gRPC services see the same field names as protobufjs below. */
+export function protoLoaderOptions(): {
+  keepCase: boolean;
+  longs: StringConstructor;
+  enums: StringConstructor;
+  defaults: boolean;
+  oneofs: boolean;
+  includeDirs: string[];
+} {
+  return { keepCase: true, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: protoIncludeDirs() };
+}
+
+let cachedRoot: protobuf.Root | undefined;
+
+/** A protobufjs Root with all ENVOY_PROTO_FILES loaded, snake_case field names (as in Envoy's YAML). */
+export function envoyRoot(): protobuf.Root {
+  if (cachedRoot) return cachedRoot;
+  const root = new protobuf.Root();
+  const dirs = protoIncludeDirs();
+  root.resolvePath = (_origin: string, target: string): string | null => {
+    if (path.isAbsolute(target)) return target;
+    for (const dir of dirs) {
+      const candidate = path.join(dir, target);
+      if (fs.existsSync(candidate)) return candidate;
+    }
+    // well-known types (google/protobuf/*): common ones are built into protobufjs, the rest ship with it
+    const bundled = path.join(path.dirname(require.resolve('protobufjs/package.json')), target);
+    return fs.existsSync(bundled) ? bundled : target;
+  };
+  root.loadSync([...ENVOY_PROTO_FILES], { keepCase: true });
+  root.resolveAll();
+  cachedRoot = root;
+  return root;
+}
+
+/** Looks up a message type by its full name or type URL. */
+export function envoyType(nameOrUrl: string): protobuf.Type {
+  const name = nameOrUrl.startsWith(TYPE_URL_PREFIX) ? nameOrUrl.slice(TYPE_URL_PREFIX.length) : nameOrUrl;
+  return envoyRoot().lookupType(name);
+}
+
+const WRAPPERS = new Set(
+  ['Bool', 'String', 'Bytes', 'Int32', 'UInt32', 'Int64', 'UInt64', 'Float', 'Double'].map((w) => `.google.protobuf.${w}Value`),
+);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+/**
+ * protobufjs wants wrapper types (BoolValue, UInt32Value, …) as {value}; Envoy's JSON writes them
+ * bare. Walk the message type and wrap (encode) or unwrap (decode) them, descending into Any values.
+ */
+function convertWrappers(type: protobuf.Type, obj: Record<string, unknown>, wrap: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(obj)) {
+    const field = type.fields[key];
+    const resolved = field?.resolve().resolvedType;
+    if (!field || !(resolved instanceof protobuf.Type) || value === undefined || value === null) {
+      out[key] = value;
+      continue;
+    }
+    const one = (v: unknown): unknown => convertValue(resolved, v, wrap);
+    if (field.map) out[key] = isPlainObject(value) ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, one(v)])) : value;
+    else if (field.repeated && Array.isArray(value)) out[key] = value.map(one);
+    else out[key] = one(value);
+  }
+  return out;
+}
+
+function convertValue(type: protobuf.Type, value: unknown, wrap: boolean): unknown {
+  const name = type.fullName;
+  if (WRAPPERS.has(name)) {
+    if (wrap) return isPlainObject(value) ? value : { value };
+    return isPlainObject(value) && 'value' in value ? value['value'] : value;
+  }
+  if (!isPlainObject(value)) return value;
+  if (name === '.google.protobuf.Any') {
+    const anyType = typeof value['@type'] === 'string' ? envoyRoot().lookup(value['@type'].slice(value['@type'].lastIndexOf('/') + 1)) : null;
+    if (!(anyType instanceof protobuf.Type)) return value;
+    const { '@type': t, ...rest } = value;
+    return { '@type': t, ...convertWrappers(anyType, rest, wrap) };
+  }
+  if (name === '.google.protobuf.Struct' || name === '.google.protobuf.Value' || name === '.google.protobuf.Duration') return value;
+  return convertWrappers(type, value, wrap);
+}
+
+/** Encodes a JSON-shaped Envoy resource (snake_case, Any as {'@type': …}) into a protobuf Any. */
+export function encodeAny(typeUrl: string, value: object): { type_url: string; value: Buffer } {
+  return { type_url: typeUrl, value: encodeMessage(typeUrl, value) };
+}
+
+/** Encodes a JSON-shaped Envoy message to protobuf bytes. */
+export function encodeMessage(nameOrUrl: string, value: object): Buffer {
+  const type = envoyType(nameOrUrl);
+  const message = type.fromObject(convertWrappers(type, value as Record<string, unknown>, true));
+  return Buffer.from(type.encode(message).finish());
+}
+
+/** Decodes an Any back to JSON shape (used by tests to prove nothing was dropped on encoding). */
+export function decodeAny(typeUrl: string, bytes: Uint8Array): Record<string, unknown> {
+  const type = envoyType(typeUrl);
+  const obj = type.toObject(type.decode(bytes), { longs: Number, enums: String, defaults: false, json: true, oneofs: false }) as Record<string, unknown>;
+  return convertWrappers(type, obj, false);
+}

@@ -1,0 +1,20 @@
+// Bundles each entry point with esbuild; node_modules stay external (loaded at runtime).
+import { build } from 'esbuild';
+
+const entries = {
+  legate: 'cli/legate.ts',
+  legatectl: 'cli/legatectl.ts',
+};
+
+await build({
+  entryPoints: entries,
+  outdir: 'dist',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  banner: { js: "import { createRequire as __legateCreateRequire } from 'node:module'; const require = __legateCreateRequire(import.meta.url);" },
+});
