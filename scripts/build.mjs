@@ -1,5 +1,8 @@
 // Bundles each entry point with esbuild; node_modules stay external (loaded at runtime).
+import { readFileSync } from 'node:fs';
 import { build } from 'esbuild';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
 const entries = {
   legate: 'cli/legate.ts',
@@ -16,5 +19,6 @@ await build({
   packages: 'external',
   sourcemap: 'linked',
   logLevel: 'warning',
+  define: { LEGATE_VERSION: JSON.stringify(version) },
   banner: { js: "import { createRequire as __legateCreateRequire } from 'node:module'; const require = __legateCreateRequire(import.meta.url);" },
 });

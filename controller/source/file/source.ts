@@ -1,0 +1,139 @@
+// File source: a watched directory of YAML files (many resources per file, `---` separated).
+// A file that stops parsing keeps its last good resources and reports the error; other files load.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../../../common/log.js';
+import type { RawResource } from '../../api/meta.js';
+import { resourceKey } from '../../api/meta.js';
+import { parseResources, type ParseError } from '../parse.js';
+
+export interface SourceSnapshot {
+  resources: RawResource[];
+  errors: ParseError[];
+}
+
+interface FileState {
+  stamp: string;
+  resources: RawResource[];
+  errors: ParseError[];
+}
+
+const RESOURCE_FILE = /\.(ya?ml|json)$/i;
+/** Files in the directory that configure `legate run` itself, not resources. */
+export const NON_RESOURCE_FILES = new Set(['legate.values.yaml']);
+
+export class FileSource {
+  private readonly files = new Map<string, FileState>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Reads changed files and returns the merged snapshot (and whether anything changed). */
+  scan(): { snapshot: SourceSnapshot; changed: boolean } {
+    let changed = false;
+    const seen = new Set<string>();
+    for (const file of listFiles(this.dir)) {
+      seen.add(file);
+      let stat: fs.Stats;
+      try {
+        stat = fs.statSync(file);
+      } catch {
+        continue; // removed between listing and stat
+      }
+      const stamp = `${stat.mtimeMs}:${stat.size}:${stat.ino}`;
+      const previous = this.files.get(file);
+      if (previous?.stamp === stamp) continue;
+      changed = true;
+      const rel = path.relative(this.dir, file);
+      let text: string;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch (err) {
+        this.files.set(file, { stamp, resources: previous?.resources ?? [], errors: [{ origin: rel, message: `cannot read: ${String(err)}` }] });
+        continue;
+      }
+      const parsed = parseResources(text, rel);
+      // Bad YAML loses nothing: keep what the file held when it last parsed.
+      const resources = parsed.syntaxError ? (previous?.resources ?? []) : parsed.resources;
+      for (const e of parsed.errors) this.logger.error('cannot load resource', { origin: e.origin, error: e.message });
+      this.files.set(file, { stamp, resources, errors: parsed.errors });
+    }
+    for (const file of [...this.files.keys()]) {
+      if (!seen.has(file)) {
+        this.files.delete(file);
+        changed = true;
+      }
+    }
+    return { snapshot: this.merge(), changed };
+  }
+
+  private merge(): SourceSnapshot {
+    const byKey = new Map<string, RawResource>();
+    const errors: ParseError[] = [];
+    for (const file of [...this.files.keys()].sort()) {
+      const state = this.files.get(file)!;
+      errors.push(...state.errors);
+      for (const r of state.resources) {
+        const key = resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
+        const earlier = byKey.get(key);
+        if (earlier && earlier.origin.split('#')[0] !== r.origin.split('#')[0]) {
+          errors.push({ origin: r.origin, message: `${r.kind} ${r.metadata.namespace}.${r.metadata.name} is also defined in ${earlier.origin}; using this one` });
+        }
+        byKey.set(key, r);
+      }
+    }
+    return { resources: [...byKey.values()], errors };
+  }
+
+  /** Scans now and on every change until `signal` aborts. Changes are debounced. */
+  watch(signal: AbortSignal, onChange: (snapshot: SourceSnapshot) => void, pollMs = 1000): void {
+    const first = this.scan();
+    onChange(first.snapshot);
+    let timer: NodeJS.Timeout | undefined;
+    const rescan = (): void => {
+      timer = undefined;
+      if (signal.aborted) return;
+      const { snapshot, changed } = this.scan();
+      if (changed) onChange(snapshot);
+    };
+    const soon = (): void => {
+      if (!timer) timer = setTimeout(rescan, 50);
+    };
+    let watcher: fs.FSWatcher | undefined;
+    try {
+      watcher = fs.watch(this.dir, { recursive: true }, soon);
+      watcher.on('error', (err) => this.logger.warn('directory watch failed; polling only', { error: err }));
+    } catch (err) {
+      this.logger.warn('directory watch unavailable; polling only', { error: err });
+    }
+    // Polling backs up the watcher (editors that replace files, network file systems).
+    const poll = setInterval(soon, pollMs);
+    signal.addEventListener('abort', () => {
+      watcher?.close();
+      clearInterval(poll);
+      if (timer) clearTimeout(timer);
+    });
+  }
+}
+
+function listFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (e.name.startsWith('.')) continue;
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (RESOURCE_FILE.test(e.name) && !NON_RESOURCE_FILES.has(e.name)) out.push(full);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
