@@ -1,6 +1,6 @@
 // Route matching and actions: the core of every Envoy route.
-import type { DurationIR, MatcherIR, RouteIR, StringMatchIR } from '../ir.js';
-import type { EnvoyJson, RenderPlugin } from './types.js';
+import type { MatcherIR, RouteIR, StringMatchIR } from '../ir.js';
+import { duration, type EnvoyJson, type RenderPlugin } from './types.js';
 
 export const routingPlugin: RenderPlugin = {
   name: 'routing',
@@ -37,10 +37,6 @@ export function matchFor(m: MatcherIR | undefined): EnvoyJson {
 
 function stringMatcher(s: StringMatchIR): EnvoyJson {
   return s.regex !== undefined ? { safe_regex: { regex: s.regex } } : { exact: s.exact ?? '' };
-}
-
-export function duration(d: DurationIR): EnvoyJson {
-  return d.nanos ? { seconds: d.seconds, nanos: d.nanos } : { seconds: d.seconds };
 }
 
 function actionFor(ir: RouteIR): EnvoyJson {

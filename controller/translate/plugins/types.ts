@@ -1,6 +1,6 @@
 // The hook interface of stage-2 feature plugins. Plugins never import each other; the order they run
 // in is the explicit list in ../render.ts.
-import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR } from '../ir.js';
+import type { DurationIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from '../ir.js';
 
 /** An Envoy message in JSON form (snake_case; Any as {'@type': …}). */
 export type EnvoyJson = Record<string, unknown>;
@@ -32,4 +32,9 @@ export interface RenderPlugin {
   patchCluster?(ir: UpstreamIR, cluster: EnvoyJson): void;
   /** Extra clusters (e.g. for extension services). */
   extraClusters?(proxy: ProxyIR): EnvoyJson[];
+}
+
+/** A Duration in Envoy's JSON form. */
+export function duration(d: DurationIR): EnvoyJson {
+  return d.nanos ? { seconds: d.seconds, nanos: d.nanos } : { seconds: d.seconds };
 }

@@ -1,7 +1,6 @@
 // Clusters and endpoints for upstreams, including upstream TLS.
 import type { DataSourceIR, UpstreamIR } from '../ir.js';
-import { duration } from './routing.js';
-import type { EnvoyJson, RenderPlugin } from './types.js';
+import { duration, type EnvoyJson, type RenderPlugin } from './types.js';
 
 export const upstreamsPlugin: RenderPlugin = {
   name: 'upstreams',
