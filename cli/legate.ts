@@ -161,6 +161,23 @@ async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolea
   }
 }
 
+/** The role of the gateway proxy the controller serves (`<write namespace>~gateway-proxy`). */
+async function servedRole(apiPort: number): Promise<string> {
+  for (let i = 0; i < 50; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/served`, { signal: AbortSignal.timeout(1000) });
+      const body = (await res.json()) as { data?: Record<string, unknown> };
+      const roles = Object.keys(body.data ?? {});
+      const role = roles.find((r) => r.endsWith('~gateway-proxy')) ?? roles[0];
+      if (role) return role;
+    } catch {
+      // first translation not done yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return DEFAULTS.role;
+}
+
 async function run(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -220,11 +237,14 @@ async function run(args: string[]): Promise<number> {
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });
     await waitForHttp(`http://127.0.0.1:${ports.api}/healthz`, 15_000, () => ctl.exitCode === null);
+    // The proxy's role follows the write namespace, which a Settings resource may change (Gloo's
+    // manifests use gloo-system): ask the controller which roles it serves.
+    const role = await servedRole(ports.api);
 
     const bootstrapFile = path.join(stateDir, 'envoy-bootstrap.yaml');
     fs.writeFileSync(
       bootstrapFile,
-      renderBootstrap({ role: DEFAULTS.role, xdsHost: '127.0.0.1', xdsPort: ports.xds, adminHost: '127.0.0.1', adminPort: ports.admin }),
+      renderBootstrap({ role, xdsHost: '127.0.0.1', xdsPort: ports.xds, adminHost: '127.0.0.1', adminPort: ports.admin }),
     );
     const envoy = sup.start({
       name: 'envoy',
@@ -245,8 +265,8 @@ async function run(args: string[]): Promise<number> {
       startedAt: new Date().toISOString(),
       configDir,
       logDir,
-      writeNamespace: LEGATE_NAMESPACE,
-      proxyRole: DEFAULTS.role,
+      writeNamespace: role.split('~')[0] ?? LEGATE_NAMESPACE,
+      proxyRole: role,
       components: {
         controller: { pid: sup.pid('controller'), log: sup.logPath('controller'), endpoints: { api: `http://127.0.0.1:${ports.api}`, xds: `127.0.0.1:${ports.xds}` } },
         envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}` } },

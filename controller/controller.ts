@@ -74,7 +74,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
     });
   };
 
-  // An Envoy NACK shows on the Proxy it was for, and on any virtual service its message names.
+  // An Envoy NACK shows on the Proxy it was for, and on the virtual services and upstreams its message
+  // names (Envoy names the virtual host `<ns>_<vs>` or the cluster `<upstream>_<ns>`).
   const statusWithNacks = (resource: { kind: string; metadata: { namespace: string; name: string } }, status: ResourceStatus): ResourceStatus => {
     const { kind, metadata } = resource;
     const all = [...nacks.values()];
@@ -83,7 +84,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         ? all.filter((n) => n.role === `${metadata.namespace}~${metadata.name}`)
         : kind === 'VirtualService'
           ? all.filter((n) => n.message.includes(`${metadata.namespace}_${metadata.name}`.replace(/\./g, '_')))
-          : [];
+          : kind === 'Upstream'
+            ? all.filter((n) => n.message.includes(`${metadata.name}_${metadata.namespace}`))
+            : [];
     if (!mine.length) return status;
     return {
       state: 'Rejected',
