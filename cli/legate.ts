@@ -23,6 +23,7 @@ Run 'legate <command> --help' for its flags.`;
 
 const DEFAULTS = {
   httpPort: 8080,
+  httpsPort: 8443,
   adminPort: 19000,
   xdsPort: 9977,
   apiPort: 9095,
@@ -102,6 +103,7 @@ async function controller(args: string[]): Promise<number> {
       'xds-port': { type: 'string' },
       'api-port': { type: 'string' },
       'http-port': { type: 'string' },
+      'https-port': { type: 'string' },
       'bind-address': { type: 'string', default: '::' },
       'write-namespace': { type: 'string' },
       'log-level': { type: 'string' },
@@ -110,7 +112,7 @@ async function controller(args: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate controller --config DIR [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+      'Usage: legate controller --config DIR [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
     );
     return 0;
   }
@@ -125,6 +127,7 @@ async function controller(args: string[]): Promise<number> {
     api: { host: '127.0.0.1', port: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort) },
     ...(values['write-namespace'] ? { writeNamespace: values['write-namespace'] } : {}),
     defaultGateway: { bindAddress: values['bind-address'], bindPort: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort) },
+    defaultSslPort: intFlag(values['https-port'], 'https-port', DEFAULTS.httpsPort),
     logger,
   });
   logger.info('controller started', { version: VERSION });
@@ -184,6 +187,7 @@ async function run(args: string[]): Promise<number> {
     options: {
       config: { type: 'string', short: 'c', default: 'examples' },
       'http-port': { type: 'string' },
+      'https-port': { type: 'string' },
       'admin-port': { type: 'string' },
       'xds-port': { type: 'string' },
       'api-port': { type: 'string' },
@@ -194,7 +198,7 @@ async function run(args: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate run [--config DIR] [--http-port 8080] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--state-dir .legate] [--envoy PATH]\n',
+      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--state-dir .legate] [--envoy PATH]\n',
     );
     return 0;
   }
@@ -203,6 +207,7 @@ async function run(args: string[]): Promise<number> {
   const runValues = readValues(configDir);
   const ports = {
     http: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort),
+    https: intFlag(values['https-port'], 'https-port', DEFAULTS.httpsPort),
     admin: intFlag(values['admin-port'], 'admin-port', DEFAULTS.adminPort),
     xds: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort),
     api: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort),
@@ -233,6 +238,7 @@ async function run(args: string[]): Promise<number> {
         '--xds-port', String(ports.xds),
         '--api-port', String(ports.api),
         '--http-port', String(ports.http),
+        '--https-port', String(ports.https),
       ],
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });
@@ -269,7 +275,7 @@ async function run(args: string[]): Promise<number> {
       proxyRole: role,
       components: {
         controller: { pid: sup.pid('controller'), log: sup.logPath('controller'), endpoints: { api: `http://127.0.0.1:${ports.api}`, xds: `127.0.0.1:${ports.xds}` } },
-        envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}` } },
+        envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}`, https: `https://127.0.0.1:${ports.https}` } },
         ...Object.fromEntries((runValues.processes ?? []).map((p) => [p.name, { pid: sup.pid(p.name), log: sup.logPath(p.name), endpoints: {} }])),
       },
     };

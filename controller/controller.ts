@@ -16,6 +16,7 @@ export interface ControllerOptions {
   api: { host: string; port: number };
   writeNamespace?: string;
   defaultGateway: { bindAddress: string; bindPort: number };
+  defaultSslPort?: number;
   logger: Logger;
   pollMs?: number;
 }
@@ -50,7 +51,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const out = runPipeline({
       resources: snapshot.resources,
       lastAccepted,
-      options: { ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}), defaultGateway: options.defaultGateway },
+      options: {
+        ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
+        ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
+        defaultGateway: options.defaultGateway,
+      },
     });
     lastAccepted = out.accepted;
     output = out;

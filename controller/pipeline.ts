@@ -15,6 +15,8 @@ export interface PipelineOptions {
   /** Used when no Settings resource names one. */
   writeNamespace?: string;
   defaultGateway?: { bindAddress: string; bindPort: number };
+  /** Port of the default ssl gateway (used when no Gateway exists and a virtual service has sslConfig). */
+  defaultSslPort?: number;
 }
 
 export interface PipelineInput {
@@ -66,7 +68,11 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const out = translate({
     resources: all,
     lastAccepted: input.lastAccepted,
-    options: { writeNamespace, defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 } },
+    options: {
+      writeNamespace,
+      defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
+      defaultSslPort: input.options?.defaultSslPort ?? 8443,
+    },
   });
 
   const listed = new Map<string, ListedResource>();

@@ -31,6 +31,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',
   'envoy/extensions/filters/http/wasm/v3/wasm.proto',
   'envoy/extensions/transport_sockets/tls/v3/tls.proto',
+  'envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto',
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
   'envoy/extensions/access_loggers/stream/v3/stream.proto',
   'envoy/extensions/access_loggers/file/v3/file.proto',
@@ -97,8 +98,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * protobufjs wants wrapper types (BoolValue, UInt32Value, …) as {value}; Envoy's JSON writes them
- * bare. Walk the message type and wrap (encode) or unwrap (decode) them, descending into Any values.
+ * protobufjs wants wrapper types (BoolValue, UInt32Value, …) as {value} and Struct as {fields}; Envoy's
+ * JSON writes them bare. Walk the message type and convert on the way in (encode) or out (decode),
+ * descending into Any values.
  */
 function convertWrappers(type: protobuf.Type, obj: Record<string, unknown>, wrap: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -130,8 +132,45 @@ function convertValue(type: protobuf.Type, value: unknown, wrap: boolean): unkno
     const { '@type': t, ...rest } = value;
     return { '@type': t, ...convertWrappers(anyType, rest, wrap) };
   }
-  if (name === '.google.protobuf.Struct' || name === '.google.protobuf.Value' || name === '.google.protobuf.Duration') return value;
+  // Struct is a plain JSON object in Envoy's JSON; protobufjs's built-in struct.proto wants
+  // {fields: {k: {stringValue|numberValue|…}}} (camelCase even with keepCase).
+  if (name === '.google.protobuf.Struct') return wrap ? (isStructForm(value) ? value : toStruct(value)) : fromStruct(value);
+  if (name === '.google.protobuf.Duration') return value;
   return convertWrappers(type, value, wrap);
+}
+
+function isStructForm(v: Record<string, unknown>): boolean {
+  return Object.keys(v).length === 1 && isPlainObject(v['fields']);
+}
+
+function toStructValue(v: unknown): Record<string, unknown> {
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toStructValue) } };
+  if (isPlainObject(v)) return { structValue: toStruct(v) };
+  return { stringValue: String(v) };
+}
+
+function toStruct(obj: Record<string, unknown>): Record<string, unknown> {
+  return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, toStructValue(v)])) };
+}
+
+function fromStructValue(v: unknown): unknown {
+  if (!isPlainObject(v)) return v;
+  if ('stringValue' in v) return v['stringValue'];
+  if ('numberValue' in v) return v['numberValue'];
+  if ('boolValue' in v) return v['boolValue'];
+  if ('nullValue' in v) return null;
+  if (isPlainObject(v['listValue'])) return ((v['listValue']['values'] as unknown[] | undefined) ?? []).map(fromStructValue);
+  if (isPlainObject(v['structValue'])) return fromStruct(v['structValue']);
+  return v;
+}
+
+function fromStruct(v: Record<string, unknown>): Record<string, unknown> {
+  const fields = isPlainObject(v['fields']) ? v['fields'] : {};
+  return Object.fromEntries(Object.entries(fields).map(([k, x]) => [k, fromStructValue(x)]));
 }
 
 /** Encodes a JSON-shaped Envoy resource (snake_case, Any as {'@type': …}) into a protobuf Any. */

@@ -133,8 +133,10 @@ export const VirtualServiceSpecSchema = z.strictObject({
   sslConfig: z
     .strictObject({
       secretRef: ResourceRefSchema.optional(),
+      sslFiles: z.strictObject({ tlsCert: z.string(), tlsKey: z.string() }).optional(),
       sniDomains: z.array(z.string()).optional(),
     })
+    .refine((s) => (s.secretRef ? 1 : 0) + (s.sslFiles ? 1 : 0) === 1, { message: 'set exactly one of secretRef, sslFiles' })
     .optional(),
 });
 export type VirtualServiceSpec = z.infer<typeof VirtualServiceSpecSchema>;

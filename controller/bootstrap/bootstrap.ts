@@ -27,7 +27,8 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
         api_type: 'GRPC',
         transport_api_version: 'V3',
         set_node_on_first_message_only: true,
-        grpc_services: [{ envoy_grpc: { cluster_name: 'xds_cluster' } }],
+        // reconnect within a second when the controller restarts
+        grpc_services: [{ envoy_grpc: { cluster_name: 'xds_cluster', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '1s' } } } }],
       },
       cds_config: { ads: {}, resource_api_version: 'V3' },
       lds_config: { ads: {}, resource_api_version: 'V3' },
@@ -44,7 +45,6 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
               explicit_http_config: { http2_protocol_options: {} },
             },
           },
-          // reconnect quickly when the controller restarts
           upstream_connection_options: { tcp_keepalive: {} },
           load_assignment: {
             cluster_name: 'xds_cluster',

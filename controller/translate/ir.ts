@@ -56,11 +56,20 @@ export interface RouteIR {
   retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
 }
 
+export interface DownstreamTlsIR {
+  certChain: DataSourceIR;
+  privateKey: DataSourceIR;
+  /** SNI names this certificate serves; empty = the listener's default certificate. */
+  sniDomains: string[];
+}
+
 export interface VirtualHostIR {
   name: string;
   domains: string[];
   routes: RouteIR[];
   source: SourceRef;
+  /** Set on virtual services served by ssl gateways. */
+  tls?: DownstreamTlsIR;
 }
 
 export interface ListenerIR {

@@ -1,7 +1,7 @@
 // Stage 2: IR -> Envoy xDS resources per proxy role. Pure rendering through the plugin list below.
 import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
-import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
+import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
 import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
 import { matchFor, routingPlugin } from './plugins/routing.js';
 import { FilterStage, type EnvoyJson, type RenderPlugin, type StagedHttpFilter } from './plugins/types.js';
@@ -35,6 +35,8 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
   const listeners: XdsResource[] = [];
   const routes: XdsResource[] = [];
   for (const listener of proxy.listeners) {
+    // An ssl listener without certificates would have no filter chain, which Envoy refuses.
+    if (listener.ssl && !listener.virtualHosts.some((vh) => vh.tls)) continue;
     listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
     routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(listener, plugins) });
   }
@@ -66,11 +68,51 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   };
   const socket: EnvoyJson = { address: listener.bindAddress, port_value: listener.bindPort };
   if (listener.bindAddress === '::') socket['ipv4_compat'] = true;
+  const filters = [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }];
+  if (!listener.ssl) return { name: listener.name, address: { socket_address: socket }, filter_chains: [{ filters }] };
+  // ssl: one filter chain per certificate, chosen by SNI; all share the listener's route config.
   return {
     name: listener.name,
     address: { socket_address: socket },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }],
+    listener_filters: [
+      {
+        name: 'envoy.filters.listener.tls_inspector',
+        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector' },
+      },
+    ],
+    filter_chains: tlsFilterChains(listener, filters),
   };
+}
+
+function dataSource(d: DataSourceIR): EnvoyJson {
+  return 'inline' in d ? { inline_string: d.inline } : { filename: d.filename };
+}
+
+function tlsFilterChains(listener: ListenerIR, filters: EnvoyJson[]): EnvoyJson[] {
+  const chains = new Map<string, EnvoyJson>();
+  for (const vh of listener.virtualHosts) {
+    if (!vh.tls) continue;
+    const serverNames = [...new Set(vh.tls.sniDomains)].sort();
+    const key = JSON.stringify([serverNames, vh.tls.certChain, vh.tls.privateKey]);
+    if (chains.has(key)) continue;
+    const chain: EnvoyJson = {
+      name: `${vh.name}-tls`,
+      filters,
+      transport_socket: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+          common_tls_context: {
+            tls_certificates: [{ certificate_chain: dataSource(vh.tls.certChain), private_key: dataSource(vh.tls.privateKey) }],
+            alpn_protocols: ['h2', 'http/1.1'],
+          },
+        },
+      },
+    };
+    if (serverNames.length) chain['filter_chain_match'] = { server_names: serverNames };
+    chains.set(key, chain);
+  }
+  return [...chains.values()];
 }
 
 function renderRouteConfig(listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {

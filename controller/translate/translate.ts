@@ -6,8 +6,9 @@ import type { Gateway, LegateResource, Upstream, VirtualService } from '../api/r
 import { isKind, keyOf } from '../api/resources.js';
 import type { Destination, Matcher, Route } from '../api/schemas.js';
 import { parseDuration } from './duration.js';
-import type { ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
+import type { DownstreamTlsIR, ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
 import { re2Error } from './regex.js';
+import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
 import { Reporter, type Report } from './reporter.js';
 import { clusterName, nsName, resolveUpstream, sourceOf, type Problem, type UpstreamIndex } from './upstreams.js';
 
@@ -19,6 +20,8 @@ export interface TranslateOptions {
   writeNamespace: string;
   /** The Gateway assumed when none exists. */
   defaultGateway: { bindAddress: string; bindPort: number };
+  /** Port of the ssl gateway assumed when no Gateway exists and a virtual service has sslConfig. */
+  defaultSslPort?: number;
 }
 
 export interface TranslateInput {
@@ -71,14 +74,18 @@ export function translate(input: TranslateInput): TranslateOutput {
   }
 
   let gateways = resources.filter(isKind('Gateway'));
-  if (gateways.length === 0) gateways = [defaultGateway(options)];
+  if (gateways.length === 0) {
+    gateways = [defaultGateway(options, false)];
+    if ([...virtualHosts.values()].some(({ vs }) => vs.spec.sslConfig)) gateways.push(defaultGateway(options, true));
+  }
   for (const gw of gateways) accepted.set(keyOf(gw), gw);
 
   const proxies = new Map<string, ProxyIR>();
   const conflicted = new Set<string>();
   for (const gw of gateways) {
     const selected = [...virtualHosts.values()].filter(({ vs }) => gatewaySelects(gw, vs));
-    const kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
+    let kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
+    if (gw.spec.ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
     const listener: ListenerIR = {
       name: `listener-${gw.spec.bindAddress ?? '::'}-${gw.spec.bindPort}`,
       bindAddress: gw.spec.bindAddress ?? '::',
@@ -144,9 +151,11 @@ function sameSpec(a: LegateResource | undefined, b: LegateResource): boolean {
   return a !== undefined && (a === b || JSON.stringify(a.spec) === JSON.stringify(b.spec));
 }
 
-function defaultGateway(options: TranslateOptions): Gateway {
-  const metadata = { name: DEFAULT_PROXY_NAME, namespace: options.writeNamespace };
-  const spec = { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultGateway.bindPort, httpGateway: {} };
+function defaultGateway(options: TranslateOptions, ssl: boolean): Gateway {
+  const metadata = { name: ssl ? `${DEFAULT_PROXY_NAME}-ssl` : DEFAULT_PROXY_NAME, namespace: options.writeNamespace };
+  const spec = ssl
+    ? { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultSslPort ?? 8443, ssl: true, httpGateway: {} }
+    : { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultGateway.bindPort, httpGateway: {} };
   const raw = { apiVersion: 'gateway.legate.dev/v1', kind: 'Gateway', metadata, spec, body: {}, origin: '(default)' };
   return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
 }
@@ -201,6 +210,37 @@ function resolveDomainConflicts(
   return selected.filter(({ vs }) => !losers.has(keyOf(vs)));
 }
 
+/** On an ssl gateway, one SNI set can only have one certificate (Envoy needs unique filter chains). */
+function resolveSniConflicts(
+  selected: { vs: VirtualService; vh: VirtualHostIR }[],
+  reporter: Reporter,
+  conflicted: Set<string>,
+): { vs: VirtualService; vh: VirtualHostIR }[] {
+  const owners = new Map<string, { vs: VirtualService; cert: string }>();
+  const kept: { vs: VirtualService; vh: VirtualHostIR }[] = [];
+  const ordered = [...selected].sort((a, b) => keyOf(a.vs).localeCompare(keyOf(b.vs)));
+  for (const entry of ordered) {
+    const tls = entry.vh.tls;
+    if (!tls) continue;
+    const sni = JSON.stringify([...new Set(tls.sniDomains)].sort());
+    const cert = JSON.stringify([tls.certChain, tls.privateKey]);
+    const owner = owners.get(sni);
+    if (owner && owner.cert !== cert) {
+      const names = tls.sniDomains.length ? tls.sniDomains.join(', ') : '(no sniDomains: the default certificate)';
+      reporter.error(
+        sourceOf(entry.vs),
+        'DomainConflict',
+        `sslConfig conflict: SNI [${names}] already has a different certificate from virtual service ${owner.vs.metadata.namespace}.${owner.vs.metadata.name}`,
+      );
+      conflicted.add(keyOf(entry.vs));
+      continue;
+    }
+    owners.set(sni, { vs: entry.vs, cert });
+    kept.push(entry);
+  }
+  return kept;
+}
+
 function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string): VirtualHostIR {
   return {
     ...vh,
@@ -224,8 +264,32 @@ function translateVirtualService(vs: VirtualService, ctx: VsContext): { ir?: Vir
     const ir = translateRoute(route, i, where, vs.metadata.namespace, ctx, problems);
     if (ir) routes.push(ir);
   });
+  const tls = vs.spec.sslConfig ? downstreamTls(vs, ctx, problems) : undefined;
   if (problems.length) return { problems };
-  return { ir: { name: `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_'), domains, routes, source: sourceOf(vs) }, problems };
+  const ir: VirtualHostIR = { name: `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_'), domains, routes, source: sourceOf(vs) };
+  if (tls) ir.tls = tls;
+  return { ir, problems };
+}
+
+function downstreamTls(vs: VirtualService, ctx: VsContext, problems: Problem[]): DownstreamTlsIR | undefined {
+  const ssl = vs.spec.sslConfig;
+  if (!ssl) return undefined;
+  const sniDomains = ssl.sniDomains ?? [];
+  if (ssl.sslFiles) return { certChain: { filename: ssl.sslFiles.tlsCert }, privateKey: { filename: ssl.sslFiles.tlsKey }, sniDomains };
+  if (!ssl.secretRef) return undefined;
+  const secretNs = ssl.secretRef.namespace ?? vs.metadata.namespace;
+  const secret = ctx.index.secrets.get(nsName(secretNs, ssl.secretRef.name));
+  if (!secret) {
+    problems.push({ code: 'SecretNotFound', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
+    return undefined;
+  }
+  const material = tlsMaterialFromSecret(secret);
+  const where = `sslConfig.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`;
+  const found = checkTlsMaterial(material, where);
+  if (!material.certChain || !material.privateKey) found.unshift(`${where}: needs tls.crt and tls.key`);
+  for (const message of [...new Set(found)]) problems.push({ code: 'InvalidTls', message });
+  if (found.length || !material.certChain || !material.privateKey) return undefined;
+  return { certChain: { inline: material.certChain }, privateKey: { inline: material.privateKey }, sniDomains };
 }
 
 function translateRoute(route: Route, i: number, where: string, ns: string, ctx: VsContext, problems: Problem[]): RouteIR | undefined {

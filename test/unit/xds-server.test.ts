@@ -262,9 +262,17 @@ describe('AdsServer (protocol, no Envoy)', () => {
     for (const r of initial) s.ack(r, r.type_url === TypeUrls.route ? ['r'] : r.type_url === TypeUrls.endpoint ? ['c'] : []);
     await s.nothing();
     cache.set('order', snap(all('/abc')));
-    const pushed = [await s.next(), await s.next(), await s.next(), await s.next()];
+    // the cluster changed: listeners and routes wait until Envoy ACKs CDS (i.e. the cluster is warm)
+    const warming = [await s.next(), await s.next()];
+    expect(warming.map((r) => r.type_url)).toEqual([TypeUrls.cluster, TypeUrls.endpoint]);
+    await s.nothing();
+    expect(server.connections().find((c) => c.role === 'order')!.types[TypeUrls.route]!.held).toBe(true);
+    s.ack(warming[1]!, ['c']);
+    await s.nothing();
+    s.ack(warming[0]!);
+    const pushed = [...warming, await s.next(), await s.next()];
     expect(pushed.map((r) => r.type_url)).toEqual([TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.listener, TypeUrls.route]);
-    for (const r of pushed) s.ack(r, r.type_url === TypeUrls.route ? ['r'] : r.type_url === TypeUrls.endpoint ? ['c'] : []);
+    for (const r of pushed.slice(2)) s.ack(r, r.type_url === TypeUrls.route ? ['r'] : []);
     await s.nothing(); // the custom type was not subscribed
     // only the route changes
     const next = all('/abc');
@@ -274,6 +282,83 @@ describe('AdsServer (protocol, no Envoy)', () => {
     expect(only.type_url).toBe(TypeUrls.route);
     s.ack(only, ['r']);
     await s.nothing();
+  });
+
+  it('re-sends unchanged endpoints after a CDS push that adds or updates a cluster', async () => {
+    const withTimeout = (name: string, seconds: number): XdsResource => ({
+      name,
+      resource: { ...cluster(name).resource, connect_timeout: { seconds, nanos: 0 } },
+    });
+    cache.set('warm', snap({ [TypeUrls.cluster]: [withTimeout('a', 1), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }));
+    const s = open();
+    s.send({ node: node('warm'), type_url: TypeUrls.cluster });
+    const c1 = await s.next();
+    s.send({ type_url: TypeUrls.endpoint, resource_names: ['a', 'b'] });
+    const e1 = await s.next();
+    s.ack(c1);
+    s.ack(e1, ['a', 'b']);
+    await s.nothing();
+    // cluster a updated, endpoints unchanged: CDS, then EDS again with the same version
+    cache.set('warm', snap({ [TypeUrls.cluster]: [withTimeout('a', 2), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }));
+    const c2 = await s.next();
+    const e2 = await s.next();
+    expect([c2.type_url, e2.type_url]).toEqual([TypeUrls.cluster, TypeUrls.endpoint]);
+    expect(e2.version_info).toBe(e1.version_info);
+    expect(names(e2)).toEqual(['a', 'b']);
+    s.ack(c2);
+    s.ack(e2, ['a', 'b']);
+    await s.nothing();
+    // only a removal: no EDS re-send
+    cache.set('warm', snap({ [TypeUrls.cluster]: [withTimeout('a', 2)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }));
+    const c3 = await s.next();
+    expect(c3.type_url).toBe(TypeUrls.cluster);
+    s.ack(c3);
+    await s.nothing();
+  });
+
+  it('holds routes while clusters warm even across late ACKs, and stops holding after the timeout', async () => {
+    const quick = new AdsServer(cache, { logger: createLogger('xds-test', { level: 'error' }), clusterWarmingTimeoutMs: 300, stopGraceMs: 200 });
+    const { port: quickPort } = await quick.start({ port: 0 });
+    const quickClient = new AdsClient(`127.0.0.1:${quickPort}`, grpc.credentials.createInsecure());
+    try {
+      const withTimeout = (seconds: number): XdsResource => ({ name: 'a', resource: { ...cluster('a').resource, connect_timeout: { seconds, nanos: 0 } } });
+      cache.set('gate', snap({ [TypeUrls.cluster]: [withTimeout(1)], [TypeUrls.route]: [rc('r', '/')] }));
+      const s = new TestStream(quickClient);
+      streams.push(s);
+      s.send({ node: node('gate'), type_url: TypeUrls.cluster });
+      const c1 = await s.next();
+      s.ack(c1);
+      s.send({ type_url: TypeUrls.route, resource_names: ['r'] });
+      const r1 = await s.next();
+      cache.set('gate', snap({ [TypeUrls.cluster]: [withTimeout(2)], [TypeUrls.route]: [rc('r', '/new')] }));
+      expect((await s.next()).type_url).toBe(TypeUrls.cluster);
+      s.ack(r1, ['r']); // a late ACK of the old routes must not release the new ones early
+      await s.nothing(150);
+      const started = Date.now();
+      const r2 = await s.next(2000); // no CDS ACK: released by the timeout
+      expect(r2.type_url).toBe(TypeUrls.route);
+      expect(r2.version_info).toBe(cache.get('gate')!.typeSnapshot(TypeUrls.route).version);
+      expect(Date.now() - started).toBeLessThan(1000);
+    } finally {
+      quickClient.close();
+      await quick.stop();
+    }
+  });
+
+  it('does not resend a wildcard type a reconnecting client already has at the current version', async () => {
+    cache.set('reconnect', snap({ [TypeUrls.cluster]: [cluster('a')], [TypeUrls.endpoint]: [cla('a', 1)] }));
+    const version = cache.get('reconnect')!.typeSnapshot(TypeUrls.cluster).version;
+    const s = open();
+    s.send({ node: node('reconnect'), type_url: TypeUrls.cluster, version_info: version });
+    s.send({ type_url: TypeUrls.endpoint, version_info: cache.get('reconnect')!.typeSnapshot(TypeUrls.endpoint).version, resource_names: ['a'] });
+    const e = await s.next();
+    expect(e.type_url).toBe(TypeUrls.endpoint); // by-name types are always answered
+    await s.nothing();
+    expect(server.connections().find((c) => c.role === 'reconnect')!.types[TypeUrls.cluster]).toMatchObject({ sentVersion: version, ackedVersion: version });
+    // an outdated version gets the current set
+    const s2 = open();
+    s2.send({ node: node('reconnect'), type_url: TypeUrls.cluster, version_info: 'outdated' });
+    expect((await s2.next()).version_info).toBe(version);
   });
 
   it('serves custom type URLs with the caller encoder (empty names = all)', async () => {

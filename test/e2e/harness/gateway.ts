@@ -29,7 +29,7 @@ export interface RequestOptions {
 export interface Gateway {
   dir: string;
   stateDir: string;
-  ports: { http: number; admin: number; xds: number; api: number };
+  ports: { http: number; https: number; admin: number; xds: number; api: number };
   /** Writes (or replaces) a resource file in the watched directory. */
   write(file: string, yaml: string): void;
   remove(file: string): void;
@@ -48,7 +48,7 @@ export async function startGateway(files: Record<string, string> = {}): Promise<
   const stateDir = path.join(dir, 'state');
   fs.mkdirSync(configDir);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, name), text);
-  const ports = { http: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort() };
+  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort() };
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -56,6 +56,7 @@ export async function startGateway(files: Record<string, string> = {}): Promise<
       '--config', configDir,
       '--state-dir', stateDir,
       '--http-port', String(ports.http),
+      '--https-port', String(ports.https),
       '--admin-port', String(ports.admin),
       '--xds-port', String(ports.xds),
       '--api-port', String(ports.api),
