@@ -14,7 +14,7 @@ function cluster(name: string, port = 8080): XdsResource {
       connect_timeout: { seconds: 5, nanos: 0 },
       eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' } },
       // google.protobuf.Value fields are camelCase in protobufjs' built-in descriptor (see docs/xds.md)
-      metadata: { filter_metadata: { legate: { fields: { port: { numberValue: port } } } } },
+      metadata: { filter_metadata: { legate: { port } } },
     },
   };
 }
