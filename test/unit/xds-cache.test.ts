@@ -13,7 +13,7 @@ function cluster(name: string, port = 8080): XdsResource {
       type: 'EDS',
       connect_timeout: { seconds: 5, nanos: 0 },
       eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' } },
-      // google.protobuf.Value fields are camelCase in protobufjs' built-in descriptor (see docs/xds.md)
+      // Struct fields in Envoy's plain JSON form; envoy/protos.ts converts them (see docs/xds.md)
       metadata: { filter_metadata: { legate: { port } } },
     },
   };
