@@ -42,12 +42,18 @@ export interface Gateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(files: Record<string, string> = {}): Promise<Gateway> {
+export interface StartOptions {
+  /** directories copied into the config directory before start: name -> source path */
+  copy?: Record<string, string>;
+}
+
+export async function startGateway(files: Record<string, string> = {}, options: StartOptions = {}): Promise<Gateway> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-e2e-'));
   const configDir = path.join(dir, 'config');
   const stateDir = path.join(dir, 'state');
   fs.mkdirSync(configDir);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, name), text);
+  for (const [name, src] of Object.entries(options.copy ?? {})) fs.cpSync(src, path.join(configDir, name), { recursive: true });
   const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort() };
   const child: ChildProcess = spawn(
     process.execPath,
