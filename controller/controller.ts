@@ -1,12 +1,15 @@
 // Controller composition root: file source -> pipeline -> xDS cache/server, statuses, loopback API.
 import type http from 'node:http';
+import { ExtensionTypeUrls, encodeExtensionConfig } from '../common/contract.js';
 import type { Logger } from '../common/log.js';
+import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
 import { REPORTER, type ResourceStatus } from './api/meta.js';
 import type { LegateResource } from './api/resources.js';
 import { startApiServer, type ApiResource } from './admin/api.js';
 import { runPipeline, type PipelineOutput } from './pipeline.js';
 import { FileSource, type SourceSnapshot } from './source/file/source.js';
+import type { RenderOptions } from './translate/render.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer, type NackEvent } from './xds/server.js';
 
@@ -17,6 +20,8 @@ export interface ControllerOptions {
   writeNamespace?: string;
   defaultGateway: { bindAddress: string; bindPort: number };
   defaultSslPort?: number;
+  /** Where Envoy reaches the extension services. */
+  render?: RenderOptions;
   logger: Logger;
   pollMs?: number;
 }
@@ -31,7 +36,11 @@ export interface RunningController {
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const log = options.logger;
-  const cache = new SnapshotCache({ onListenerError: (error, role) => log.error('xDS subscriber failed', { role, error }) });
+  const extensionEncoder = (_typeUrl: string, resource: Readonly<Record<string, unknown>>): Uint8Array => encodeExtensionConfig(resource);
+  const cache = new SnapshotCache({
+    encoders: Object.fromEntries(Object.values(ExtensionTypeUrls).map((t) => [t, extensionEncoder])),
+    onListenerError: (error, role) => log.error('xDS subscriber failed', { role, error }),
+  });
   // NACKs by role; cleared when that role gets a new version of the type.
   const nacks = new Map<string, NackEvent>();
   let output: PipelineOutput | undefined;
@@ -40,6 +49,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   const ads = new AdsServer(cache, {
     logger: log.child('xds'),
+    // extension services always get their full set of configs
+    wildcardTypes: [TypeUrls.listener, TypeUrls.cluster, ...Object.values(ExtensionTypeUrls)],
     onNack: (event) => {
       nacks.set(`${event.role}|${event.typeUrl}`, event);
     },
@@ -54,6 +65,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
+        ...(options.render ? { render: options.render } : {}),
         defaultGateway: options.defaultGateway,
       },
     });

@@ -5,7 +5,8 @@ import { LEGATE_NAMESPACE, REPORTER, canonicalApiVersion, resourceKey, type RawR
 import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR } from './translate/ir.js';
-import { proxyRole, renderProxy } from './translate/render.js';
+import { ExtensionRoles, ExtensionTypeUrls } from '../common/contract.js';
+import { proxyRole, renderPlugins, renderProxy, type RenderOptions } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
 import { sameRef } from './translate/reporter.js';
 import { translate } from './translate/translate.js';
@@ -17,6 +18,8 @@ export interface PipelineOptions {
   defaultGateway?: { bindAddress: string; bindPort: number };
   /** Port of the default ssl gateway (used when no Gateway exists and a virtual service has sslConfig). */
   defaultSslPort?: number;
+  /** Where Envoy reaches the extension services. */
+  render?: RenderOptions;
 }
 
 export interface PipelineInput {
@@ -97,8 +100,11 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });
 
   const xds = new Map<string, XdsSnapshot>();
+  const plugins = renderPlugins(input.options?.render);
+  // the graphql extension subscribes as its own role; an empty set is served too, so it knows
+  xds.set(ExtensionRoles.graphql, new Map([[ExtensionTypeUrls.graphqlApi, out.graphqlApis.map((api) => ({ name: api.name, resource: { ...api } }))]]));
   for (const proxy of out.proxies) {
-    xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams));
+    xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams, plugins));
     const metadata = { name: proxy.name, namespace: proxy.namespace };
     const raw: RawResource = {
       apiVersion: canonicalApiVersion('Proxy'),

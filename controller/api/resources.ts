@@ -12,6 +12,8 @@ import {
 import {
   EndpointsBodySchema,
   GatewaySpecSchema,
+  GraphQLApiSpecSchema,
+  GraphQLSchemaSpecSchema,
   SecretBodySchema,
   ServiceBodySchema,
   SettingsSpecSchema,
@@ -20,6 +22,8 @@ import {
   formatIssues,
   type EndpointsBody,
   type GatewaySpec,
+  type GraphQLApiSpec,
+  type GraphQLSchemaSpec,
   type SecretBody,
   type ServiceBody,
   type SettingsSpec,
@@ -42,12 +46,24 @@ export type Settings = Typed<'Settings', SettingsSpec>;
 export type Service = Typed<'Service', ServiceBody>;
 export type Endpoints = Typed<'Endpoints', EndpointsBody>;
 export type Secret = Typed<'Secret', SecretBody>;
+export type GraphQLApi = Typed<'GraphQLApi', GraphQLApiSpec>;
+export type GraphQLSchema = Typed<'GraphQLSchema', GraphQLSchemaSpec>;
 /** A kind Legate stores and lists but does not act on yet. */
 export type StoredOnly = Typed<Exclude<KindName, TypedKind>, unknown>;
 
-type TypedKind = 'VirtualService' | 'Gateway' | 'Upstream' | 'Settings' | 'Service' | 'Endpoints' | 'Secret';
+type TypedKind = 'VirtualService' | 'Gateway' | 'Upstream' | 'Settings' | 'Service' | 'Endpoints' | 'Secret' | 'GraphQLApi' | 'GraphQLSchema';
 
-export type LegateResource = VirtualService | Gateway | Upstream | Settings | Service | Endpoints | Secret | StoredOnly;
+export type LegateResource =
+  | VirtualService
+  | Gateway
+  | Upstream
+  | Settings
+  | Service
+  | Endpoints
+  | Secret
+  | GraphQLApi
+  | GraphQLSchema
+  | StoredOnly;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
 
@@ -56,6 +72,8 @@ const specSchemas = {
   Gateway: GatewaySpecSchema,
   Upstream: UpstreamSpecSchema,
   Settings: SettingsSpecSchema,
+  GraphQLApi: GraphQLApiSpecSchema,
+  GraphQLSchema: GraphQLSchemaSpecSchema,
 } as const;
 
 const bodySchemas = {

@@ -113,10 +113,13 @@ const RouteSchema = z
     directResponseAction: DirectResponseActionSchema.optional(),
     redirectAction: RedirectActionSchema.optional(),
     graphqlApiRef: ResourceRefSchema.optional(),
+    // Gloo 1.10's name for graphqlApiRef
+    graphqlSchemaRef: ResourceRefSchema.optional(),
     options: RouteOptionsSchema.optional(),
   })
   .refine(
-    (r) => [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef].filter((a) => a !== undefined).length === 1,
+    (r) =>
+      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined).length === 1,
     { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
   );
 export type Route = z.infer<typeof RouteSchema>;
@@ -283,3 +286,66 @@ export function formatIssues(prefix: string, error: z.ZodError): string {
     })
     .join('; ');
 }
+
+// ---- GraphQLApi (graphql.legate.dev/v1beta1) and the flat GraphQLSchema (v1alpha1) ----
+
+const RestResolverSchema = z.strictObject({
+  upstreamRef: ResourceRefSchema,
+  request: z
+    .strictObject({
+      headers: z.record(z.string(), z.string()).optional(),
+      queryParams: z.record(z.string(), z.string()).optional(),
+      body: z.unknown().optional(),
+    })
+    .optional(),
+  response: z
+    .strictObject({
+      resultRoot: z.string().optional(),
+      setters: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
+  spanName: z.string().optional(),
+  timeout: Duration.optional(),
+});
+export type RestResolver = z.infer<typeof RestResolverSchema>;
+
+const ResolutionSchema = z.strictObject({
+  restResolver: RestResolverSchema.optional(),
+  // accepted so Gloo manifests parse; translation reports them as not supported yet
+  grpcResolver: z.record(z.string(), z.unknown()).optional(),
+  mockResolver: z.record(z.string(), z.unknown()).optional(),
+  statPrefix: z.string().optional(),
+});
+export type Resolution = z.infer<typeof ResolutionSchema>;
+
+const LocalExecutorSchema = z.strictObject({
+  resolutions: z.record(z.string(), ResolutionSchema).optional(),
+  enableIntrospection: z.boolean().optional(),
+  options: z.strictObject({ maxDepth: z.number().int().min(0).optional() }).optional(),
+});
+
+export const GraphQLApiSpecSchema = z.strictObject({
+  executableSchema: z.strictObject({
+    schemaDefinition: z.string().min(1, 'must not be empty'),
+    executor: z
+      .strictObject({
+        local: LocalExecutorSchema.optional(),
+        remote: z.record(z.string(), z.unknown()).optional(),
+      })
+      .refine((e) => (e.local ? 1 : 0) + (e.remote ? 1 : 0) === 1, { message: 'set exactly one of local, remote' }),
+    grpcDescriptorRegistry: z.record(z.string(), z.unknown()).optional(),
+  }),
+  statPrefix: z.string().optional(),
+  persistedQueryCacheConfig: z.strictObject({ cacheSize: z.number().int().min(0).optional() }).optional(),
+  allowedQueryHashes: z.array(z.string()).optional(),
+  options: z.strictObject({ logSensitiveInfo: z.boolean().optional() }).optional(),
+});
+export type GraphQLApiSpec = z.infer<typeof GraphQLApiSpecSchema>;
+
+export const GraphQLSchemaSpecSchema = z.strictObject({
+  schemaDefinition: z.string().min(1, 'must not be empty'),
+  resolutions: z.record(z.string(), ResolutionSchema).optional(),
+  enableIntrospection: z.boolean().optional(),
+  options: z.strictObject({ maxDepth: z.number().int().min(0).optional() }).optional(),
+});
+export type GraphQLSchemaSpec = z.infer<typeof GraphQLSchemaSpecSchema>;

@@ -3,11 +3,21 @@ import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
 import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
 import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
+import { graphqlPlugin, type ServiceAddress } from './plugins/graphql.js';
 import { matchFor, routingPlugin } from './plugins/routing.js';
 import { FilterStage, type EnvoyJson, type RenderPlugin, type StagedHttpFilter } from './plugins/types.js';
 
+export interface RenderOptions {
+  /** Where Envoy reaches Legate's extension services. */
+  graphql: ServiceAddress;
+}
+
+export const DEFAULT_RENDER_OPTIONS: RenderOptions = { graphql: { host: '127.0.0.1', port: 8084 } };
+
 /** The frozen, ordered list of stage-2 plugins. */
-export const RENDER_PLUGINS: readonly RenderPlugin[] = Object.freeze([routingPlugin, upstreamsPlugin]);
+export function renderPlugins(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
+  return Object.freeze([routingPlugin, upstreamsPlugin, graphqlPlugin(options.graphql)]);
+}
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const ADS_SOURCE = { ads: {}, resource_api_version: 'V3' };
@@ -21,7 +31,7 @@ export function routeConfigName(listener: ListenerIR): string {
   return `${listener.name}-routes`;
 }
 
-export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], plugins: readonly RenderPlugin[] = RENDER_PLUGINS): XdsSnapshot {
+export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], plugins: readonly RenderPlugin[] = renderPlugins()): XdsSnapshot {
   const clusters: XdsResource[] = [];
   const endpoints: XdsResource[] = [];
   for (const up of upstreams) {

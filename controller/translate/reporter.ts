@@ -15,6 +15,10 @@ export type ReportCode =
   | 'InvalidTls'
   | 'SecretNotFound'
   | 'GraphQLApiNotFound'
+  | 'GraphQLApiRejected'
+  | 'InvalidGraphQLSchema'
+  | 'ResolutionNotFound'
+  | 'InvalidTemplate'
   | 'NotSupported'
   | 'EnvoyRejected'
   | 'ServingLastAccepted';

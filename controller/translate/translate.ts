@@ -7,6 +7,8 @@ import { isKind, keyOf } from '../api/resources.js';
 import type { Destination, Matcher, Route } from '../api/schemas.js';
 import { parseDuration } from './duration.js';
 import type { DownstreamTlsIR, ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
+import type { GraphQLApiConfig } from '../../common/contract.js';
+import { translateGraphQLApi } from './graphql.js';
 import { re2Error } from './regex.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
 import { Reporter, type Report } from './reporter.js';
@@ -37,6 +39,8 @@ export interface TranslateOutput {
   reports: Report[];
   /** The version of each resource that is now served (current or last accepted), by keyOf(). */
   accepted: Map<string, LegateResource>;
+  /** Accepted GraphQL APIs, for the graphql extension. */
+  graphqlApis: GraphQLApiConfig[];
 }
 
 export function translate(input: TranslateInput): TranslateOutput {
@@ -66,7 +70,26 @@ export function translate(input: TranslateInput): TranslateOutput {
     }
   }
 
-  const ctx: VsContext = { upstreams, rejectedUpstreams, index, writeNamespace: options.writeNamespace };
+  // GraphQL APIs next: routes are checked against the ones that survived.
+  const graphqlApis = new Map<string, GraphQLApiConfig>();
+  const rejectedApis = new Set<string>();
+  const apiResources = [...resources.filter(isKind('GraphQLApi')), ...resources.filter(isKind('GraphQLSchema'))];
+  for (const api of apiResources) {
+    const key = nsName(api.metadata.namespace, api.metadata.name);
+    if (graphqlApis.has(key)) {
+      reporter.error(sourceOf(api), 'InvalidSpec', `a GraphQLApi named ${api.metadata.namespace}.${api.metadata.name} already exists`);
+      continue;
+    }
+    const used = withFallback(api, lastAccepted, reporter, (a) => translateGraphQLApi(a, { upstreams, rejectedUpstreams }));
+    if (used) {
+      graphqlApis.set(key, used.result);
+      accepted.set(keyOf(api), used.resource);
+    } else {
+      rejectedApis.add(key);
+    }
+  }
+
+  const ctx: VsContext = { upstreams, rejectedUpstreams, graphqlApis, rejectedApis, index, writeNamespace: options.writeNamespace };
   const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
   for (const vs of resources.filter(isKind('VirtualService'))) {
     const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, ctx));
@@ -108,7 +131,7 @@ export function translate(input: TranslateInput): TranslateOutput {
   for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
 
   for (const r of resources) {
-    if (!['VirtualService', 'Upstream', 'Gateway', 'Service', 'Endpoints', 'Secret', 'Settings'].includes(r.kind)) {
+    if (!['VirtualService', 'Upstream', 'Gateway', 'Service', 'Endpoints', 'Secret', 'Settings', 'GraphQLApi', 'GraphQLSchema'].includes(r.kind)) {
       reporter.warn(sourceOf(r), 'NotSupported', `Legate stores ${r.kind} resources but does not act on them yet`);
     }
   }
@@ -118,6 +141,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     upstreams: [...upstreams.values()].sort((a, b) => a.cluster.localeCompare(b.cluster)),
     reports: reporter.reports,
     accepted,
+    graphqlApis: [...graphqlApis.values()].sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
 
@@ -251,6 +275,8 @@ function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string): Virt
 interface VsContext {
   upstreams: ReadonlyMap<string, UpstreamIR>;
   rejectedUpstreams: ReadonlySet<string>;
+  graphqlApis: ReadonlyMap<string, GraphQLApiConfig>;
+  rejectedApis: ReadonlySet<string>;
   index: UpstreamIndex;
   writeNamespace: string;
 }
@@ -314,9 +340,18 @@ function translateRoute(route: Route, i: number, where: string, ns: string, ctx:
     if (route.directResponseAction.body !== undefined) action.body = route.directResponseAction.body;
   } else if (route.redirectAction) {
     action = { type: 'redirect', ...route.redirectAction };
-  } else if (route.graphqlApiRef) {
-    const ref = route.graphqlApiRef;
-    problems.push({ code: 'GraphQLApiNotFound', message: `${where}.graphqlApiRef: GraphQLApi ${ref.namespace ?? ns}.${ref.name} not found` });
+  } else if (route.graphqlApiRef ?? route.graphqlSchemaRef) {
+    const ref = (route.graphqlApiRef ?? route.graphqlSchemaRef)!;
+    const field = route.graphqlApiRef ? 'graphqlApiRef' : 'graphqlSchemaRef';
+    const apiNs = ref.namespace ?? ns;
+    const key = nsName(apiNs, ref.name);
+    if (ctx.rejectedApis.has(key)) {
+      problems.push({ code: 'GraphQLApiRejected', message: `${where}.${field}: GraphQLApi ${apiNs}.${ref.name} is rejected` });
+    } else if (!ctx.graphqlApis.has(key)) {
+      problems.push({ code: 'GraphQLApiNotFound', message: `${where}.${field}: GraphQLApi ${apiNs}.${ref.name} not found` });
+    } else {
+      action = { type: 'graphql', api: { kind: 'GraphQLApi', namespace: apiNs, name: ref.name } };
+    }
   }
   if (!action) return undefined;
 

@@ -55,6 +55,7 @@ describe('translation golden files', () => {
       // which protobufjs would otherwise drop silently.
       for (const snap of out.xds.values()) {
         for (const [typeUrl, resources] of snap) {
+          if (!typeUrl.startsWith('type.googleapis.com/envoy.')) continue; // extension configs travel as JSON
           for (const r of resources) {
             const back = decodeAny(typeUrl, encodeAny(typeUrl, r.resource).value);
             expect(normalize(back), `${r.name} round-trips`).toEqual(normalize(r.resource));

@@ -1,0 +1,215 @@
+// Stage 1 for GraphQL APIs: GraphQLApi / GraphQLSchema -> the GraphQLApiConfig the graphql extension
+// executes. Every problem that would otherwise be a 503 at request time is found here (Gloo #9643,
+// #9595): SDL errors, @resolve names without a resolution, resolutions for missing fields, unknown or
+// rejected upstreams, templates naming arguments the field does not have.
+import { createHash } from 'node:crypto';
+import { buildSchema, isInterfaceType, isObjectType, type GraphQLField, type GraphQLSchema as Schema } from 'graphql';
+import type { GraphQLApiConfig, ResolverConfig } from '../../common/contract.js';
+import type { GraphQLApi, GraphQLSchema } from '../api/resources.js';
+import type { Resolution } from '../api/schemas.js';
+import { parseDuration } from './duration.js';
+import type { UpstreamIR } from './ir.js';
+import { nsName, type Problem } from './upstreams.js';
+
+/** Directives Legate understands; declared for the user when the SDL does not declare them. */
+const DIRECTIVES: Record<string, string> = {
+  resolve: 'directive @resolve(name: String!) on FIELD_DEFINITION',
+  cacheControl: 'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
+};
+
+export function withDirectiveDeclarations(sdl: string): string {
+  const missing = Object.entries(DIRECTIVES)
+    .filter(([name]) => !new RegExp(`directive\\s+@${name}\\b`).test(sdl))
+    .map(([, decl]) => decl);
+  return missing.length ? `${missing.join('\n')}\n${sdl}` : sdl;
+}
+
+const TEMPLATE = /\{\$(parent|args|headers|body)(?:\.([^}]*))?\}/g;
+
+function templatesIn(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') {
+    for (const m of value.matchAll(TEMPLATE)) out.push(m[0]);
+  } else if (Array.isArray(value)) {
+    for (const v of value) templatesIn(v, out);
+  } else if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) templatesIn(v, out);
+  }
+  return out;
+}
+
+export interface GraphQLContext {
+  upstreams: ReadonlyMap<string, UpstreamIR>;
+  rejectedUpstreams: ReadonlySet<string>;
+}
+
+interface Normalized {
+  sdl: string;
+  resolutions: Record<string, Resolution>;
+  enableIntrospection: boolean;
+  maxDepth: number;
+  remote: boolean;
+}
+
+function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
+  if (api.kind === 'GraphQLSchema') {
+    const s = api.spec;
+    return { sdl: s.schemaDefinition, resolutions: s.resolutions ?? {}, enableIntrospection: s.enableIntrospection ?? false, maxDepth: s.options?.maxDepth ?? 0, remote: false };
+  }
+  const exe = api.spec.executableSchema;
+  const local = exe.executor.local;
+  return {
+    sdl: exe.schemaDefinition,
+    resolutions: local?.resolutions ?? {},
+    enableIntrospection: local?.enableIntrospection ?? false,
+    maxDepth: local?.options?.maxDepth ?? 0,
+    remote: exe.executor.remote !== undefined,
+  };
+}
+
+interface Binding {
+  typeName: string;
+  field: GraphQLField<unknown, unknown>;
+}
+
+/** Fields carrying @resolve(name: …), by resolution name. */
+function resolveBindings(schema: Schema): Map<string, Binding[]> {
+  const bindings = new Map<string, Binding[]>();
+  for (const type of Object.values(schema.getTypeMap())) {
+    if (type.name.startsWith('__') || !(isObjectType(type) || isInterfaceType(type))) continue;
+    for (const field of Object.values(type.getFields())) {
+      for (const d of field.astNode?.directives ?? []) {
+        if (d.name.value !== 'resolve') continue;
+        const arg = d.arguments?.find((a) => a.name.value === 'name');
+        if (arg?.value.kind !== 'StringValue') continue;
+        bindings.set(arg.value.value, [...(bindings.get(arg.value.value) ?? []), { typeName: type.name, field }]);
+      }
+    }
+  }
+  return bindings;
+}
+
+export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, ctx: GraphQLContext): { ir?: GraphQLApiConfig; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const n = normalize(api);
+  const ns = api.metadata.namespace;
+  if (n.remote) {
+    problems.push({ code: 'NotSupported', message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local' });
+    return { problems };
+  }
+  let schema: Schema;
+  try {
+    schema = buildSchema(withDirectiveDeclarations(n.sdl));
+  } catch (err) {
+    const message = err instanceof Error ? err.message.replace(/\s+/g, ' ') : String(err);
+    problems.push({ code: 'InvalidGraphQLSchema', message: `schemaDefinition: ${message}` });
+    return { problems };
+  }
+  if (!schema.getQueryType()) problems.push({ code: 'InvalidGraphQLSchema', message: 'schemaDefinition: a Query type with at least one field is required' });
+
+  const bindings = resolveBindings(schema);
+  for (const [name, fields] of bindings) {
+    if (!Object.hasOwn(n.resolutions, name)) {
+      const where = fields.map((b) => `${b.typeName}.${b.field.name}`).join(', ');
+      problems.push({ code: 'ResolutionNotFound', message: `schemaDefinition: @resolve(name: ${JSON.stringify(name)}) on ${where} names no resolution` });
+    }
+  }
+
+  const resolutions: Record<string, ResolverConfig> = {};
+  for (const [name, resolution] of Object.entries(n.resolutions).sort(([a], [b]) => a.localeCompare(b))) {
+    const where = `resolutions[${JSON.stringify(name)}]`;
+    let bound = bindings.get(name) ?? [];
+    if (name.includes('|')) {
+      const [typeName = '', fieldName = ''] = name.split('|');
+      const type = schema.getType(typeName);
+      const field = type && (isObjectType(type) || isInterfaceType(type)) ? type.getFields()[fieldName] : undefined;
+      if (!field) {
+        problems.push({ code: 'ResolutionNotFound', message: `${where}: the schema has no field ${typeName}.${fieldName}` });
+        continue;
+      }
+      if (!bound.length) bound = [{ typeName, field }];
+    }
+    if (resolution.grpcResolver || resolution.mockResolver) {
+      problems.push({ code: 'NotSupported', message: `${where}: only restResolver is supported yet` });
+      continue;
+    }
+    const rest = resolution.restResolver;
+    if (!rest) {
+      problems.push({ code: 'InvalidSpec', message: `${where}: set restResolver` });
+      continue;
+    }
+    const upNs = rest.upstreamRef.namespace ?? ns;
+    const upKey = nsName(upNs, rest.upstreamRef.name);
+    if (ctx.rejectedUpstreams.has(upKey)) {
+      problems.push({ code: 'UpstreamRejected', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} is rejected` });
+      continue;
+    }
+    const upstream = ctx.upstreams.get(upKey);
+    if (!upstream) {
+      problems.push({ code: 'UpstreamNotFound', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} not found` });
+      continue;
+    }
+    for (const t of templatesIn([rest.request?.headers, rest.request?.queryParams, rest.request?.body])) {
+      const m = /^\{\$(\w+)(?:\.([^}]*))?\}$/.exec(t);
+      const source = m?.[1];
+      if (source === 'body') {
+        problems.push({ code: 'InvalidTemplate', message: `${where}.restResolver.request: ${t}: $body is only available in response setters` });
+        continue;
+      }
+      if (source !== 'args') continue;
+      const arg = (m?.[2] ?? '').split(/[.[]/)[0] ?? '';
+      for (const b of bound) {
+        if (!b.field.args.some((a) => a.name === arg)) {
+          const have = b.field.args.map((a) => a.name).join(', ') || 'none';
+          problems.push({ code: 'InvalidTemplate', message: `${where}.restResolver.request: ${t} names an argument ${b.typeName}.${b.field.name} does not have (arguments: ${have})` });
+        }
+      }
+    }
+    const tls = upstream.tls;
+    if (tls && [tls.rootCa, tls.certChain, tls.privateKey].some((d) => d && 'filename' in d)) {
+      problems.push({ code: 'NotSupported', message: `${where}.restResolver.upstreamRef: resolvers need the upstream's TLS material from a Secret, not sslFiles` });
+      continue;
+    }
+    const pem = (d: { inline: string } | { filename: string } | undefined): string | undefined => (d && 'inline' in d ? d.inline : undefined);
+    const resolverTls: NonNullable<ResolverConfig['rest']>['upstream']['tls'] = {};
+    if (tls?.sni) resolverTls.sni = tls.sni;
+    const ca = pem(tls?.rootCa);
+    if (ca) resolverTls.rootCa = ca;
+    const cert = pem(tls?.certChain);
+    const key = pem(tls?.privateKey);
+    if (cert && key) {
+      resolverTls.certChain = cert;
+      resolverTls.privateKey = key;
+    }
+    const timeout = rest.timeout ? parseDuration(rest.timeout) : { seconds: 1 };
+    resolutions[name] = {
+      rest: {
+        upstream: {
+          name: `${upNs}.${rest.upstreamRef.name}`,
+          endpoints: upstream.endpoints.map((e) => ({ address: e.address, port: e.port })),
+          ...(tls ? { tls: resolverTls } : {}),
+        },
+        request: {
+          headers: rest.request?.headers ?? {},
+          queryParams: rest.request?.queryParams ?? {},
+          ...(rest.request?.body !== undefined ? { body: rest.request.body } : {}),
+        },
+        response: {
+          ...(rest.response?.resultRoot !== undefined ? { resultRoot: rest.response.resultRoot } : {}),
+          setters: rest.response?.setters ?? {},
+        },
+        timeoutMs: Math.round(timeout.seconds * 1000 + (timeout.nanos ?? 0) / 1e6),
+      },
+    };
+  }
+  if (problems.length) return { problems };
+
+  const body = {
+    name: `${ns}.${api.metadata.name}`,
+    schemaDefinition: n.sdl,
+    enableIntrospection: n.enableIntrospection,
+    maxDepth: n.maxDepth,
+    resolutions,
+  };
+  const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
+  return { ir: { ...body, version }, problems };
+}

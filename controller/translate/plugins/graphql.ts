@@ -1,0 +1,87 @@
+// GraphQL routes: Envoy's ext_proc filter hands the request to Legate's graphql service, which
+// answers with an immediate response. The filter sits on every HCM of a proxy that has a GraphQL route,
+// disabled; each GraphQL route enables it and names its API in the stream's gRPC initial metadata.
+import { GRAPHQL_API_METADATA_KEY } from '../../../common/contract.js';
+import type { ProxyIR } from '../ir.js';
+import { FilterStage, type EnvoyJson, type RenderPlugin } from './types.js';
+
+export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
+export const GRAPHQL_CLUSTER = 'legate-graphql';
+
+export interface ServiceAddress {
+  host: string;
+  port: number;
+}
+
+function hasGraphqlRoutes(proxy: ProxyIR): boolean {
+  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+}
+
+/** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
+export function extensionCluster(name: string, address: ServiceAddress): EnvoyJson {
+  return {
+    name,
+    type: 'STATIC',
+    connect_timeout: { seconds: 1 },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: { http2_protocol_options: {} },
+      },
+    },
+    circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: address.host, port_value: address.port } } } }] }],
+    },
+  };
+}
+
+export function graphqlPlugin(service: ServiceAddress): RenderPlugin {
+  return {
+    name: 'graphql',
+    httpFilters(proxy) {
+      if (!hasGraphqlRoutes(proxy)) return [];
+      return [
+        {
+          stage: FilterStage.Processing,
+          filter: {
+            name: EXT_PROC_FILTER,
+            disabled: true,
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor',
+              grpc_service: { envoy_grpc: { cluster_name: GRAPHQL_CLUSTER }, timeout: { seconds: 30 } },
+              // the body arrives whole; the service answers with an immediate response
+              processing_mode: {
+                request_header_mode: 'SEND',
+                response_header_mode: 'SKIP',
+                request_body_mode: 'BUFFERED',
+                response_body_mode: 'NONE',
+                request_trailer_mode: 'SKIP',
+                response_trailer_mode: 'SKIP',
+              },
+              // resolvers may call several backends in sequence (default timeout 1 s each)
+              message_timeout: { seconds: 10 },
+              failure_mode_allow: false,
+            },
+          },
+        },
+      ];
+    },
+    patchRoute(ir, route) {
+      if (ir.action.type !== 'graphql') return;
+      const perFilter = (route['typed_per_filter_config'] ??= {}) as EnvoyJson;
+      perFilter[EXT_PROC_FILTER] = {
+        '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig',
+        disabled: false,
+        config: {
+          '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
+          overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: `${ir.action.api.namespace}.${ir.action.api.name}` }] },
+        },
+      };
+    },
+    extraClusters(proxy) {
+      return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];
+    },
+  };
+}
