@@ -88,3 +88,25 @@ export interface GraphQLApiConfig {
   /** `<Type>|<field>` -> resolver */
   resolutions: Record<string, ResolverConfig>;
 }
+
+// ---- extauth ----
+
+/** One access-token validation step (oauth2.accessTokenValidation with introspection). */
+export interface IntrospectionStepConfig {
+  type: 'oauth2-introspection';
+  introspectionUrl: string;
+  /** HTTP basic client authentication on the introspection call, when set */
+  clientId?: string;
+  clientSecret?: string;
+  /** 0 = no cache */
+  cacheTimeoutMs: number;
+  /** every one of these must be in the token's space-separated `scope` */
+  requiredScopes: string[];
+}
+
+export interface AuthConfigConfig {
+  /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
+  name: string;
+  /** all steps must pass */
+  steps: IntrospectionStepConfig[];
+}

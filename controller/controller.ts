@@ -124,7 +124,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           kind: resource.kind,
           metadata: resource.metadata,
           ...(resource.spec !== undefined ? { spec: resource.spec } : {}),
-          ...resource.body,
+          ...(resource.kind === 'Secret' ? redactSecretBody(resource.body) : resource.body),
           status: { statuses: { [ns]: shown } },
         };
         return item;
@@ -138,7 +138,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const snap = cache.get(r);
         if (!snap) continue;
         const types: Record<string, unknown[]> = {};
-        for (const [typeUrl, t] of snap.types) types[typeUrl] = t.resources.map((x) => x.resource);
+        for (const [typeUrl, t] of snap.types) types[typeUrl] = t.resources.map((x) => redactSecrets(x.resource));
         result[r] = types;
       }
       return result;
@@ -174,4 +174,27 @@ export async function startController(options: ControllerOptions): Promise<Runni
       await ads.stop();
     },
   };
+}
+
+// The controller API is loopback-only, but secrets still never leave it: legatectl shows their keys
+// and sizes, and served extension configs show that a client secret is set, not what it is.
+function redactSecretBody(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...body };
+  for (const field of ['data', 'stringData']) {
+    const values = body[field];
+    if (values && typeof values === 'object') {
+      out[field] = Object.fromEntries(Object.entries(values).map(([k, v]) => [k, `<redacted, ${String(v).length} bytes>`]));
+    }
+  }
+  return out;
+}
+
+function redactSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && k !== 'secretRef' ? '<redacted>' : redactSecrets(v)]),
+    );
+  }
+  return value;
 }

@@ -101,8 +101,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
 
   const xds = new Map<string, XdsSnapshot>();
   const plugins = renderPlugins(input.options?.render);
-  // the graphql extension subscribes as its own role; an empty set is served too, so it knows
+  // the extensions subscribe as their own roles; an empty set is served too, so they know
   xds.set(ExtensionRoles.graphql, new Map([[ExtensionTypeUrls.graphqlApi, out.graphqlApis.map((api) => ({ name: api.name, resource: { ...api } }))]]));
+  xds.set(ExtensionRoles.extauth, new Map([[ExtensionTypeUrls.authConfig, out.authConfigs.map((ac) => ({ name: ac.name, resource: { ...ac } }))]]));
   for (const proxy of out.proxies) {
     xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams, plugins));
     const metadata = { name: proxy.name, namespace: proxy.namespace };

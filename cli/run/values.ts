@@ -12,6 +12,8 @@ const EnvoyLevel = z.enum(['trace', 'debug', 'info', 'warning', 'warn', 'error',
 
 const ValuesSchema = z.strictObject({
   controller: z.strictObject({ logLevel: Level.optional() }).optional(),
+  graphql: z.strictObject({ logLevel: Level.optional() }).optional(),
+  extauth: z.strictObject({ logLevel: Level.optional() }).optional(),
   proxy: z.strictObject({ logLevel: EnvoyLevel.optional() }).optional(),
   processes: z
     .array(

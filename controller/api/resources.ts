@@ -10,6 +10,7 @@ import {
   type RawResource,
 } from './meta.js';
 import {
+  AuthConfigSpecSchema,
   EndpointsBodySchema,
   GatewaySpecSchema,
   GraphQLApiSpecSchema,
@@ -20,6 +21,7 @@ import {
   UpstreamSpecSchema,
   VirtualServiceSpecSchema,
   formatIssues,
+  type AuthConfigSpec,
   type EndpointsBody,
   type GatewaySpec,
   type GraphQLApiSpec,
@@ -48,10 +50,11 @@ export type Endpoints = Typed<'Endpoints', EndpointsBody>;
 export type Secret = Typed<'Secret', SecretBody>;
 export type GraphQLApi = Typed<'GraphQLApi', GraphQLApiSpec>;
 export type GraphQLSchema = Typed<'GraphQLSchema', GraphQLSchemaSpec>;
+export type AuthConfig = Typed<'AuthConfig', AuthConfigSpec>;
 /** A kind Legate stores and lists but does not act on yet. */
 export type StoredOnly = Typed<Exclude<KindName, TypedKind>, unknown>;
 
-type TypedKind = 'VirtualService' | 'Gateway' | 'Upstream' | 'Settings' | 'Service' | 'Endpoints' | 'Secret' | 'GraphQLApi' | 'GraphQLSchema';
+type TypedKind = 'VirtualService' | 'Gateway' | 'Upstream' | 'Settings' | 'Service' | 'Endpoints' | 'Secret' | 'GraphQLApi' | 'GraphQLSchema' | 'AuthConfig';
 
 export type LegateResource =
   | VirtualService
@@ -63,6 +66,7 @@ export type LegateResource =
   | Secret
   | GraphQLApi
   | GraphQLSchema
+  | AuthConfig
   | StoredOnly;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
@@ -74,6 +78,7 @@ const specSchemas = {
   Settings: SettingsSpecSchema,
   GraphQLApi: GraphQLApiSpecSchema,
   GraphQLSchema: GraphQLSchemaSpecSchema,
+  AuthConfig: AuthConfigSpecSchema,
 } as const;
 
 const bodySchemas = {

@@ -98,7 +98,19 @@ const RetriesSchema = z.strictObject({
   perTryTimeout: Duration.optional(),
 });
 
+const ExtauthOptionsSchema = z
+  .strictObject({
+    configRef: ResourceRefSchema.optional(),
+    disable: z.boolean().optional(),
+    customAuth: z.strictObject({ contextExtensions: z.record(z.string(), z.string()).optional(), name: z.string().optional() }).optional(),
+  })
+  .refine((e) => [e.configRef, e.disable, e.customAuth].filter((x) => x !== undefined).length === 1, {
+    message: 'set exactly one of configRef, disable, customAuth',
+  });
+export type ExtauthOptions = z.infer<typeof ExtauthOptionsSchema>;
+
 const RouteOptionsSchema = z.strictObject({
+  extauth: ExtauthOptionsSchema.optional(),
   prefixRewrite: z.string().optional(),
   timeout: Duration.optional(),
   retries: RetriesSchema.optional(),
@@ -124,7 +136,7 @@ const RouteSchema = z
   );
 export type Route = z.infer<typeof RouteSchema>;
 
-const VirtualHostOptionsSchema = z.strictObject({});
+const VirtualHostOptionsSchema = z.strictObject({ extauth: ExtauthOptionsSchema.optional() });
 
 export const VirtualServiceSpecSchema = z.strictObject({
   displayName: z.string().optional(),
@@ -349,3 +361,50 @@ export const GraphQLSchemaSpecSchema = z.strictObject({
   options: z.strictObject({ maxDepth: z.number().int().min(0).optional() }).optional(),
 });
 export type GraphQLSchemaSpec = z.infer<typeof GraphQLSchemaSpecSchema>;
+
+// ---- AuthConfig (enterprise.legate.dev/v1) ----
+
+const AccessTokenValidationSchema = z
+  .strictObject({
+    introspectionUrl: z.string().optional(),
+    introspection: z
+      .strictObject({
+        introspectionUrl: z.string(),
+        clientId: z.string().optional(),
+        clientSecretRef: ResourceRefSchema.optional(),
+        disableClientSecret: z.boolean().optional(),
+        userIdAttributeName: z.string().optional(),
+      })
+      .optional(),
+    jwt: z.record(z.string(), z.unknown()).optional(),
+    userinfoUrl: z.string().optional(),
+    cacheTimeout: Duration.optional(),
+    requiredScopes: z.strictObject({ scope: z.array(z.string().min(1)) }).optional(),
+    dynamicMetadataFromClaims: z.record(z.string(), z.string()).optional(),
+  })
+  .refine((a) => [a.introspectionUrl, a.introspection, a.jwt].filter((x) => x !== undefined).length === 1, {
+    message: 'set exactly one validation method: introspectionUrl, introspection or jwt',
+  });
+
+/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation and reports the rest. */
+export const AUTH_STEP_KINDS = ['basicAuth', 'oauth2', 'apiKeyAuth', 'pluginAuth', 'opaAuth', 'ldap', 'jwt', 'passThroughAuth', 'hmacAuth', 'opaServerAuth', 'ldapInternal'] as const;
+
+const AuthStepSchema = z.strictObject({
+  name: z.string().optional(),
+  oauth2: z
+    .strictObject({
+      accessTokenValidation: AccessTokenValidationSchema.optional(),
+      oidcAuthorizationCode: z.record(z.string(), z.unknown()).optional(),
+      oauth2: z.record(z.string(), z.unknown()).optional(),
+    })
+    .optional(),
+  ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => k !== 'oauth2').map((k) => [k, z.unknown().optional()])),
+});
+export type AuthStep = z.infer<typeof AuthStepSchema> & { oauth2?: { accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema> } };
+
+export const AuthConfigSpecSchema = z.strictObject({
+  configs: z.array(AuthStepSchema).min(1, 'needs at least one step'),
+  booleanExpr: z.string().optional(),
+  failOnRedirect: z.boolean().optional(),
+});
+export type AuthConfigSpec = z.infer<typeof AuthConfigSpecSchema>;

@@ -47,8 +47,13 @@ export type RouteActionIR =
     }
   | { type: 'graphql'; api: SourceRef };
 
+/** ext_authz binding: check with an AuthConfig (`<ns>.<name>`), or explicitly no auth. */
+export type AuthBindingIR = { configId: string; sourceType: 'virtual_host' | 'route'; sourceName: string } | { disabled: true };
+
 export interface RouteIR {
   name: string;
+  /** unset: inherit the virtual host's */
+  auth?: AuthBindingIR;
   matchers: MatcherIR[];
   action: RouteActionIR;
   prefixRewrite?: string;
@@ -70,6 +75,7 @@ export interface VirtualHostIR {
   source: SourceRef;
   /** Set on virtual services served by ssl gateways. */
   tls?: DownstreamTlsIR;
+  auth?: AuthBindingIR;
 }
 
 export interface ListenerIR {

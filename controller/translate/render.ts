@@ -3,20 +3,22 @@ import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
 import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
 import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
-import { graphqlPlugin, type ServiceAddress } from './plugins/graphql.js';
+import { extauthPlugin } from './plugins/extauth.js';
+import { graphqlPlugin } from './plugins/graphql.js';
 import { matchFor, routingPlugin } from './plugins/routing.js';
-import { FilterStage, type EnvoyJson, type RenderPlugin, type StagedHttpFilter } from './plugins/types.js';
+import { FilterStage, type EnvoyJson, type RenderPlugin, type ServiceAddress, type StagedHttpFilter } from './plugins/types.js';
 
 export interface RenderOptions {
   /** Where Envoy reaches Legate's extension services. */
   graphql: ServiceAddress;
+  extauth: ServiceAddress;
 }
 
-export const DEFAULT_RENDER_OPTIONS: RenderOptions = { graphql: { host: '127.0.0.1', port: 8084 } };
+export const DEFAULT_RENDER_OPTIONS: RenderOptions = { graphql: { host: '127.0.0.1', port: 8084 }, extauth: { host: '127.0.0.1', port: 8083 } };
 
 /** The frozen, ordered list of stage-2 plugins. */
 export function renderPlugins(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
-  return Object.freeze([routingPlugin, upstreamsPlugin, graphqlPlugin(options.graphql)]);
+  return Object.freeze([routingPlugin, upstreamsPlugin, extauthPlugin(options.extauth), graphqlPlugin(options.graphql)]);
 }
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -48,7 +50,7 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
     // An ssl listener without certificates would have no filter chain, which Envoy refuses.
     if (listener.ssl && !listener.virtualHosts.some((vh) => vh.tls)) continue;
     listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
-    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(listener, plugins) });
+    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins) });
   }
   const byName = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
   return new Map([
@@ -125,14 +127,14 @@ function tlsFilterChains(listener: ListenerIR, filters: EnvoyJson[]): EnvoyJson[
   return [...chains.values()];
 }
 
-function renderRouteConfig(listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
+function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
   return {
     name: routeConfigName(listener),
-    virtual_hosts: listener.virtualHosts.map((vh) => ({
-      name: vh.name,
-      domains: vh.domains,
-      routes: vh.routes.flatMap((r) => renderRoutes(r, plugins)),
-    })),
+    virtual_hosts: listener.virtualHosts.map((vh) => {
+      const vhost: EnvoyJson = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, plugins)) };
+      for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);
+      return vhost;
+    }),
   };
 }
 

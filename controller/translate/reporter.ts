@@ -19,6 +19,8 @@ export type ReportCode =
   | 'InvalidGraphQLSchema'
   | 'ResolutionNotFound'
   | 'InvalidTemplate'
+  | 'AuthConfigNotFound'
+  | 'AuthConfigRejected'
   | 'NotSupported'
   | 'EnvoyRejected'
   | 'ServingLastAccepted';

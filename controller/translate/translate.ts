@@ -6,8 +6,9 @@ import type { Gateway, LegateResource, Upstream, VirtualService } from '../api/r
 import { isKind, keyOf } from '../api/resources.js';
 import type { Destination, Matcher, Route } from '../api/schemas.js';
 import { parseDuration } from './duration.js';
-import type { DownstreamTlsIR, ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
-import type { GraphQLApiConfig } from '../../common/contract.js';
+import type { AuthBindingIR, DownstreamTlsIR, ListenerIR, MatcherIR, ProxyIR, RouteIR, SourceRef, StringMatchIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from './ir.js';
+import type { AuthConfigConfig, GraphQLApiConfig } from '../../common/contract.js';
+import { translateAuthConfig } from './extauth.js';
 import { translateGraphQLApi } from './graphql.js';
 import { re2Error } from './regex.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
@@ -41,6 +42,8 @@ export interface TranslateOutput {
   accepted: Map<string, LegateResource>;
   /** Accepted GraphQL APIs, for the graphql extension. */
   graphqlApis: GraphQLApiConfig[];
+  /** Accepted AuthConfigs (secrets resolved), for the extauth extension. */
+  authConfigs: AuthConfigConfig[];
 }
 
 export function translate(input: TranslateInput): TranslateOutput {
@@ -89,7 +92,20 @@ export function translate(input: TranslateInput): TranslateOutput {
     }
   }
 
-  const ctx: VsContext = { upstreams, rejectedUpstreams, graphqlApis, rejectedApis, index, writeNamespace: options.writeNamespace };
+  const authConfigs = new Map<string, AuthConfigConfig>();
+  const rejectedAuth = new Set<string>();
+  for (const ac of resources.filter(isKind('AuthConfig'))) {
+    const used = withFallback(ac, lastAccepted, reporter, (a) => translateAuthConfig(a, index.secrets));
+    const key = nsName(ac.metadata.namespace, ac.metadata.name);
+    if (used) {
+      authConfigs.set(key, used.result);
+      accepted.set(keyOf(ac), used.resource);
+    } else {
+      rejectedAuth.add(key);
+    }
+  }
+
+  const ctx: VsContext = { upstreams, rejectedUpstreams, graphqlApis, rejectedApis, authConfigs, rejectedAuth, index, writeNamespace: options.writeNamespace };
   const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
   for (const vs of resources.filter(isKind('VirtualService'))) {
     const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, ctx));
@@ -131,7 +147,7 @@ export function translate(input: TranslateInput): TranslateOutput {
   for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
 
   for (const r of resources) {
-    if (!['VirtualService', 'Upstream', 'Gateway', 'Service', 'Endpoints', 'Secret', 'Settings', 'GraphQLApi', 'GraphQLSchema'].includes(r.kind)) {
+    if (!['VirtualService', 'Upstream', 'Gateway', 'Service', 'Endpoints', 'Secret', 'Settings', 'GraphQLApi', 'GraphQLSchema', 'AuthConfig'].includes(r.kind)) {
       reporter.warn(sourceOf(r), 'NotSupported', `Legate stores ${r.kind} resources but does not act on them yet`);
     }
   }
@@ -142,6 +158,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     reports: reporter.reports,
     accepted,
     graphqlApis: [...graphqlApis.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    authConfigs: [...authConfigs.values()].sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
 
@@ -157,10 +174,11 @@ function withFallback<R extends LegateResource, T>(
   current: R,
   lastAccepted: ReadonlyMap<string, LegateResource>,
   reporter: Reporter,
-  attempt: (r: R) => { ir?: T; problems: Problem[] },
+  attempt: (r: R) => { ir?: T; problems: Problem[]; warnings?: Problem[] },
 ): { resource: R; result: T } | undefined {
   const src = sourceOf(current);
   const first = attempt(current);
+  for (const w of first.warnings ?? []) reporter.warn(src, w.code, w.message);
   if (first.ir !== undefined && first.problems.length === 0) return { resource: current, result: first.ir };
   for (const p of first.problems) reporter.error(src, p.code, p.message);
   const previous = lastAccepted.get(keyOf(current)) as R | undefined;
@@ -268,7 +286,11 @@ function resolveSniConflicts(
 function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string): VirtualHostIR {
   return {
     ...vh,
-    routes: vh.routes.map((r) => ({ ...r, name: `vs:${gateway}_${proxy}_${vh.source.namespace}_${vh.source.name}_route:${r.name}` })),
+    routes: vh.routes.map((r) => {
+      const name = `vs:${gateway}_${proxy}_${vh.source.namespace}_${vh.source.name}_route:${r.name}`;
+      const auth = r.auth && 'configId' in r.auth ? { ...r.auth, sourceName: name } : r.auth;
+      return { ...r, name, ...(auth ? { auth } : {}) };
+    }),
   };
 }
 
@@ -277,24 +299,65 @@ interface VsContext {
   rejectedUpstreams: ReadonlySet<string>;
   graphqlApis: ReadonlyMap<string, GraphQLApiConfig>;
   rejectedApis: ReadonlySet<string>;
+  authConfigs: ReadonlyMap<string, AuthConfigConfig>;
+  rejectedAuth: ReadonlySet<string>;
   index: UpstreamIndex;
   writeNamespace: string;
 }
 
-function translateVirtualService(vs: VirtualService, ctx: VsContext): { ir?: VirtualHostIR; problems: Problem[] } {
+function translateVirtualService(vs: VirtualService, ctx: VsContext): { ir?: VirtualHostIR; problems: Problem[]; warnings: Problem[] } {
   const problems: Problem[] = [];
+  const warnings: Problem[] = [];
+  const vhName = `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_');
   const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
   const routes: RouteIR[] = [];
   (vs.spec.virtualHost.routes ?? []).forEach((route, i) => {
     const where = `virtualHost.routes[${i}]`;
     const ir = translateRoute(route, i, where, vs.metadata.namespace, ctx, problems);
+    if (ir && route.options?.extauth) {
+      const auth = authBinding(route.options.extauth, `${where}.options.extauth`, 'route', ir.name, vs.metadata.namespace, ctx, problems, warnings);
+      if (auth) ir.auth = auth;
+    }
     if (ir) routes.push(ir);
   });
   const tls = vs.spec.sslConfig ? downstreamTls(vs, ctx, problems) : undefined;
-  if (problems.length) return { problems };
-  const ir: VirtualHostIR = { name: `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_'), domains, routes, source: sourceOf(vs) };
+  const vhExtauth = vs.spec.virtualHost.options?.extauth;
+  const vhAuth = vhExtauth ? authBinding(vhExtauth, 'virtualHost.options.extauth', 'virtual_host', vhName, vs.metadata.namespace, ctx, problems, warnings) : undefined;
+  if (problems.length) return { problems, warnings };
+  const ir: VirtualHostIR = { name: vhName, domains, routes, source: sourceOf(vs) };
   if (tls) ir.tls = tls;
-  return { ir, problems };
+  if (vhAuth && !('disabled' in vhAuth)) ir.auth = vhAuth;
+  return { ir, problems, warnings };
+}
+
+/**
+ * extauth options -> binding. A missing or rejected AuthConfig is reported but the binding stays: the
+ * extauth service denies an unknown config, so the route stays closed until the reference is fixed.
+ */
+function authBinding(
+  ext: NonNullable<NonNullable<Route['options']>['extauth']>,
+  where: string,
+  sourceType: 'virtual_host' | 'route',
+  sourceName: string,
+  ns: string,
+  ctx: VsContext,
+  problems: Problem[],
+  warnings: Problem[],
+): AuthBindingIR | undefined {
+  if (ext.disable) return { disabled: true };
+  if (ext.customAuth) {
+    problems.push({ code: 'NotSupported', message: `${where}.customAuth: custom auth servers are not supported; use configRef` });
+    return undefined;
+  }
+  if (!ext.configRef) return undefined;
+  const acNs = ext.configRef.namespace ?? ns;
+  const key = nsName(acNs, ext.configRef.name);
+  if (ctx.rejectedAuth.has(key)) {
+    warnings.push({ code: 'AuthConfigRejected', message: `${where}.configRef: AuthConfig ${acNs}.${ext.configRef.name} is rejected; requests are denied until it is fixed` });
+  } else if (!ctx.authConfigs.has(key)) {
+    warnings.push({ code: 'AuthConfigNotFound', message: `${where}.configRef: AuthConfig ${acNs}.${ext.configRef.name} not found; requests are denied until it exists` });
+  }
+  return { configId: `${acNs}.${ext.configRef.name}`, sourceType, sourceName };
 }
 
 function downstreamTls(vs: VirtualService, ctx: VsContext, problems: Problem[]): DownstreamTlsIR | undefined {

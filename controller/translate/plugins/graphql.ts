@@ -3,38 +3,13 @@
 // disabled; each GraphQL route enables it and names its API in the stream's gRPC initial metadata.
 import { GRAPHQL_API_METADATA_KEY } from '../../../common/contract.js';
 import type { ProxyIR } from '../ir.js';
-import { FilterStage, type EnvoyJson, type RenderPlugin } from './types.js';
+import { FilterStage, extensionCluster, type EnvoyJson, type RenderPlugin, type ServiceAddress } from './types.js';
 
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 export const GRAPHQL_CLUSTER = 'legate-graphql';
 
-export interface ServiceAddress {
-  host: string;
-  port: number;
-}
-
 function hasGraphqlRoutes(proxy: ProxyIR): boolean {
   return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
-}
-
-/** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
-export function extensionCluster(name: string, address: ServiceAddress): EnvoyJson {
-  return {
-    name,
-    type: 'STATIC',
-    connect_timeout: { seconds: 1 },
-    typed_extension_protocol_options: {
-      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
-        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
-        explicit_http_config: { http2_protocol_options: {} },
-      },
-    },
-    circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
-    load_assignment: {
-      cluster_name: name,
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: address.host, port_value: address.port } } } }] }],
-    },
-  };
 }
 
 export function graphqlPlugin(service: ServiceAddress): RenderPlugin {

@@ -1,6 +1,6 @@
 // The hook interface of stage-2 feature plugins. Plugins never import each other; the order they run
 // in is the explicit list in ../render.ts.
-import type { DurationIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from '../ir.js';
+import type { DurationIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from '../ir.js';
 
 /** An Envoy message in JSON form (snake_case; Any as {'@type': …}). */
 export type EnvoyJson = Record<string, unknown>;
@@ -26,6 +26,8 @@ export interface RenderPlugin {
   readonly name: string;
   /** HTTP filters this plugin needs on every HCM of the proxy (usually disabled, enabled per route). */
   httpFilters?(proxy: ProxyIR, listener: ListenerIR): StagedHttpFilter[];
+  /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
+  patchVirtualHost?(ir: VirtualHostIR, vhost: EnvoyJson, proxy: ProxyIR): void;
   /** Fill in or adjust an Envoy route rendered from `ir`. */
   patchRoute?(ir: RouteIR, route: EnvoyJson): void;
   /** Fill in or adjust an Envoy cluster rendered from `ir`. */
@@ -38,3 +40,29 @@ export interface RenderPlugin {
 export function duration(d: DurationIR): EnvoyJson {
   return d.nanos ? { seconds: d.seconds, nanos: d.nanos } : { seconds: d.seconds };
 }
+
+export interface ServiceAddress {
+  host: string;
+  port: number;
+}
+
+/** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
+export function extensionCluster(name: string, address: ServiceAddress): EnvoyJson {
+  return {
+    name,
+    type: 'STATIC',
+    connect_timeout: { seconds: 1 },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: { http2_protocol_options: {} },
+      },
+    },
+    circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: address.host, port_value: address.port } } } }] }],
+    },
+  };
+}
+

@@ -29,7 +29,7 @@ export interface RequestOptions {
 export interface Gateway {
   dir: string;
   stateDir: string;
-  ports: { http: number; https: number; admin: number; xds: number; api: number };
+  ports: { http: number; https: number; admin: number; xds: number; api: number; graphql: number; extauth: number };
   /** Writes (or replaces) a resource file in the watched directory. */
   write(file: string, yaml: string): void;
   remove(file: string): void;
@@ -54,7 +54,7 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   fs.mkdirSync(configDir);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, name), text);
   for (const [name, src] of Object.entries(options.copy ?? {})) fs.cpSync(src, path.join(configDir, name), { recursive: true });
-  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort() };
+  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort(), graphql: await freePort(), extauth: await freePort() };
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -66,6 +66,8 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       '--admin-port', String(ports.admin),
       '--xds-port', String(ports.xds),
       '--api-port', String(ports.api),
+      '--graphql-port', String(ports.graphql),
+      '--extauth-port', String(ports.extauth),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug' } },
   );

@@ -1,0 +1,69 @@
+// Access-token authentication: Envoy's ext_authz filter asks Legate's extauth service. The filter is on
+// the HCM of every proxy that protects anything; each virtual host and route says which AuthConfig
+// applies (context_extensions.config_id) or that auth is off there (disabled).
+import { AuthContextKeys } from '../../../common/contract.js';
+import type { AuthBindingIR, ProxyIR } from '../ir.js';
+import { FilterStage, extensionCluster, type EnvoyJson, type RenderPlugin, type ServiceAddress } from './types.js';
+
+export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
+export const EXTAUTH_CLUSTER = 'legate-extauth';
+const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute';
+
+function protectsAnything(proxy: ProxyIR): boolean {
+  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => r.auth && 'configId' in r.auth)));
+}
+
+function perFilterConfig(auth: AuthBindingIR): EnvoyJson {
+  if ('disabled' in auth) return { '@type': PER_ROUTE, disabled: true };
+  return {
+    '@type': PER_ROUTE,
+    check_settings: {
+      context_extensions: {
+        [AuthContextKeys.configId]: auth.configId,
+        [AuthContextKeys.sourceType]: auth.sourceType,
+        [AuthContextKeys.sourceName]: auth.sourceName,
+      },
+    },
+  };
+}
+
+function setPerFilter(target: EnvoyJson, config: EnvoyJson): void {
+  const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
+  perFilter[EXT_AUTHZ_FILTER] = config;
+}
+
+export function extauthPlugin(service: ServiceAddress): RenderPlugin {
+  return {
+    name: 'extauth',
+    httpFilters(proxy) {
+      if (!protectsAnything(proxy)) return [];
+      return [
+        {
+          stage: FilterStage.AuthN,
+          filter: {
+            name: EXT_AUTHZ_FILTER,
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+              transport_api_version: 'V3',
+              // longer than the service's own introspection timeout, so it can answer (deny) itself
+              grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
+              failure_mode_allow: false,
+              status_on_error: { code: 'Forbidden' },
+            },
+          },
+        },
+      ];
+    },
+    patchVirtualHost(ir, vhost, proxy) {
+      if (!protectsAnything(proxy)) return;
+      // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on
+      setPerFilter(vhost, perFilterConfig(ir.auth ?? { disabled: true }));
+    },
+    patchRoute(ir, route) {
+      if (ir.auth) setPerFilter(route, perFilterConfig(ir.auth));
+    },
+    extraClusters(proxy) {
+      return protectsAnything(proxy) ? [extensionCluster(EXTAUTH_CLUSTER, service)] : [];
+    },
+  };
+}

@@ -1,0 +1,225 @@
+// GraphQL executed by Legate (graphql extension behind Envoy's ext_proc), end to end with real Envoy.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway } from './harness/gateway.js';
+import { eventually } from './harness/util.js';
+
+const products = [
+  { id: 1, title: 'The Comedy of Errors', extra: 'not in the schema' },
+  { id: 2, title: 'Sonnets', extra: 'x' },
+];
+const details: Record<string, { id: number; author: string; pages: number; year: number }> = {
+  '1': { id: 1, author: 'William Shakespeare', pages: 200, year: 1595 },
+  '2': { id: 2, author: 'William Shakespeare', pages: 154, year: 1609 },
+};
+const hits: string[] = [];
+let backend: http.Server;
+let gw: Gateway;
+
+const api = (extraQueryFields = '') => `
+apiVersion: graphql.legate.dev/v1beta1
+kind: GraphQLApi
+metadata: { name: bookinfo, namespace: legate-system }
+spec:
+  executableSchema:
+    executor:
+      local:
+        options: { maxDepth: 4 }
+        resolutions:
+          Query|productsForHome:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':method': GET, ':path': /api/v1/products } }
+          Query|product:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': '/details/{$args.id}' } }
+          Query|broken:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': /fail } }
+          Product|author:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': '/details/{$parent.id}' } }
+              response: { resultRoot: '{$body.author}' }
+          Product|pages:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': '/details/{$parent.id}' } }
+              response: { resultRoot: '{$body.pages}' }
+          Product|year:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': '/details/{$parent.id}' } }
+              response: { resultRoot: '{$body.year}' }
+    schemaDefinition: |
+      type Query {
+        productsForHome: [Product] @resolve(name: "Query|productsForHome")
+        product(id: Int!): Details @resolve(name: "Query|product")
+        broken: String @resolve(name: "Query|broken")
+        ${extraQueryFields}
+      }
+      type Mutation { ping: String }
+      type Product {
+        id: Int
+        title: String
+        author: String @resolve(name: "Product|author")
+        pages: Int @resolve(name: "Product|pages")
+        year: Int @resolve(name: "Product|year")
+        related: [Product]
+      }
+      type Details { id: Int, author: String, pages: Int, year: Int }
+`;
+
+beforeAll(async () => {
+  backend = http.createServer((req, res) => {
+    hits.push(req.url ?? '');
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === '/api/v1/products') return send(200, products);
+    const m = /^\/details\/(\d+)$/.exec(req.url ?? '');
+    if (m && details[m[1]!]) return send(200, details[m[1]!]);
+    return send(503, { error: 'backend says no' });
+  });
+  await new Promise<void>((r) => backend.listen(0, '127.0.0.1', () => r()));
+  const port = (backend.address() as AddressInfo).port;
+  gw = await startGateway({
+    'books.yaml': `
+apiVersion: legate.dev/v1
+kind: Upstream
+metadata: { name: books, namespace: legate-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${port} }] }
+---
+apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: default, namespace: legate-system }
+spec:
+  virtualHost:
+    domains: ['*']
+    routes:
+      - matchers: [{ prefix: /graphql }]
+        graphqlApiRef: { name: bookinfo, namespace: legate-system }
+      - matchers: [{ prefix: /rest }]
+        routeAction: { single: { upstream: { name: books, namespace: legate-system } } }
+        options: { prefixRewrite: / }
+`,
+    'api.yaml': api(),
+  });
+  await gw.until('/graphql', (r) => r.status === 200, post({ query: '{productsForHome{id}}' }), 30_000);
+});
+
+afterAll(async () => {
+  await gw?.stop();
+  await new Promise<void>((r) => backend?.close(() => r()));
+});
+
+const GQL = 'application/graphql-response+json';
+
+function post(body: unknown, accept = 'application/json', contentType = 'application/json') {
+  return { method: 'POST', headers: { 'content-type': contentType, accept }, body: typeof body === 'string' ? body : JSON.stringify(body) };
+}
+
+describe('GraphQL over Envoy ext_proc', () => {
+  it('returns exactly the requested fields, Int as JSON numbers (the reference query)', async () => {
+    const r = await gw.request('/graphql', post({ query: '{productsForHome{id title}}' }));
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('application/json');
+    expect(r.json()).toEqual({ data: { productsForHome: [{ id: 1, title: 'The Comedy of Errors' }, { id: 2, title: 'Sonnets' }] } });
+  });
+
+  it('resolves nested fields with {$parent.id}, calling each identical backend URL once per request', async () => {
+    hits.length = 0;
+    const r = await gw.request('/graphql', post({ query: '{productsForHome{id author pages year}}' }));
+    expect(r.json()).toEqual({
+      data: {
+        productsForHome: [
+          { id: 1, author: 'William Shakespeare', pages: 200, year: 1595 },
+          { id: 2, author: 'William Shakespeare', pages: 154, year: 1609 },
+        ],
+      },
+    });
+    expect(hits.sort()).toEqual(['/api/v1/products', '/details/1', '/details/2']);
+  });
+
+  it('passes arguments and variables into templates', async () => {
+    const r = await gw.request('/graphql', post({ query: 'query Q($id: Int!) { product(id: $id) { author year } }', variables: { id: 2 }, operationName: 'Q' }));
+    expect(r.json()).toEqual({ data: { product: { author: 'William Shakespeare', year: 1609 } } });
+  });
+
+  it('serves queries over GET and refuses mutations over GET with 405 and Allow', async () => {
+    const q = encodeURIComponent('{productsForHome{title}}');
+    const r = await gw.request(`/graphql?query=${q}`, { headers: { accept: 'application/json' } });
+    expect(r.status).toBe(200);
+    expect(r.json<{ data: { productsForHome: unknown[] } }>().data.productsForHome).toHaveLength(2);
+    const m = await gw.request(`/graphql?query=${encodeURIComponent('mutation { ping }')}`);
+    expect(m.status).toBe(405);
+    expect(m.headers.get('allow')).toContain('POST');
+  });
+
+  it('answers request errors with 400 and no data under application/graphql-response+json', async () => {
+    for (const body of ['{not json', JSON.stringify({ variables: {} }), JSON.stringify({ query: '{ productsForHome { id ' }), JSON.stringify({ query: '{ nope }' })]) {
+      const r = await gw.request('/graphql', post(body, GQL));
+      expect(r.status, body).toBe(400);
+      expect(r.headers.get('content-type')).toContain(GQL);
+      const json = r.json();
+      expect(json, body).not.toHaveProperty('data');
+      expect((json['errors'] as unknown[]).length, body).toBeGreaterThan(0);
+    }
+  });
+
+  it('answers the same errors with 200 + errors for application/json clients', async () => {
+    const r = await gw.request('/graphql', post({ query: '{ nope }' }));
+    expect(r.status).toBe(200);
+    expect(r.json()).not.toHaveProperty('data');
+    expect(r.json<{ errors: { message: string }[] }>().errors[0]!.message).toContain('nope');
+  });
+
+  it('returns partial data with errors (path, code, backend status) when a resolver fails', async () => {
+    const r = await gw.request('/graphql', post({ query: '{ broken productsForHome { id } }' }, GQL));
+    expect(r.status).toBe(200);
+    const json = r.json<{ data: Record<string, unknown>; errors: { path: string[]; extensions: { code: string; http?: { status: number } } }[] }>();
+    expect(json.data).toEqual({ broken: null, productsForHome: [{ id: 1 }, { id: 2 }] });
+    expect(json.errors[0]!.path).toEqual(['broken']);
+    expect(json.errors[0]!.extensions.code).toBeTruthy();
+    expect(JSON.stringify(json.errors[0])).toContain('503');
+  });
+
+  it('rejects queries deeper than maxDepth and keeps introspection off by default', async () => {
+    const deep = await gw.request('/graphql', post({ query: '{ productsForHome { related { related { related { related { id } } } } } }' }, GQL));
+    expect(deep.status).toBe(400);
+    expect(deep.text).toMatch(/depth/i);
+    const intro = await gw.request('/graphql', post({ query: '{ __schema { types { name } } }' }, GQL));
+    expect(intro.status).toBe(400);
+    expect(intro.text).toMatch(/introspection/i);
+    const typename = await gw.request('/graphql', post({ query: '{ __typename }' }));
+    expect(typename.json()).toEqual({ data: { __typename: 'Query' } });
+  });
+
+  it('refuses other methods and content types', async () => {
+    expect((await gw.request('/graphql', { method: 'PUT', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(405);
+    expect((await gw.request('/graphql', post('query=x', 'application/json', 'text/plain'))).status).toBe(415);
+  });
+
+  it('keeps other routes serving', async () => {
+    expect((await gw.request('/rest/api/v1/products')).json<unknown[]>()).toHaveLength(2);
+  });
+
+  it('applies an edited API without restarts, and a rejected edit keeps the last good one', async () => {
+    gw.write('api.yaml', api('hello: String'));
+    await gw.until('/graphql', (r) => r.status === 200 && r.text === '{"data":{"hello":null}}', post({ query: '{ hello }' }));
+    gw.write('api.yaml', api('oops: Missing'));
+    await eventually('the rejected status', () => {
+      const out = JSON.parse(gw.ctl('get', 'graphqlapis', 'bookinfo', '-n', 'legate-system', '-o', 'json').stdout);
+      const s = out.status.statuses['legate-system'];
+      return s.state === 'Rejected' && String(s.reason).includes('Unknown type "Missing"') ? s : undefined;
+    });
+    const r = await gw.request('/graphql', post({ query: '{ hello productsForHome { id } }' }));
+    expect(r.json()).toEqual({ data: { hello: null, productsForHome: [{ id: 1 }, { id: 2 }] } });
+    expect(gw.log('graphql')).toContain('got new config');
+  });
+});
