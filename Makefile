@@ -33,7 +33,7 @@ test-e2e: setup
 	npx vitest run test/e2e
 
 bench: setup
-	node --import tsx bench/run.ts
+	node --import tsx bench/run.ts $(BENCH_ARGS)
 
 clean:
 	rm -rf dist .legate

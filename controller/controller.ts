@@ -193,7 +193,7 @@ function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && k !== 'secretRef' ? '<redacted>' : redactSecrets(v)]),
+      Object.entries(value).map(([k, v]) => [k, /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref') ? '<redacted>' : redactSecrets(v)]),
     );
   }
   return value;

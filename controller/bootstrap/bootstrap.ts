@@ -53,10 +53,17 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
         },
       ],
     },
-    layered_runtime: {
-      layers: [
-        { name: 'static_layer', static_layer: { 'overload.global_downstream_max_connections': 50000 } },
-        { name: 'admin_layer', admin_layer: {} },
+    layered_runtime: { layers: [{ name: 'admin_layer', admin_layer: {} }] },
+    // a connection limit, so a flood of connections cannot exhaust the process
+    overload_manager: {
+      resource_monitors: [
+        {
+          name: 'envoy.resource_monitors.global_downstream_max_connections',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+            max_active_downstream_connections: 50000,
+          },
+        },
       ],
     },
   };

@@ -101,20 +101,60 @@ export class FileSource {
     const soon = (): void => {
       if (!timer) timer = setTimeout(rescan, 50);
     };
-    let watcher: fs.FSWatcher | undefined;
-    try {
-      watcher = fs.watch(this.dir, { recursive: true }, soon);
-      watcher.on('error', (err) => this.logger.warn('directory watch failed; polling only', { error: err }));
-    } catch (err) {
-      this.logger.warn('directory watch unavailable; polling only', { error: err });
-    }
+    // One non-recursive watcher per directory: a directory watch sees files created, changed and
+    // renamed into place, whereas Node's recursive mode on Linux follows file inodes and goes blind
+    // to a file once an editor replaces it.
+    const watchers = new Map<string, fs.FSWatcher>();
+    const watchDirs = (): void => {
+      if (signal.aborted) return;
+      const dirs = new Set(listDirs(this.dir));
+      for (const [d, w] of watchers) {
+        if (!dirs.has(d)) {
+          w.close();
+          watchers.delete(d);
+        }
+      }
+      for (const d of dirs) {
+        if (watchers.has(d)) continue;
+        try {
+          const w = fs.watch(d, (event) => {
+            soon();
+            if (event === 'rename') watchDirs(); // a directory may have appeared or gone
+          });
+          w.on('error', () => {
+            w.close();
+            watchers.delete(d);
+          });
+          watchers.set(d, w);
+        } catch (err) {
+          this.logger.warn('cannot watch directory; polling only', { dir: d, error: err });
+        }
+      }
+    };
+    watchDirs();
     // Polling backs up the watcher (editors that replace files, network file systems).
     const poll = setInterval(soon, pollMs);
     signal.addEventListener('abort', () => {
-      watcher?.close();
+      for (const w of watchers.values()) w.close();
       clearInterval(poll);
       if (timer) clearTimeout(timer);
     });
+  }
+}
+
+function listDirs(dir: string): string[] {
+  const out = [dir];
+  for (const e of safeReaddir(dir)) {
+    if (e.isDirectory() && !e.name.startsWith('.')) out.push(...listDirs(path.join(dir, e.name)));
+  }
+  return out;
+}
+
+function safeReaddir(dir: string): fs.Dirent[] {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
   }
 }
 

@@ -1,0 +1,138 @@
+// Starts `legate run` the way a user does, on free loopback ports with a config directory of the
+// scenario's files, and exposes what the scenarios need: pids, ports, file writes, Envoy admin.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort, get, waitFor } from './net.js';
+import { startProcess, type Started } from './procs.js';
+import type { BenchContext } from './types.js';
+
+export interface RunJson {
+  components: Record<string, { pid?: number; log: string; endpoints: Record<string, string> }>;
+}
+
+export interface Legate {
+  configDir: string;
+  stateDir: string;
+  ports: { http: number; admin: number; xds: number; api: number };
+  proc: Started;
+  controllerPid: number;
+  envoyPid: number;
+  /** Writes a file into the watched directory atomically (write elsewhere, then rename). */
+  write(file: string, text: string): void;
+  /** Lines of a component's log (controller, envoy) as parsed JSON where possible. */
+  logLines(component: string): Record<string, unknown>[];
+  stop(): Promise<void>;
+}
+
+export function envoyPath(root: string): string {
+  return process.env['LEGATE_ENVOY'] ?? path.join(root, '.venv', 'bin', 'envoy');
+}
+
+export async function startLegate(ctx: BenchContext, name: string, files: Record<string, string>, cpus: string | undefined): Promise<Legate> {
+  const base = fs.mkdtempSync(path.join(ctx.workDir, `${name}-`));
+  const configDir = path.join(base, 'config');
+  const stateDir = path.join(base, 'state');
+  const staging = path.join(base, 'staging');
+  for (const d of [configDir, stateDir, staging]) fs.mkdirSync(d);
+  for (const [file, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, file), text);
+  const ports = { http: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort() };
+  // Any other port flag `legate run` has (HTTPS listener, extension services...) gets a free port too,
+  // so a benchmark never collides with a gateway already running on the default ports.
+  const extraPorts: string[] = [];
+  for (const flag of otherPortFlags(ctx.root)) extraPorts.push(`--${flag}`, String(await freePort()));
+  const proc = startProcess(`legate run (${name})`, process.execPath, {
+    args: [
+      path.join(ctx.root, 'bin', 'legate.js'),
+      'run',
+      '--config', configDir,
+      '--state-dir', stateDir,
+      '--http-port', String(ports.http),
+      '--admin-port', String(ports.admin),
+      '--xds-port', String(ports.xds),
+      '--api-port', String(ports.api),
+      ...extraPorts,
+    ],
+    cwd: ctx.root,
+    env: { LOG_LEVEL: 'info' },
+    cpus,
+  });
+  const stop = (): Promise<void> => proc.stop();
+  ctx.defer(stop);
+  // `legate run` writes run.json once the controller is healthy and Envoy is ready.
+  const runJson = await waitFor(
+    'legate run to write run.json',
+    () => {
+      const file = path.join(stateDir, 'run.json');
+      return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as RunJson) : undefined;
+    },
+    { timeoutMs: 60_000, abortIf: () => (proc.alive() ? undefined : `legate run exited:\n${proc.output().slice(-4000)}`) },
+  );
+  const controllerPid = runJson.components['controller']?.pid;
+  const envoyPid = runJson.components['envoy']?.pid;
+  if (!controllerPid || !envoyPid) throw new Error(`run.json lacks controller/envoy pids: ${JSON.stringify(runJson)}`);
+  return {
+    configDir,
+    stateDir,
+    ports,
+    proc,
+    controllerPid,
+    envoyPid,
+    write: (file, text) => {
+      const tmp = path.join(staging, file);
+      fs.writeFileSync(tmp, text);
+      fs.renameSync(tmp, path.join(configDir, file));
+    },
+    logLines: (component) => {
+      let text = '';
+      try {
+        text = fs.readFileSync(path.join(stateDir, 'logs', `${component}.log`), 'utf8');
+      } catch {
+        return [];
+      }
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        });
+    },
+    stop,
+  };
+}
+
+let portFlags: string[] | undefined;
+/** `--*-port` flags of `legate run --help` beyond the four the scenarios use. */
+function otherPortFlags(root: string): string[] {
+  if (!portFlags) {
+    const help = spawnSync(process.execPath, [path.join(root, 'bin', 'legate.js'), 'run', '--help'], { encoding: 'utf8', timeout: 30_000 }).stdout ?? '';
+    const known = new Set(['http-port', 'admin-port', 'xds-port', 'api-port']);
+    portFlags = [...new Set([...help.matchAll(/--([a-z][a-z-]*-port)\b/g)].map((m) => m[1]!))].filter((f) => !known.has(f));
+  }
+  return portFlags;
+}
+
+/** Envoy's worker-thread count, from its admin /server_info. */
+export async function envoyConcurrency(adminPort: number): Promise<number> {
+  const r = await get(adminPort, '/server_info');
+  const info = JSON.parse(r.text) as { command_line_options?: { concurrency?: number } };
+  const c = info.command_line_options?.concurrency;
+  if (typeof c !== 'number') throw new Error(`no concurrency in /server_info: ${r.text.slice(0, 300)}`);
+  return c;
+}
+
+/** Waits until GET path (with Host) answers 200 with exactly `body`. */
+export function untilServed(port: number, pathAndQuery: string, host: string | undefined, body: string, timeoutMs: number, intervalMs = 100, abortIf?: () => string | undefined): Promise<number> {
+  return waitFor(
+    `${host ?? '127.0.0.1'}${pathAndQuery} to answer ${JSON.stringify(body.slice(0, 60))}`,
+    async () => {
+      const r = await get(port, pathAndQuery, host);
+      return r.status === 200 && r.text === body ? Date.now() : undefined;
+    },
+    { timeoutMs, intervalMs, ...(abortIf ? { abortIf } : {}) },
+  );
+}

@@ -1,0 +1,124 @@
+// Tables (markdown pipe tables, also what the terminal shows) from scenario records.
+import type { LoadResult, ScenarioRecord } from './types.js';
+
+export interface RunInfo {
+  date: string;
+  machine: string;
+  node: string;
+  envoy: string;
+  tool: string;
+  load: string;
+  pinning: string;
+}
+
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => /^[-+]?[\d.,]+[×x%]?$|^-$|^n\/a$/.test(r[i] ?? '')));
+  const cell = (s: string, i: number): string => (numeric[i] ? s.padStart(widths[i]!) : s.padEnd(widths[i]!));
+  const line = (cells: string[]): string => `| ${cells.map(cell).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (numeric[i] ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|')}|`;
+  return [line(header), rule, ...rows.map(line)].join('\n');
+}
+
+const num = (v: number | undefined, digits = 0): string =>
+  v === undefined || !Number.isFinite(v) ? '-' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ratio = (a: number | undefined, b: number | undefined): string =>
+  a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '-' : `${(a / b).toFixed(2)}×`;
+
+function loadOf(records: ScenarioRecord[], name: string): LoadResult | undefined {
+  const r = records.find((x) => x.name === name)?.result;
+  return r?.kind === 'load' ? r : undefined;
+}
+
+export function loadTable(records: ScenarioRecord[]): string | undefined {
+  const base = loadOf(records, 'direct');
+  const rows: string[][] = [];
+  for (const rec of records) {
+    const r = rec.result;
+    if (r?.kind !== 'load') continue;
+    const s = r.stats;
+    rows.push([
+      rec.name,
+      num(s.rps),
+      `${num(r.rpsSpreadPct)}%`,
+      num(s.p50Ms, 2),
+      num(s.p99Ms, 2),
+      num(s.errors),
+      num(r.proxyUs, 1),
+      num(r.upstreamUs, 1),
+      num(r.serverUs, 1),
+      ratio(s.rps, base?.stats.rps),
+      ratio(s.p50Ms, base?.stats.p50Ms),
+      ratio(s.p99Ms, base?.stats.p99Ms),
+      ratio(r.serverUs, base?.serverUs),
+    ]);
+  }
+  if (!rows.length) return undefined;
+  return table(
+    ['scenario', 'req/s', 'round spread', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU µs/req', 'upstream CPU µs/req', 'server CPU µs/req', 'req/s vs direct', 'p50 vs direct', 'p99 vs direct', 'server CPU vs direct'],
+    rows,
+  );
+}
+
+/** Ratios of each scenario against the scenarios it names in `compareTo`. */
+export function comparisonTable(records: ScenarioRecord[]): string | undefined {
+  const rows: string[][] = [];
+  for (const rec of records) {
+    const a = rec.result?.kind === 'load' ? rec.result : undefined;
+    if (!a) continue;
+    for (const other of rec.compareTo) {
+      const b = loadOf(records, other);
+      if (!b) continue;
+      rows.push([
+        `${rec.name} / ${other}`,
+        ratio(a.stats.rps, b.stats.rps),
+        ratio(a.stats.p50Ms, b.stats.p50Ms),
+        ratio(a.stats.p99Ms, b.stats.p99Ms),
+        ratio(a.proxyUs, b.proxyUs),
+        ratio(a.serverUs, b.serverUs),
+      ]);
+    }
+  }
+  if (!rows.length) return undefined;
+  return table(['comparison', 'req/s', 'p50', 'p99', 'proxy CPU/req', 'server CPU/req'], rows);
+}
+
+export function figureTables(records: ScenarioRecord[]): { name: string; text: string }[] {
+  const out: { name: string; text: string }[] = [];
+  for (const rec of records) {
+    if (rec.result?.kind !== 'figures') continue;
+    const rows = rec.result.figures.map((f) => [f.name, `${f.value}${f.unit ? ` ${f.unit}` : ''}`, f.note ?? '']);
+    out.push({ name: rec.name, text: table(['metric', 'value', 'detail'], rows) });
+  }
+  return out;
+}
+
+export function render(info: RunInfo, records: ScenarioRecord[]): string {
+  const parts: string[] = [
+    `Legate benchmarks, ${info.date}`,
+    '',
+    `- machine: ${info.machine}`,
+    `- node ${info.node}, Envoy ${info.envoy}`,
+    `- load: ${info.tool}, ${info.load}`,
+    `- pinning: ${info.pinning}`,
+    '',
+  ];
+  const load = loadTable(records);
+  if (load) {
+    parts.push(
+      'Load (loopback, one small JSON GET). req/s: all rounds together; round spread: (max - min) / mean of the',
+      "rounds' req/s; p50/p99: median of the rounds'; CPU: user+system time of the server processes per request.",
+      '',
+      load,
+      '',
+    );
+  }
+  const cmp = comparisonTable(records);
+  if (cmp) parts.push('Comparisons (ratio of the first to the second):', '', cmp, '');
+  for (const f of figureTables(records)) parts.push(`${f.name}:`, '', f.text, '');
+  const notes = records.flatMap((r) => (r.result?.notes ?? []).map((n) => `- ${r.name}: ${n}`));
+  if (notes.length) parts.push('Notes:', '', ...notes, '');
+  const failed = records.filter((r) => !r.ok);
+  if (failed.length) parts.push('FAILED:', '', ...failed.map((r) => `- ${r.name}: ${(r.error ?? '').split('\n').slice(0, 8).join('\n  ')}`), '');
+  return parts.join('\n');
+}
