@@ -1,0 +1,48 @@
+// Types of oauth-provider.mjs, for the TypeScript tests and benchmarks that start it in-process.
+
+export declare const SCOPES: string[];
+
+export interface ProviderClient {
+  clientId: string;
+  clientSecret: string;
+  /** space-separated scopes the client may ask for */
+  scope?: string;
+  /** a resource server: may introspect and revoke any client's tokens */
+  introspector?: boolean;
+}
+
+export declare const DEFAULT_CLIENTS: ProviderClient[];
+
+/** Issued tokens and grants; pass the same store to a restarted provider to keep its tokens valid. */
+export type ProviderStore = Map<string, unknown>;
+
+export declare function createStore(): ProviderStore;
+
+export interface StartProviderOptions {
+  /** 0 = any free port. Default 9010 */
+  port?: number;
+  /** Default 127.0.0.1 */
+  host?: string;
+  clients?: ProviderClient[];
+  /** lifetime of client-credentials tokens. Default 300 */
+  ttlSeconds?: number;
+  issuer?: string;
+  store?: ProviderStore;
+  extraScopes?: string[];
+  jwks?: { keys: object[] };
+  /** no log lines */
+  quiet?: boolean;
+}
+
+export interface RunningProvider {
+  port: number;
+  issuer: string;
+  urls: { token: string; introspection: string; revocation: string };
+  store: ProviderStore;
+  /** the oidc-provider instance */
+  provider: unknown;
+  /** closes the listener and every open connection */
+  stop(): Promise<void>;
+}
+
+export declare function startProvider(options?: StartProviderOptions): Promise<RunningProvider>;

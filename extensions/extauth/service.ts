@@ -1,0 +1,176 @@
+// Legate's extauth extension: an Envoy ext_authz service (envoy.service.auth.v3.Authorization/Check)
+// that validates OAuth2 bearer tokens by introspection (RFC 7662). AuthConfigs arrive from the
+// controller over xDS (role `extauth`) and are swapped atomically; each route names its config in the
+// `config_id` context extension.
+//
+// Every answer is an explicit CheckResponse: allowed (status OK + ok_response) or denied (status
+// PERMISSION_DENIED + denied_response 403 with a small JSON body). Failures (unknown config, provider
+// down, internal errors) are denials too, never gRPC errors, so a filter configured with
+// failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why).
+import * as grpc from '@grpc/grpc-js';
+import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
+import type { Logger } from '../../common/log.js';
+import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
+import { XdsClient } from '../common/xds-client.js';
+import { Authorizer, DENY_REASONS, type AuthConfigSummary, type AuthorizerStats, type DenyReason, type Outcome } from './authorizer.js';
+import { parseCheckRequest, type CheckInput } from './wire.js';
+
+export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
+
+export interface ExtauthServiceOptions {
+  host: string;
+  port: number;
+  /** host:port of the controller's xDS server */
+  xdsAddress: string;
+  nodeId?: string;
+  logger: Logger;
+  /** per introspection call. Default 2000 ms */
+  introspectionTimeoutMs?: number;
+  /** bound of each introspection endpoint's token cache. Default 10000 */
+  cacheMaxEntries?: number;
+}
+
+export interface RunningExtauthService {
+  port: number;
+  /** loaded AuthConfigs: name -> summary (no secrets) */
+  configs(): Record<string, AuthConfigSummary>;
+  /** true once a config set has been received from the controller */
+  ready(): boolean;
+  /** counters: checks, outcomes, introspection calls, cache hits */
+  stats(): AuthorizerStats;
+  stop(): Promise<void>;
+}
+
+/** The JSON body and WWW-Authenticate challenge (RFC 6750 §3) of each denial. */
+export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challenge?: string }>> = {
+  unknown_config: { error: 'access_denied' },
+  malformed_request: { error: 'access_denied' },
+  missing_token: { error: 'missing_token', challenge: 'Bearer' },
+  invalid_request: { error: 'invalid_request', challenge: 'Bearer error="invalid_request"' },
+  invalid_token: { error: 'invalid_token', challenge: 'Bearer error="invalid_token"' },
+  insufficient_scope: { error: 'insufficient_scope', challenge: 'Bearer error="insufficient_scope"' },
+  unavailable: { error: 'temporarily_unavailable' },
+};
+
+const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';
+/** google.rpc.Code */
+const RPC_OK = 0;
+const RPC_PERMISSION_DENIED = 7;
+
+/** The CheckResponse of every outcome, as the proto-loader definition encodes it (once). */
+export function encodeResponses(serialize: (value: object) => Buffer): Record<Outcome, Buffer> {
+  const out = { allow: serialize({ status: { code: RPC_OK }, ok_response: {} }) } as Record<Outcome, Buffer>;
+  for (const reason of DENY_REASONS) {
+    const d = DENIAL_BODIES[reason];
+    const headers = [{ header: { key: 'content-type', value: 'application/json' } }];
+    if (d.challenge) headers.push({ header: { key: 'www-authenticate', value: d.challenge } });
+    out[reason] = serialize({
+      status: { code: RPC_PERMISSION_DENIED },
+      denied_response: { status: { code: 'Forbidden' }, headers, body: JSON.stringify({ error: d.error }) },
+    });
+  }
+  return out;
+}
+
+export async function startExtauthService(options: ExtauthServiceOptions): Promise<RunningExtauthService> {
+  const log = options.logger;
+  const authorizer = new Authorizer({
+    logger: log.child('check'),
+    ...(options.introspectionTimeoutMs !== undefined ? { introspectionTimeoutMs: options.introspectionTimeoutMs } : {}),
+    ...(options.cacheMaxEntries !== undefined ? { cacheMaxEntries: options.cacheMaxEntries } : {}),
+  });
+
+  const xds = new XdsClient({
+    address: options.xdsAddress,
+    role: ExtensionRoles.extauth,
+    nodeId: options.nodeId ?? `extauth-${process.pid}`,
+    typeUrl: ExtensionTypeUrls.authConfig,
+    logger: log.child('xds'),
+    apply(resources, version) {
+      const decoded: unknown[] = [];
+      const problems: string[] = [];
+      for (const bytes of resources) {
+        try {
+          decoded.push(decodeExtensionConfig<unknown>(bytes));
+        } catch {
+          problems.push('a resource is not valid JSON');
+        }
+      }
+      problems.push(...authorizer.apply(decoded).problems);
+      // names, endpoints (without credentials or query), client ids and scopes; never secrets
+      log.info('got new config', { version, configs: authorizer.summaries() });
+      if (problems.length) throw new Error(`cannot load AuthConfigs: ${problems.join('; ')}`);
+    },
+  });
+
+  const pkg = loadEnvoyService('envoy/service/auth/v3/external_auth.proto');
+  const definition = lookupService(pkg, AUTHORIZATION_SERVICE).service;
+  const check = definition['Check'];
+  if (!check) throw new Error(`${AUTHORIZATION_SERVICE}/Check missing from the loaded protos`);
+  const responses = encodeResponses(check.responseSerialize as (value: object) => Buffer);
+
+  // Same method, with the fast request parser and the pre-encoded responses.
+  const fastDefinition: grpc.ServiceDefinition = {
+    Check: {
+      ...check,
+      requestDeserialize: parseCheckRequest,
+      responseSerialize: (value: Buffer) => value,
+    } as grpc.MethodDefinition<CheckInput, Buffer>,
+  };
+
+  let lastMalformedLogAt = 0;
+  const onCheck = (call: grpc.ServerUnaryCall<CheckInput, Buffer>, callback: grpc.sendUnaryData<Buffer>): void => {
+    const input = call.request;
+    let outcome: Outcome | Promise<Outcome>;
+    if (input.malformed) {
+      const now = Date.now();
+      if (now - lastMalformedLogAt >= 1000) {
+        lastMalformedLogAt = now;
+        log.error('unparsable CheckRequest; denying');
+      }
+      outcome = authorizer.record('malformed_request');
+    } else {
+      try {
+        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous);
+      } catch (err) {
+        log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
+        outcome = authorizer.record('unavailable');
+      }
+    }
+    if (typeof outcome === 'string') {
+      callback(null, responses[outcome]);
+      return;
+    }
+    outcome.then(
+      (o) => callback(null, responses[o]),
+      (err: unknown) => {
+        log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
+        callback(null, responses[authorizer.record('unavailable')]);
+      },
+    );
+  };
+
+  const server = new grpc.Server(EXTENSION_SERVER_OPTIONS);
+  server.addService(fastDefinition, { Check: onCheck as grpc.handleUnaryCall<CheckInput, Buffer> });
+  let bound;
+  try {
+    bound = await bindServer(server, options.host, options.port);
+  } catch (err) {
+    authorizer.stop();
+    throw err;
+  }
+  log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, { address: `${options.host}:${bound.port}` });
+  xds.start();
+
+  return {
+    port: bound.port,
+    configs: () => authorizer.summaries(),
+    ready: () => xds.applied > 0,
+    stats: () => authorizer.stats(),
+    stop: async () => {
+      xds.stop();
+      await bound.stop();
+      authorizer.stop();
+    },
+  };
+}
