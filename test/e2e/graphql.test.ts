@@ -104,7 +104,7 @@ spec:
     routes:
       - matchers: [{ prefix: /graphql }]
         graphqlApiRef: { name: bookinfo, namespace: legate-system }
-      - matchers: [{ prefix: /rest }]
+      - matchers: [{ prefix: /rest/ }]
         routeAction: { single: { upstream: { name: books, namespace: legate-system } } }
         options: { prefixRewrite: / }
 `,

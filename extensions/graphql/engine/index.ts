@@ -1,0 +1,293 @@
+// The GraphQL execution engine the ext_proc service calls: one Engine per (API, config version), built
+// from the controller's GraphQLApiConfig. handle() takes a buffered HTTP request and returns the HTTP
+// response to send back (Envoy immediate_response). docs/graphql.md describes the behaviour.
+
+import {
+  GraphQLError,
+  execute,
+  getOperationAST,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import type { GraphQLApiConfig } from '../../../common/contract.js';
+import type { Logger } from '../../../common/log.js';
+import {
+  APPLICATION_JSON,
+  CONTENT_TYPE,
+  GRAPHQL_RESPONSE_JSON,
+  isRejection,
+  negotiate,
+  paramsFromGet,
+  paramsFromPost,
+  type GraphQLParams,
+  type MediaType,
+} from './http.js';
+import { Lru } from './lru.js';
+import { makeRestResolver, type RequestContext } from './rest.js';
+import { maxDepthRule, NoIntrospectionRule } from './rules.js';
+import { prepareApi } from './schema.js';
+import { defaultUpstreamPools, type UpstreamPool, type UpstreamPools } from './upstream.js';
+
+export { UpstreamPools, defaultUpstreamPools } from './upstream.js';
+export { UpstreamError, type UpstreamErrorCode } from './errors.js';
+export { negotiate, type MediaType } from './http.js';
+
+export interface GraphQLHttpRequest {
+  method: string;
+  /** with query string */
+  path: string;
+  /** lowercased names */
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export interface GraphQLHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface EngineStats {
+  requests: number;
+  /** parsed+validated documents served from the cache */
+  documentCacheHits: number;
+  /** documents parsed and validated (cache misses that were valid or not) */
+  validations: number;
+  /** invalid documents answered from the error cache */
+  errorCacheHits: number;
+  /** backend calls made (after per-request dedup) */
+  upstreamCalls: number;
+  /** backend calls saved by per-request dedup */
+  upstreamCallsDeduplicated: number;
+  documentCacheSize: number;
+  errorCacheSize: number;
+}
+
+export interface Engine {
+  readonly name: string;
+  readonly version: string;
+  handle(req: GraphQLHttpRequest): Promise<GraphQLHttpResponse>;
+  /** counters, for metrics and tests */
+  stats(): EngineStats;
+  /** Releases the engine's upstream pools (kept warm for a successor using the same endpoints) and caches. */
+  close(): void;
+}
+
+export interface EngineOptions {
+  logger?: Logger;
+  /** parsed+validated documents kept (LRU); 0 disables caching. Default 1000. */
+  documentCacheSize?: number;
+  /** Default 1 MiB. Larger POST bodies get 413. */
+  maxBodyBytes?: number;
+  /** Pool registry shared across engines; default: a process-wide one. */
+  upstreamPools?: UpstreamPools;
+}
+
+export const DEFAULT_DOCUMENT_CACHE_SIZE = 1000;
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** Total query text held by the document cache (its ASTs are roughly ten times bigger). */
+const DOCUMENT_CACHE_MAX_CHARS = 8 * 1024 * 1024;
+/** Parser token limit: a guard against pathological documents before validation even starts. */
+const MAX_TOKENS = 20_000;
+
+/** Config-time problems, as the engine sees them (an empty list means createEngine will accept the config). */
+export function checkApiConfig(config: GraphQLApiConfig): string[] {
+  return prepareApi(config).problems;
+}
+
+const silentLogger: Logger = {
+  component: 'graphql-engine',
+  level: 'error',
+  enabled: () => false,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  child: () => silentLogger,
+};
+
+type CachedDocument = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
+
+export function createEngine(config: GraphQLApiConfig, options: EngineOptions = {}): Engine {
+  const prepared = prepareApi(config);
+  const label = `GraphQL API "${String(config?.name)}" (version ${String(config?.version)})`;
+  if (prepared.problems.length > 0 || prepared.schema === undefined) {
+    const problems = prepared.problems.length > 0 ? prepared.problems : ['the schema could not be built'];
+    throw new Error(`${label} is unusable: ${problems.join('; ')}`);
+  }
+  const log = options.logger ?? silentLogger;
+  const registry = options.upstreamPools ?? defaultUpstreamPools;
+  const acquired: UpstreamPool[] = [];
+  const poolFor = new Map<string, UpstreamPool>();
+  for (const b of prepared.bindings) {
+    const compiled = prepared.compiled.get(b.resolution);
+    const upstream = prepared.upstreams.get(b.resolution);
+    if (compiled === undefined || upstream === undefined) continue; // not reachable: reported as a problem
+    let pool = poolFor.get(b.resolution);
+    if (pool === undefined) {
+      pool = registry.acquire(upstream);
+      acquired.push(pool);
+      poolFor.set(b.resolution, pool);
+    }
+    b.field.resolve = makeRestResolver(compiled, pool, log) as typeof b.field.resolve;
+  }
+  const rules: ValidationRule[] = [...specifiedRules];
+  if (config.enableIntrospection !== true) rules.push(NoIntrospectionRule);
+  if (typeof config.maxDepth === 'number' && config.maxDepth > 0) rules.push(maxDepthRule(config.maxDepth));
+
+  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, registry, acquired, log, options);
+}
+
+class GraphQLEngine implements Engine {
+  private readonly documents: Lru<CachedDocument>;
+  private readonly failures: Lru<CachedDocument>;
+  private readonly maxBodyBytes: number;
+  private closed = false;
+  private readonly counters = { requests: 0, documentCacheHits: 0, validations: 0, errorCacheHits: 0, upstreamCalls: 0, upstreamCallsDeduplicated: 0 };
+
+  constructor(
+    readonly name: string,
+    readonly version: string,
+    private readonly schema: GraphQLSchema,
+    private readonly rules: readonly ValidationRule[],
+    private readonly registry: UpstreamPools,
+    private readonly pools: UpstreamPool[],
+    private readonly log: Logger,
+    options: EngineOptions,
+  ) {
+    const size = options.documentCacheSize ?? DEFAULT_DOCUMENT_CACHE_SIZE;
+    const entries = Number.isFinite(size) && size > 0 ? Math.floor(size) : 0;
+    this.documents = new Lru(entries, DOCUMENT_CACHE_MAX_CHARS);
+    // invalid documents: a smaller cache, so a client repeating a bad query costs a map lookup
+    this.failures = new Lru(entries === 0 ? 0 : Math.max(16, Math.floor(entries / 10)), DOCUMENT_CACHE_MAX_CHARS / 8);
+    const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.maxBodyBytes = Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_BODY_BYTES;
+  }
+
+  stats(): EngineStats {
+    return { ...this.counters, documentCacheSize: this.documents.size, errorCacheSize: this.failures.size };
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const p of this.pools) this.registry.release(p);
+    this.documents.clear();
+    this.failures.clear();
+  }
+
+  async handle(req: GraphQLHttpRequest): Promise<GraphQLHttpResponse> {
+    this.counters.requests++;
+    try {
+      return await this.handleInner(req);
+    } catch (err) {
+      this.log.error('GraphQL request failed unexpectedly', { api: this.name, version: this.version, err });
+      return reply(500, APPLICATION_JSON, { errors: [{ message: 'Internal server error' }] });
+    }
+  }
+
+  private getDocument(query: string): CachedDocument {
+    const hit = this.documents.get(query);
+    if (hit !== undefined) {
+      this.counters.documentCacheHits++;
+      return hit;
+    }
+    const failed = this.failures.get(query);
+    if (failed !== undefined) {
+      this.counters.errorCacheHits++;
+      return failed;
+    }
+    this.counters.validations++;
+    let document: DocumentNode;
+    try {
+      document = parse(query, { maxTokens: MAX_TOKENS });
+    } catch (err) {
+      const e = err instanceof GraphQLError ? err : new GraphQLError(`Syntax Error: ${err instanceof Error ? err.message : String(err)}`);
+      const entry = { errors: [e] };
+      this.failures.set(query, entry);
+      return entry;
+    }
+    const errors = validate(this.schema, document, this.rules);
+    if (errors.length > 0) {
+      const entry = { errors };
+      this.failures.set(query, entry);
+      return entry;
+    }
+    const entry = { document };
+    this.documents.set(query, entry);
+    return entry;
+  }
+
+  private async handleInner(req: GraphQLHttpRequest): Promise<GraphQLHttpResponse> {
+    const method = req.method.toUpperCase();
+    if (method !== 'GET' && method !== 'POST') {
+      return reply(405, APPLICATION_JSON, { errors: [{ message: `Method ${req.method} is not allowed: use GET or POST.` }] }, { allow: 'GET, POST' });
+    }
+    const media = negotiate(req.headers['accept']);
+    if (media === null) {
+      return reply(406, APPLICATION_JSON, { errors: [{ message: 'Not Acceptable: accept application/graphql-response+json or application/json.' }] });
+    }
+    const params = method === 'GET' ? paramsFromGet(req.path) : paramsFromPost(req.headers['content-type'], req.body, this.maxBodyBytes);
+    if (isRejection(params)) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
+
+    const doc = this.getDocument(params.query);
+    if (doc.errors !== undefined) return requestErrors(media, doc.errors);
+    const document = doc.document;
+
+    const operation = getOperationAST(document, params.operationName);
+    if (operation !== null && operation !== undefined) {
+      if (operation.operation === 'mutation' && method === 'GET') {
+        return reply(405, media, { errors: [{ message: 'Mutations are not allowed over GET: use POST.' }] }, { allow: 'POST' });
+      }
+      if (operation.operation === 'subscription') {
+        return requestErrors(media, [new GraphQLError('Subscriptions are not supported by this API.', { nodes: operation })]);
+      }
+    }
+    return this.execute(document, params, req, media);
+  }
+
+  private async execute(document: DocumentNode, params: GraphQLParams, req: GraphQLHttpRequest, media: MediaType): Promise<GraphQLHttpResponse> {
+    const context: RequestContext = { headers: req.headers, memo: new Map(), calls: 0, deduplicated: 0 };
+    const started = this.log.enabled('debug') ? process.hrtime.bigint() : 0n;
+    let result: ExecutionResult = await execute({
+      schema: this.schema,
+      document,
+      contextValue: context,
+      variableValues: params.variables,
+      operationName: params.operationName,
+    });
+    this.counters.upstreamCalls += context.calls;
+    this.counters.upstreamCallsDeduplicated += context.deduplicated;
+    if (result.data === undefined) {
+      // nothing executed: variable coercion or operation selection failed
+      return requestErrors(media, result.errors ?? []);
+    }
+    if (this.log.enabled('debug')) {
+      this.log.debug('graphql request', {
+        api: this.name,
+        operationName: params.operationName,
+        upstreamCalls: context.calls,
+        errors: result.errors?.length ?? 0,
+        micros: Number((process.hrtime.bigint() - started) / 1000n),
+      });
+    }
+    if (result.extensions !== undefined) result = { data: result.data, errors: result.errors };
+    // 200 also for partial results ({data, errors}); see docs/graphql.md for why not 294
+    return { status: 200, headers: { 'content-type': CONTENT_TYPE[media] }, body: JSON.stringify(result) };
+  }
+}
+
+/** Errors of a well-formed request that could not execute (parse, validation, coercion, operation selection):
+ * application/json -> 200, application/graphql-response+json -> 400; never a `data` key. */
+function requestErrors(media: MediaType, errors: readonly GraphQLError[]): GraphQLHttpResponse {
+  return reply(media === GRAPHQL_RESPONSE_JSON ? 400 : 200, media, { errors });
+}
+
+function reply(status: number, media: MediaType, body: unknown, extraHeaders?: Record<string, string>): GraphQLHttpResponse {
+  return { status, headers: { 'content-type': CONTENT_TYPE[media], ...extraHeaders }, body: JSON.stringify(body) };
+}

@@ -1,0 +1,240 @@
+// REST resolvers: a RestResolverConfig compiled (once, at createEngine time) into a request builder and
+// a response shaper. Calls within one GraphQL request are memoised by (upstream, method, URL, headers, body),
+// so identical calls are made once even when fired concurrently by sibling fields or list items.
+
+import type { GraphQLFieldResolver } from 'graphql';
+import type { RestResolverConfig } from '../../../common/contract.js';
+import type { Logger } from '../../../common/log.js';
+import { CallError, UpstreamError } from './errors.js';
+import {
+  compileBodyPath,
+  compileJson,
+  compileSetter,
+  compileString,
+  type CompiledJson,
+  type CompiledString,
+  type Getter,
+  type Placeholder,
+  type TemplateContext,
+} from './templates.js';
+import type { CallSpec, UpstreamPool } from './upstream.js';
+
+export const DEFAULT_TIMEOUT_MS = 1_000;
+
+/** Per GraphQL request state handed to resolvers as graphql-js `contextValue`. */
+export interface RequestContext {
+  /** client request headers, lowercased names */
+  headers: Readonly<Record<string, string>>;
+  /** in-flight and finished backend calls of this request, by call key */
+  memo: Map<string, Promise<unknown>>;
+  /** backend calls actually made (after dedup) */
+  calls: number;
+  /** resolutions answered by an identical call already made in this request */
+  deduplicated: number;
+}
+
+export interface CompiledRest {
+  readonly resolverName: string;
+  readonly method: string;
+  readonly path: CompiledString;
+  readonly query: readonly { name: string; value: CompiledString }[];
+  readonly headers: readonly { name: string; value: CompiledString }[];
+  readonly body: CompiledJson | undefined;
+  readonly timeoutMs: number;
+  readonly resultRoot: Getter | undefined;
+  readonly setters: readonly { field: string; get: Getter }[];
+  /** every request-side placeholder, for config checks (e.g. `$args` naming a real argument) */
+  readonly placeholders: readonly Placeholder[];
+}
+
+const REQUEST_SOURCES = ['parent', 'args', 'headers'] as const;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Throws (TemplateError or Error) with a message naming the resolver and the place of the problem. */
+export function compileRest(resolverName: string, config: RestResolverConfig): CompiledRest {
+  const where = `resolution "${resolverName}"`;
+  if (!isRecord(config)) throw new Error(`${where}: restResolver must be an object`);
+  const request: unknown = config.request ?? {};
+  if (!isRecord(request)) throw new Error(`${where}: request must be an object`);
+  const rawHeaders: unknown = request['headers'] ?? {};
+  const rawQuery: unknown = request['queryParams'] ?? {};
+  if (!isRecord(rawHeaders)) throw new Error(`${where}: request.headers must be a map of strings`);
+  if (!isRecord(rawQuery)) throw new Error(`${where}: request.queryParams must be a map of strings`);
+
+  const placeholders: Placeholder[] = [];
+  let method = 'GET';
+  let path: CompiledString | undefined;
+  const headers: { name: string; value: CompiledString }[] = [];
+  for (const [name, value] of Object.entries(rawHeaders)) {
+    if (typeof value !== 'string') throw new Error(`${where}: request.headers["${name}"] must be a string`);
+    const lname = name.toLowerCase();
+    if (lname === ':method') {
+      if (!/^[A-Za-z]+$/.test(value.trim())) throw new Error(`${where}: ":method" must be an HTTP method name, got "${value}"`);
+      method = value.trim().toUpperCase();
+    } else if (lname === ':path') {
+      path = compileString(value, REQUEST_SOURCES, `${where} :path`);
+      placeholders.push(...path.placeholders);
+    } else if (lname === ':authority') {
+      const c = compileString(value, REQUEST_SOURCES, `${where} :authority`);
+      placeholders.push(...c.placeholders);
+      headers.push({ name: 'host', value: c });
+    } else if (lname.startsWith(':')) {
+      // other pseudo-headers (:scheme) have no meaning for a call we make ourselves
+      continue;
+    } else {
+      if (!/^[a-z0-9!#$%&'*+\-.^_`|~]+$/.test(lname)) throw new Error(`${where}: "${name}" is not a valid header name`);
+      if (lname === 'content-length' || lname === 'connection' || lname === 'transfer-encoding') continue;
+      const c = compileString(value, REQUEST_SOURCES, `${where} header ${lname}`);
+      placeholders.push(...c.placeholders);
+      headers.push({ name: lname, value: c });
+    }
+  }
+  if (path === undefined) throw new Error(`${where}: request.headers has no ":path"`);
+  if (!path.raw.startsWith('/')) throw new Error(`${where}: ":path" must start with "/", got "${path.raw}"`);
+  headers.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  const query: { name: string; value: CompiledString }[] = [];
+  for (const [name, value] of Object.entries(rawQuery)) {
+    if (typeof value !== 'string') throw new Error(`${where}: request.queryParams["${name}"] must be a string`);
+    const c = compileString(value, REQUEST_SOURCES, `${where} query parameter ${name}`);
+    placeholders.push(...c.placeholders);
+    query.push({ name, value: c });
+  }
+
+  let body: CompiledJson | undefined;
+  if (request['body'] !== undefined && request['body'] !== null) {
+    body = compileJson(request['body'], REQUEST_SOURCES, `${where} body`);
+    placeholders.push(...body.placeholders);
+  }
+
+  const response: unknown = config.response ?? {};
+  if (!isRecord(response)) throw new Error(`${where}: response must be an object`);
+  let resultRoot: Getter | undefined;
+  const rr = response['resultRoot'];
+  if (rr !== undefined && rr !== null && rr !== '') {
+    if (typeof rr !== 'string') throw new Error(`${where}: response.resultRoot must be a string`);
+    resultRoot = compileBodyPath(rr, `${where} response.resultRoot`);
+  }
+  const setters: { field: string; get: Getter }[] = [];
+  const rawSetters: unknown = response['setters'] ?? {};
+  if (!isRecord(rawSetters)) throw new Error(`${where}: response.setters must be a map of strings`);
+  for (const [field, value] of Object.entries(rawSetters)) {
+    if (typeof value !== 'string') throw new Error(`${where}: response.setters["${field}"] must be a string`);
+    setters.push({ field, get: compileSetter(value, `${where} response.setters.${field}`) });
+  }
+
+  const t = config.timeoutMs;
+  const timeoutMs = typeof t === 'number' && Number.isFinite(t) && t > 0 ? Math.min(t, 2_147_000_000) : DEFAULT_TIMEOUT_MS;
+
+  return { resolverName, method, path, query, headers, body, timeoutMs, resultRoot, setters, placeholders };
+}
+
+// Substituted values in `:path` are encoded as path segments; query parameter names and values are encoded whole.
+const encodePathValue = encodeURIComponent;
+const encodeQueryValue = encodeURIComponent;
+
+/** Builds the concrete call for one field resolution. Returns the spec and its memo key. */
+export function buildCall(c: CompiledRest, ctx: TemplateContext): { spec: CallSpec; key: string } {
+  let path = c.path.constant ? c.path.raw : c.path.render(ctx, encodePathValue);
+  if (c.query.length > 0) {
+    let qs = '';
+    for (const q of c.query) {
+      let v: string;
+      if (q.value.whole !== undefined) {
+        // a parameter that is just one missing value (an optional argument not given) is left out
+        const raw = q.value.whole.get(ctx);
+        if (raw === undefined || raw === null) continue;
+        v = q.value.render(ctx);
+      } else {
+        v = q.value.render(ctx);
+      }
+      qs += (qs.length === 0 ? '' : '&') + encodeQueryValue(q.name) + '=' + encodeQueryValue(v);
+    }
+    if (qs.length > 0) path += (path.includes('?') ? '&' : '?') + qs;
+  }
+  const headers: Record<string, string> = {};
+  let key = c.method + ' ' + path;
+  for (const h of c.headers) {
+    const v = h.value.constant ? h.value.raw : h.value.render(ctx);
+    // a header that renders empty (e.g. {$headers.authorization} the client did not send) is left out
+    if (v === '') continue;
+    headers[h.name] = v;
+    key += '\n' + h.name + ':' + v;
+  }
+  if (headers['accept'] === undefined) headers['accept'] = 'application/json';
+  let body: string | undefined;
+  if (c.body !== undefined) {
+    body = JSON.stringify(c.body.value(ctx));
+    if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(body));
+    key += '\n\n' + body;
+  }
+  return { spec: { method: c.method, path, headers, body, timeoutMs: c.timeoutMs }, key };
+}
+
+/** Applies resultRoot and setters to a backend body. */
+export function shapeResult(c: CompiledRest, body: unknown): unknown {
+  const rooted = c.resultRoot === undefined ? body : c.resultRoot({ body });
+  if (c.setters.length === 0) return rooted;
+  if (Array.isArray(rooted)) return rooted.map((el) => applySetters(c, el));
+  return applySetters(c, rooted);
+}
+
+function applySetters(c: CompiledRest, element: unknown): unknown {
+  if (element === null || element === undefined) return element;
+  // setters override (or add to) the element's own attributes; unmapped attributes stay readable
+  const out: Record<string, unknown> = isRecord(element) ? { ...element } : {};
+  const ctx = { body: element };
+  for (const s of c.setters) out[s.field] = s.get(ctx);
+  return out;
+}
+
+export function toUpstreamError(c: CompiledRest, err: unknown): UpstreamError {
+  if (err instanceof CallError) {
+    const extensions = { code: err.code, resolver: c.resolverName, ...(err.status !== undefined && err.code === 'UPSTREAM_HTTP_ERROR' ? { http: { status: err.status } } : {}) };
+    const message =
+      err.code === 'UPSTREAM_HTTP_ERROR'
+        ? `${c.resolverName}: upstream answered HTTP ${err.status}`
+        : err.code === 'UPSTREAM_TIMEOUT'
+          ? `${c.resolverName}: upstream did not answer within ${c.timeoutMs} ms`
+          : err.code === 'UPSTREAM_BAD_RESPONSE'
+            ? `${c.resolverName}: upstream answered with an unusable body`
+            : `${c.resolverName}: upstream unavailable`;
+    return new UpstreamError(message, extensions, { cause: err });
+  }
+  return new UpstreamError(`${c.resolverName}: internal error`, { code: 'INTERNAL_SERVER_ERROR', resolver: c.resolverName }, { cause: err });
+}
+
+/** The graphql-js resolver for a field bound with @resolve to this REST resolution. */
+export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logger): GraphQLFieldResolver<unknown, RequestContext> {
+  return (parent, args, context) => {
+    let call: { spec: CallSpec; key: string };
+    try {
+      call = buildCall(c, { parent, args, headers: context.headers });
+    } catch (err) {
+      throw toUpstreamError(c, err);
+    }
+    const memoKey = pool.key + '\n' + call.key;
+    let pending = context.memo.get(memoKey);
+    if (pending === undefined) {
+      context.calls++;
+      pending = pool.call(call.spec);
+      context.memo.set(memoKey, pending);
+    } else {
+      context.deduplicated++;
+    }
+    return pending.then(
+      (body) => shapeResult(c, body),
+      (err: unknown) => {
+        const e = toUpstreamError(c, err);
+        if (log.enabled('debug')) {
+          log.debug('resolver call failed', { resolver: c.resolverName, upstream: pool.name, method: call.spec.method, path: call.spec.path, code: e.extensions.code, reason: err instanceof Error ? err.message : String(err) });
+        }
+        throw e;
+      },
+    );
+  };
+}
