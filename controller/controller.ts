@@ -6,7 +6,12 @@ import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
 import { REPORTER, type ResourceStatus } from './api/meta.js';
 import type { LegateResource } from './api/resources.js';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { startAdminServer, type RunningAdmin } from '../common/admin.js';
+import { SpanRecorder } from '../common/trace.js';
 import { startApiServer, type ApiResource } from './admin/api.js';
+import { startDevModeServer } from './admin/devmode.js';
+import { controllerMetrics } from './admin/metrics.js';
 import { runPipeline, type PipelineOutput } from './pipeline.js';
 import { FileSource, type SourceSnapshot } from './source/file/source.js';
 import type { RenderOptions } from './translate/render.js';
@@ -24,11 +29,16 @@ export interface ControllerOptions {
   render?: RenderOptions;
   logger: Logger;
   pollMs?: number;
+  /** the admin interface (spec 4.3), when set */
+  admin?: { host: string; port: number };
+  /** where the dev-mode endpoint listens when Settings has devMode: true */
+  devMode?: { host: string; port: number };
 }
 
 export interface RunningController {
   xdsPort: number;
   apiPort: number;
+  adminPort?: number;
   /** Latest pipeline output (for tests and diagnostics). */
   current(): PipelineOutput | undefined;
   stop(): Promise<void>;
@@ -56,9 +66,49 @@ export async function startController(options: ControllerOptions): Promise<Runni
     },
   });
 
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'legate_controller_' });
+  const spans = new SpanRecorder();
+  const metrics = controllerMetrics(registry, {
+    cache,
+    ads,
+    resourceStates: () => {
+      const out: Record<string, Record<string, number>> = {};
+      for (const { resource, status } of output?.listed.values() ?? []) {
+        const states = (out[resource.kind] ??= {});
+        states[status.state] = (states[status.state] ?? 0) + 1;
+      }
+      return out;
+    },
+  });
+  let devServer: { port: number; stop(): Promise<void> } | undefined;
+  let devServerStarting = false;
+  const devView = {
+    input: () => ({ resources: source.resources, errors: source.errors }),
+    ir: () => output?.proxies ?? [],
+    roles: () => cache.roles(),
+    xds: (role: string) => view.served(role)[role],
+  };
+  const syncDevMode = (wanted: boolean): void => {
+    if (!options.devMode || devServerStarting) return;
+    if (wanted && !devServer) {
+      devServerStarting = true;
+      startDevModeServer(devView, options.devMode.host, options.devMode.port, log.child('devmode'))
+        .then((s) => (devServer = s))
+        .catch((err: unknown) => log.error('cannot start the dev-mode endpoint', { error: err }))
+        .finally(() => (devServerStarting = false));
+    } else if (!wanted && devServer) {
+      const s = devServer;
+      devServer = undefined;
+      void s.stop();
+      log.info('dev-mode endpoint stopped (settings.devMode is off)');
+    }
+  };
+
   const reconcile = (snapshot: SourceSnapshot): void => {
     source = snapshot;
     const started = performance.now();
+    const endSpan = spans.start('controller.translate', { resources: snapshot.resources.length });
     const out = runPipeline({
       resources: snapshot.resources,
       lastAccepted,
@@ -83,12 +133,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
     for (const r of rejected) {
       log.warn('resource rejected', { kind: r.resource.kind, namespace: r.resource.metadata.namespace, name: r.resource.metadata.name, reason: r.status.reason });
     }
+    const seconds = (performance.now() - started) / 1000;
+    metrics.translation.observe(seconds);
+    endSpan();
     log.info('configuration translated', {
       resources: snapshot.resources.length,
       rejected: rejected.length,
       proxies: out.proxies.length,
-      ms: Math.round(performance.now() - started),
+      ms: Math.round(seconds * 1000),
     });
+    syncDevMode(out.devMode);
   };
 
   // An Envoy NACK shows on the Proxy it was for, and on the virtual services and upstreams its message
@@ -157,6 +211,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
   log.info('controller API listening', { address: `${options.api.host}:${api.port}` });
 
+  let admin: RunningAdmin | undefined;
+  if (options.admin) {
+    try {
+      admin = await startAdminServer({ component: 'controller', ...options.admin, logger: log, registry, spans, extra: { '/snapshots/proxies': () => output?.proxies ?? [] } });
+    } catch (err) {
+      api.server.close();
+      await ads.stop();
+      throw err;
+    }
+  }
+
   const abort = new AbortController();
   const fileSource = new FileSource(options.configDir, log.child('source'));
   fileSource.watch(abort.signal, reconcile, options.pollMs);
@@ -165,9 +230,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   return {
     xdsPort,
     apiPort: api.port,
+    ...(admin ? { adminPort: admin.port } : {}),
     current: () => output,
     stop: async () => {
       abort.abort();
+      await admin?.stop();
+      await devServer?.stop();
       const closed = new Promise<void>((resolve) => api.server.close(() => resolve()));
       api.server.closeAllConnections();
       await closed;

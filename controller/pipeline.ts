@@ -35,6 +35,8 @@ export interface ListedResource {
 
 export interface PipelineOutput {
   writeNamespace: string;
+  /** Settings devMode: the controller serves the dev-mode endpoint */
+  devMode: boolean;
   /** Every resource (user's, discovered, generated Proxies) with its status, by key. */
   listed: Map<string, ListedResource>;
   proxies: ProxyIR[];
@@ -119,5 +121,5 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (!listed.has(key)) listed.set(key, { resource: raw, status: { state: 'Accepted', reportedBy: REPORTER } });
   }
 
-  return { writeNamespace, listed, proxies: out.proxies, xds, accepted: out.accepted, reports: out.reports };
+  return { writeNamespace, devMode: settings?.spec.devMode ?? false, listed, proxies: out.proxies, xds, accepted: out.accepted, reports: out.reports };
 }

@@ -28,6 +28,8 @@ export interface ExtauthServiceOptions {
   introspectionTimeoutMs?: number;
   /** bound of each introspection endpoint's token cache. Default 10000 */
   cacheMaxEntries?: number;
+  /** Called once per Check with its outcome and duration (for metrics and traces). */
+  observe?: (outcome: Outcome, configId: string, seconds: number) => void;
 }
 
 export interface RunningExtauthService {
@@ -118,9 +120,17 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     } as grpc.MethodDefinition<CheckInput, Buffer>,
   };
 
+  const observe = options.observe;
   let lastMalformedLogAt = 0;
   const onCheck = (call: grpc.ServerUnaryCall<CheckInput, Buffer>, callback: grpc.sendUnaryData<Buffer>): void => {
     const input = call.request;
+    const t0 = observe ? performance.now() : 0;
+    const done = observe
+      ? (o: Outcome): Buffer => {
+          observe(o, input.configId, (performance.now() - t0) / 1000);
+          return responses[o];
+        }
+      : (o: Outcome): Buffer => responses[o];
     let outcome: Outcome | Promise<Outcome>;
     if (input.malformed) {
       const now = Date.now();
@@ -138,14 +148,14 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       }
     }
     if (typeof outcome === 'string') {
-      callback(null, responses[outcome]);
+      callback(null, done(outcome));
       return;
     }
     outcome.then(
-      (o) => callback(null, responses[o]),
+      (o) => callback(null, done(o)),
       (err: unknown) => {
         log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
-        callback(null, responses[authorizer.record('unavailable')]);
+        callback(null, done(authorizer.record('unavailable')));
       },
     );
   };

@@ -22,6 +22,8 @@ export interface GraphQLServiceOptions {
   xdsAddress: string;
   nodeId?: string;
   logger: Logger;
+  /** Called once per GraphQL request with the API, the HTTP status answered and the duration. */
+  observe?: (api: string, status: number, seconds: number) => void;
 }
 
 export interface RunningGraphQLService {
@@ -88,7 +90,7 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
   const service = lookupService(pkg, 'envoy.service.ext_proc.v3.ExternalProcessor').service;
   const server = new grpc.Server(EXTENSION_SERVER_OPTIONS);
   server.addService(service, {
-    Process: (call: grpc.ServerDuplexStream<ProcessingRequestMsg, ProcessingResponseMsg>) => processStream(call, () => engines, log),
+    Process: (call: grpc.ServerDuplexStream<ProcessingRequestMsg, ProcessingResponseMsg>) => processStream(call, () => engines, log, options.observe),
   });
   const bound = await bindServer(server, options.host, options.port);
   log.info('graphql ext_proc server listening', { address: `${options.host}:${bound.port}` });
@@ -114,6 +116,7 @@ function processStream(
   call: grpc.ServerDuplexStream<ProcessingRequestMsg, ProcessingResponseMsg>,
   engines: () => Map<string, Engine>,
   log: Logger,
+  observe: GraphQLServiceOptions['observe'],
 ): void {
   const apiName = call.metadata.get(GRAPHQL_API_METADATA_KEY)[0]?.toString() ?? '';
   let method = 'GET';
@@ -122,9 +125,11 @@ function processStream(
   const chunks: Buffer[] = [];
   let answered = false;
 
+  const t0 = observe ? performance.now() : 0;
   const answer = (status: number, responseHeaders: Record<string, string>, body: string): void => {
     if (answered) return;
     answered = true;
+    observe?.(apiName, status, (performance.now() - t0) / 1000);
     call.write({
       immediate_response: {
         status: { code: status },

@@ -29,7 +29,7 @@ export interface RequestOptions {
 export interface Gateway {
   dir: string;
   stateDir: string;
-  ports: { http: number; https: number; admin: number; xds: number; api: number; graphql: number; extauth: number };
+  ports: { http: number; https: number; admin: number; xds: number; api: number; graphql: number; extauth: number; controllerStats: number; extauthStats: number; graphqlStats: number; dev: number };
   /** Writes (or replaces) a resource file in the watched directory. */
   write(file: string, yaml: string): void;
   remove(file: string): void;
@@ -43,6 +43,8 @@ export interface Gateway {
 }
 
 export interface StartOptions {
+  /** extra environment for legate run and its components (e.g. START_STATS_SERVER) */
+  env?: Record<string, string>;
   /** directories copied into the config directory before start: name -> source path */
   copy?: Record<string, string>;
 }
@@ -54,7 +56,7 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   fs.mkdirSync(configDir);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, name), text);
   for (const [name, src] of Object.entries(options.copy ?? {})) fs.cpSync(src, path.join(configDir, name), { recursive: true });
-  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort(), graphql: await freePort(), extauth: await freePort() };
+  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort(), graphql: await freePort(), extauth: await freePort(), controllerStats: await freePort(), extauthStats: await freePort(), graphqlStats: await freePort(), dev: await freePort() };
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -68,8 +70,12 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       '--api-port', String(ports.api),
       '--graphql-port', String(ports.graphql),
       '--extauth-port', String(ports.extauth),
+      '--controller-stats-port', String(ports.controllerStats),
+      '--extauth-stats-port', String(ports.extauthStats),
+      '--graphql-stats-port', String(ports.graphqlStats),
+      '--dev-port', String(ports.dev),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug' } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...options.env } },
   );
   let agent: http.Agent | undefined;
   let output = '';

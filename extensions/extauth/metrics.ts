@@ -1,0 +1,38 @@
+// Prometheus metrics of the extauth service: checks by outcome, latency, introspection and cache.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { SpanRecorder } from '../../common/trace.js';
+import type { AuthorizerStats, Outcome } from './service.js';
+
+export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: () => AuthorizerStats | undefined) {
+  const checks = new Counter({ name: 'legate_extauth_checks_total', help: 'ext_authz Check calls by outcome', labelNames: ['outcome'], registers: [registry] });
+  const latency = new Histogram({
+    name: 'legate_extauth_check_duration_seconds',
+    help: 'time to answer a Check',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const gauge = (name: string, help: string, pick: (s: AuthorizerStats) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const s = stats();
+        if (s) this.set(pick(s));
+      },
+    });
+  };
+  gauge('legate_extauth_introspections_total', 'introspection calls made', (s) => s.introspections);
+  gauge('legate_extauth_introspections_joined_total', 'checks that shared an in-flight introspection', (s) => s.joinedIntrospections);
+  gauge('legate_extauth_introspection_errors_total', 'introspection calls that failed (unreachable, timeout, bad answer)', (s) => s.introspectionErrors);
+  gauge('legate_extauth_cache_hits_total', 'checks answered from the token cache', (s) => s.cacheHits);
+  gauge('legate_extauth_cache_entries', 'active tokens cached', (s) => s.cacheEntries);
+  return {
+    observe(outcome: Outcome, configId: string, seconds: number): void {
+      checks.inc({ outcome });
+      latency.observe(seconds);
+      // only slow or denied checks are worth a span; keeps the hot path cheap
+      if (outcome !== 'allow' || seconds > 0.005) spans.start('extauth.check', { outcome, config_id: configId, ms: Math.round(seconds * 1e6) / 1e3 })();
+    },
+  };
+}

@@ -1,0 +1,29 @@
+// Prometheus metrics of the graphql service: requests by API and status, latency, loaded APIs.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { SpanRecorder } from '../../common/trace.js';
+
+export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: () => Record<string, string>) {
+  const requests = new Counter({ name: 'legate_graphql_requests_total', help: 'GraphQL requests by API and HTTP status', labelNames: ['api', 'status'], registers: [registry] });
+  const latency = new Histogram({
+    name: 'legate_graphql_request_duration_seconds',
+    help: 'time from the request headers to the answer',
+    labelNames: ['api'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'legate_graphql_apis_loaded',
+    help: 'GraphQL APIs received from the controller',
+    registers: [registry],
+    collect() {
+      this.set(Object.keys(apis()).length);
+    },
+  });
+  return {
+    observe(api: string, status: number, seconds: number): void {
+      requests.inc({ api, status: String(status) });
+      latency.observe({ api }, seconds);
+      spans.start('graphql.request', { api, status, ms: Math.round(seconds * 1e6) / 1e3 })();
+    },
+  };
+}
