@@ -1,15 +1,26 @@
-// legatectl: inspect a running Legate gateway.
-import { parseArgs } from 'node:util';
+// legatectl: inspect and diagnose a running Legate gateway (spec 4.5).
+import fs from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { stringify } from 'yaml';
 import { VERSION } from '../common/version.js';
 import { KINDS, kindFromUserInput } from '../controller/api/meta.js';
-import { CliError, apiGet, resolveTarget, type Target } from './client.js';
+import { CliError, FileBackend, type Backend, type ListedResource, type ProxyInfo } from './ctl/backend.js';
+import { EXCLUDE_NAMES, runCheck } from './ctl/check.js';
+import { follow, readLog } from './ctl/logs.js';
 
 const USAGE = `Usage: legatectl <command> [flags]
 
 Commands:
-  get KIND [NAME] [-n NAMESPACE] [-o table|yaml|json]   list resources with their status
-  version                                                client and server versions
+  check [-x NAMES] [-o table|json]        health of components, resources and proxies
+  get KIND [NAME] [-n NS] [-o table|yaml|json]   resources with their status
+  proxy url [--port http|https]           address of the gateway proxy
+  proxy served-config                     what the xDS server serves to the proxy's role
+  proxy dump [--include-eds]              Envoy's /config_dump
+  proxy logs [-f] [--debug=false]         Envoy's log (sets its level to debug first)
+  proxy stats [-n NS] [--name NAME]       Envoy's statistics
+  debug logs [-f FILE] [--errors-only]    logs of every component
+  debug yaml [-f FILE]                    every resource with its status, as one YAML stream
+  version [-o json]                       client and server versions
 
 Global flags:
   --controller URL   controller API (default: from .legate/run.json, else http://127.0.0.1:9095)
@@ -19,70 +30,109 @@ Kinds: ${Object.values(KINDS)
   .map((k) => k.plural)
   .join(', ')}`;
 
-interface ListedResource {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace: string };
-  spec?: Record<string, unknown>;
-  status: { statuses: Record<string, { state: string; reason?: string }> };
-}
-
 const GLOBAL = {
   controller: { type: 'string' },
   'state-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
-} as const;
+} as const satisfies ParseArgsConfig['options'];
+
+type Out = (text: string) => void;
+const out: Out = (t) => process.stdout.write(t);
+
+function backendFrom(values: { controller?: string | undefined; 'state-dir'?: string | undefined }): Backend {
+  return FileBackend.open({ controller: values.controller, stateDir: values['state-dir'] });
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'check':
+      return check(rest);
     case 'get':
       return get(rest);
+    case 'proxy':
+      return proxy(rest);
+    case 'debug':
+      return debug(rest);
     case 'version':
       return version(rest);
     case undefined:
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(USAGE + '\n');
+      out(USAGE + '\n');
       return command === undefined ? 1 : 0;
     default:
       throw new CliError(`unknown command ${JSON.stringify(command)}; run 'legatectl help'`);
   }
 }
 
-function targetFrom(values: { controller?: string | undefined; 'state-dir'?: string | undefined }): Target {
-  return resolveTarget({ controller: values.controller, stateDir: values['state-dir'] });
+// ---- version (spec 9) ----
+
+async function serverVersion(backend: Backend): Promise<string | undefined> {
+  try {
+    return (await backend.api<{ version: string }>('/api/v1/version')).version;
+  } catch {
+    return undefined;
+  }
 }
 
-async function get(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...GLOBAL, namespace: { type: 'string', short: 'n' }, output: { type: 'string', short: 'o', default: 'table' } },
-  });
-  if (values.help) {
-    process.stdout.write('Usage: legatectl get KIND [NAME] [-n NAMESPACE] [-o table|yaml|json]\n');
-    return 0;
+/** Every command warns on stderr when the client and the server differ (spec 9). */
+async function warnOnVersionSkew(backend: Backend): Promise<void> {
+  const server = await serverVersion(backend);
+  if (server && server !== VERSION) {
+    process.stderr.write(
+      `----------\nlegatectl version (${VERSION}) differs from the server components (${server}).\nConsider running the legatectl of release ${server}.\n----------\n`,
+    );
   }
-  const [kindArg, name] = positionals;
-  if (!kindArg) throw new CliError('get: which kind? e.g. legatectl get virtualservices');
-  const kind = kindFromUserInput(kindArg);
-  if (!kind) throw new CliError(`get: unknown kind ${JSON.stringify(kindArg)}`);
-  if (!['table', 'yaml', 'json'].includes(values.output)) throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
-  const q = new URLSearchParams({ kind });
-  if (values.namespace) q.set('namespace', values.namespace);
-  if (name) q.set('name', name);
-  const target = targetFrom(values);
-  await warnOnVersionSkew(target);
-  const items = await apiGet<ListedResource[]>(target, `/api/v1/resources?${q}`);
-  items.sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
-  const shown: unknown = name && items.length === 1 ? items[0] : items;
-  if (values.output === 'json') process.stdout.write(JSON.stringify(shown, null, 2) + '\n');
-  else if (values.output === 'yaml') process.stdout.write(stringify(shown, { lineWidth: 0 }));
-  else process.stdout.write(table(items));
+}
+
+async function version(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { ...GLOBAL, output: { type: 'string', short: 'o' } } });
+  const backend = backendFrom(values);
+  const server = await serverVersion(backend);
+  if (values.output === 'json') out(JSON.stringify({ client: VERSION, server: server ?? null }, null, 2) + '\n');
+  else {
+    out(`Client version: ${VERSION}\n`);
+    out(server ? `Server version: ${server}\n` : 'Server: version undefined, could not find any version of legate running\n');
+  }
+  await warnOnVersionSkew(backend);
   return 0;
 }
+
+// ---- check ----
+
+async function check(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { ...GLOBAL, exclude: { type: 'string', short: 'x', multiple: true }, output: { type: 'string', short: 'o', default: 'table' } },
+  });
+  if (values.help) {
+    out(`Usage: legatectl check [-x NAME[,NAME]] [-o table|json]\nExclude names: ${EXCLUDE_NAMES.join(', ')}\n`);
+    return 0;
+  }
+  if (!['table', 'json'].includes(values.output)) throw new CliError(`-o: expected table or json, got ${JSON.stringify(values.output)}`);
+  const exclude = new Set((values.exclude ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean));
+  for (const x of exclude) if (!EXCLUDE_NAMES.includes(x)) throw new CliError(`-x: unknown check ${JSON.stringify(x)}; one of ${EXCLUDE_NAMES.join(', ')}`);
+  const backend = backendFrom(values);
+  await warnOnVersionSkew(backend);
+  const json = values.output === 'json';
+  const report = await runCheck(backend, exclude, VERSION, (line) => {
+    if (!json) out(line + '\n');
+  });
+  if (json) {
+    out(JSON.stringify(report, null, 2) + '\n');
+    return report.errors.length ? 1 : 0;
+  }
+  if (!report.errors.length) {
+    out('No problems detected.\n');
+    return 0;
+  }
+  out(`Error: ${report.errors.length} error${report.errors.length === 1 ? '' : 's'} occurred:\n${report.errors.map((e) => `\t* ${e}\n`).join('')}`);
+  return 1;
+}
+
+// ---- get ----
 
 function details(r: ListedResource): string {
   const spec = r.spec ?? {};
@@ -110,35 +160,160 @@ function table(items: ListedResource[]): string {
   return rows.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('   ').trimEnd()).join('\n') + '\n';
 }
 
-async function serverVersion(target: Target): Promise<string | undefined> {
+async function get(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...GLOBAL, namespace: { type: 'string', short: 'n' }, output: { type: 'string', short: 'o', default: 'table' } },
+  });
+  if (values.help) {
+    out('Usage: legatectl get KIND [NAME] [-n NAMESPACE] [-o table|yaml|json]\n');
+    return 0;
+  }
+  const [kindArg, name] = positionals;
+  if (!kindArg) throw new CliError('get: which kind? e.g. legatectl get virtualservices');
+  const kind = kindFromUserInput(kindArg);
+  if (!kind) throw new CliError(`get: unknown kind ${JSON.stringify(kindArg)}`);
+  if (!['table', 'yaml', 'json'].includes(values.output)) throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
+  const q = new URLSearchParams({ kind });
+  if (values.namespace) q.set('namespace', values.namespace);
+  if (name) q.set('name', name);
+  const backend = backendFrom(values);
+  await warnOnVersionSkew(backend);
+  const items = await backend.api<ListedResource[]>(`/api/v1/resources?${q}`);
+  items.sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+  const shown: unknown = name && items.length === 1 ? items[0] : items;
+  if (values.output === 'json') out(JSON.stringify(shown, null, 2) + '\n');
+  else if (values.output === 'yaml') out(stringify(shown, { lineWidth: 0 }));
+  else out(table(items));
+  return 0;
+}
+
+// ---- proxy ----
+
+const PROXY_USAGE = `Usage: legatectl proxy <url|served-config|dump|logs|stats> [flags]
+  common flags: -n NAMESPACE, --name PROXY (default: the gateway proxy of 'legate run')`;
+
+async function pickProxy(backend: Backend, namespace: string | undefined, name: string | undefined): Promise<ProxyInfo> {
+  const proxies = await backend.proxies();
+  const match = proxies.filter((p) => (!namespace || p.namespace === namespace) && (!name || p.name === name));
+  const found = match[0];
+  if (!found) {
+    const known = proxies.map((p) => `${p.namespace}.${p.name}`).join(', ') || 'none';
+    throw new CliError(`no gateway proxy ${namespace ?? '*'}.${name ?? '*'} (known: ${known})`);
+  }
+  return found;
+}
+
+async function adminFetch(proxy: ProxyInfo, pathAndQuery: string, init?: RequestInit): Promise<string> {
+  let res: Response;
   try {
-    return (await apiGet<{ version: string }>(target, '/api/v1/version')).version;
+    res = await fetch(`${proxy.adminUrl}${pathAndQuery}`, { signal: AbortSignal.timeout(10_000), ...init });
   } catch {
-    return undefined;
+    throw new CliError(`cannot reach Envoy's admin interface at ${proxy.adminUrl} (is the proxy running?)`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new CliError(`Envoy admin ${pathAndQuery}: HTTP ${res.status}: ${text.trim()}`);
+  return text;
+}
+
+async function proxy(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      ...GLOBAL,
+      namespace: { type: 'string', short: 'n' },
+      name: { type: 'string' },
+      port: { type: 'string', default: 'http' },
+      'include-eds': { type: 'boolean' },
+      follow: { type: 'boolean', short: 'f' },
+      debug: { type: 'boolean', short: 'd', default: true },
+    },
+    allowNegative: true,
+  });
+  if (values.help || !sub) {
+    out(PROXY_USAGE + '\n');
+    return sub ? 0 : 1;
+  }
+  const backend = backendFrom(values);
+  await warnOnVersionSkew(backend);
+  const p = await pickProxy(backend, values.namespace, values.name);
+  switch (sub) {
+    case 'url': {
+      if (values.port !== 'http' && values.port !== 'https') throw new CliError(`--port: expected http or https`);
+      const url = values.port === 'https' ? p.httpsUrl : p.httpUrl;
+      if (!url) throw new CliError(`proxy ${p.namespace}.${p.name} has no ${values.port} port`);
+      out(url + '\n');
+      return 0;
+    }
+    case 'served-config': {
+      const served = await backend.api<Record<string, Record<string, unknown[]>>>(`/api/v1/served?role=${encodeURIComponent(p.role)}`);
+      const types = served[p.role];
+      if (!types) throw new CliError(`the controller serves nothing for role ${p.role}`);
+      const section = (title: string, suffix: string): string => {
+        const entry = Object.entries(types).find(([t]) => t.endsWith(suffix));
+        return `#${title}\n${stringify(entry?.[1] ?? [], { lineWidth: 0 })}`;
+      };
+      out(`#role: ${p.role}\n`);
+      out(section('clusters', '.Cluster') + section('eds', '.ClusterLoadAssignment') + section('listeners', '.Listener') + section('rds', '.RouteConfiguration'));
+      return 0;
+    }
+    case 'dump':
+      out(await adminFetch(p, `/config_dump${values['include-eds'] ? '?include_eds' : ''}`));
+      return 0;
+    case 'stats':
+      out(await adminFetch(p, '/stats'));
+      return 0;
+    case 'logs': {
+      if (!p.log) throw new CliError(`no log file known for proxy ${p.namespace}.${p.name}`);
+      if (values.debug) {
+        await adminFetch(p, '/logging?level=debug', { method: 'POST' });
+        process.stderr.write(
+          `Envoy's log level is now debug. Set it back to info when you are done:\n  curl -X POST '${p.adminUrl}/logging?level=info'\n`,
+        );
+      }
+      const text = fs.readFileSync(p.log, 'utf8');
+      out(text);
+      if (values.follow) await follow(p.log, Buffer.byteLength(text), out);
+      return 0;
+    }
+    default:
+      throw new CliError(`unknown proxy command ${JSON.stringify(sub)}\n${PROXY_USAGE}`);
   }
 }
 
-/** Spec 9: the tool must match the service; every command warns on stderr when it does not. */
-async function warnOnVersionSkew(target: Target): Promise<void> {
-  const server = await serverVersion(target);
-  if (server && server !== VERSION) {
-    process.stderr.write(
-      `----------\nlegatectl version (${VERSION}) differs from the server components (${server}).\nConsider running the legatectl of release ${server}.\n----------\n`,
-    );
-  }
-}
+// ---- debug ----
 
-async function version(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...GLOBAL, output: { type: 'string', short: 'o' } } });
-  const target = targetFrom(values);
-  const server = await serverVersion(target);
-  if (values.output === 'json') {
-    process.stdout.write(JSON.stringify({ client: VERSION, server: server ?? null }, null, 2) + '\n');
+async function debug(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest,
+    options: { ...GLOBAL, file: { type: 'string', short: 'f' }, 'errors-only': { type: 'boolean' } },
+  });
+  if (values.help || !sub) {
+    out('Usage: legatectl debug logs [-f FILE] [--errors-only] | legatectl debug yaml [-f FILE]\n');
+    return sub ? 0 : 1;
+  }
+  const backend = backendFrom(values);
+  let text: string;
+  if (sub === 'logs') {
+    text = backend
+      .logs()
+      .map((l) => `--- ${l.component} (${l.path}) ---\n${readLog(l.path, values['errors-only'] ?? false)}`)
+      .join('');
+  } else if (sub === 'yaml') {
+    await warnOnVersionSkew(backend);
+    const items = await backend.api<ListedResource[]>('/api/v1/resources');
+    items.sort((a, b) => a.kind.localeCompare(b.kind) || a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+    text = items.map((r) => stringify(r, { lineWidth: 0 })).join('---\n');
   } else {
-    process.stdout.write(`Client version: ${VERSION}\n`);
-    process.stdout.write(server ? `Server version: ${server}\n` : 'Server: version undefined, could not find any version of legate running\n');
+    throw new CliError(`unknown debug command ${JSON.stringify(sub)}; use logs or yaml`);
   }
-  if (server && server !== VERSION) await warnOnVersionSkew(target);
+  if (values.file) {
+    fs.writeFileSync(values.file, text);
+    process.stderr.write(`wrote ${values.file}\n`);
+  } else out(text);
   return 0;
 }
 
@@ -151,3 +326,4 @@ main(process.argv.slice(2)).then(
     process.exit(usage ? 2 : 1);
   },
 );
+

@@ -1,0 +1,52 @@
+// Reading component logs: whole files, errors only, or following new lines.
+import fs from 'node:fs';
+
+/** An error line: a JSON log line with level error, or an Envoy line tagged [error]/[critical]. */
+export function isErrorLine(line: string): boolean {
+  if (line.startsWith('{')) {
+    try {
+      const level = (JSON.parse(line) as { level?: unknown }).level;
+      return level === 'error' || level === 'fatal';
+    } catch {
+      return false;
+    }
+  }
+  return /\]\[(error|critical)\]|\[(error|critical)\]/.test(line);
+}
+
+export function readLog(path: string, errorsOnly: boolean): string {
+  const text = fs.readFileSync(path, 'utf8');
+  if (!errorsOnly) return text;
+  return text
+    .split('\n')
+    .filter((l) => l && isErrorLine(l))
+    .map((l) => l + '\n')
+    .join('');
+}
+
+/** Prints new lines appended to `path` until the process is stopped. */
+export function follow(path: string, from: number, write: (text: string) => void): Promise<never> {
+  let position = from;
+  return new Promise(() => {
+    const poll = (): void => {
+      let size: number;
+      try {
+        size = fs.statSync(path).size;
+      } catch {
+        return;
+      }
+      if (size < position) position = 0; // truncated or rotated
+      if (size === position) return;
+      const fd = fs.openSync(path, 'r');
+      try {
+        const buffer = Buffer.alloc(size - position);
+        fs.readSync(fd, buffer, 0, buffer.length, position);
+        position = size;
+        write(buffer.toString('utf8'));
+      } finally {
+        fs.closeSync(fd);
+      }
+    };
+    setInterval(poll, 200);
+  });
+}
