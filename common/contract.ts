@@ -46,7 +46,7 @@ export interface ResolverUpstream {
   endpoints: UpstreamEndpoint[];
   tls?: {
     sni?: string;
-    /** PEM; when absent the upstream certificate is not verified against a custom CA */
+    /** PEM; when absent the upstream certificate is not verified at all (as Envoy does without a validation context) */
     rootCa?: string;
     certChain?: string;
     privateKey?: string;

@@ -231,6 +231,12 @@ let pools: UpstreamPools;
 let engine: Engine;
 const engines: Engine[] = [];
 
+function lastHit(match: (h: Hit) => boolean): Hit {
+  const hit = [...backend.hits].reverse().find(match);
+  if (hit === undefined) throw new Error('no such backend hit');
+  return hit;
+}
+
 function make(over: Partial<GraphQLApiConfig> = {}, options: EngineOptions = {}): Engine {
   const e = createEngine(apiConfig(backend.port, downPort, over), { upstreamPools: pools, ...options });
   engines.push(e);
@@ -328,9 +334,27 @@ describe('results', () => {
   it('executes mutations over POST with a templated JSON body', async () => {
     const res = await post(engine, { query: 'mutation Add($t: String!){addProduct(title: $t){id title}}', variables: { t: 'Othello' } });
     expect(json(res)).toEqual({ data: { addProduct: { id: 10, title: 'Othello' } } });
-    const hit = backend.hits.findLast((h) => h.url === '/products')!;
+    const hit = lastHit((h) => h.url === '/products');
     expect(hit.method).toBe('POST');
     expect(JSON.parse(hit.body)).toEqual({ title: 'Othello' });
+  });
+
+  it('binds an unreferenced `Type|field` resolution to its field, and inherits @resolve from interface fields', async () => {
+    const up = upstreamAt(backend.port);
+    const e = make({
+      version: 'v-bindings',
+      schemaDefinition: `
+        interface Named { id: Int, name: String @resolve(name: "Named|name") }
+        type Query { book(id: Int!): Book }
+        type Book implements Named { id: Int, name: String, pages: Int }`,
+      resolutions: {
+        'Query|book': rest(up, { ':path': '/details/{$args.id}' }),
+        'Named|name': rest(up, { ':path': '/details/{$parent.id}' }, { response: { resultRoot: 'author' } }),
+      },
+    });
+    const before = count(backend, '/details/3');
+    expect(json(await post(e, { query: '{book(id: 3){id name pages}}' }))).toEqual({ data: { book: { id: 3, name: 'William Shakespeare', pages: 342 } } });
+    expect(count(backend, '/details/3') - before).toBe(1);
   });
 
   it('gives null (no error) for an empty 204 body', async () => {
@@ -349,7 +373,7 @@ describe('templates in requests', () => {
     expect(data.echo.method).toBe('GET');
     expect(data.echo.url).toBe('/echo/a%20b%2Fc?ids=1%2C2&input=%7B%22a%22%3A1%2C%22b%22%3A%22x%22%7D&fixed=a%20b');
     expect(data.echo.auth).toBe('Bearer abc');
-    const hit = backend.hits.findLast((h) => h.url.startsWith('/echo/a%20b'))!;
+    const hit = lastHit((h) => h.url.startsWith('/echo/a%20b'));
     expect(hit.headers['x-static']).toBe('yes');
     expect(hit.headers['x-other']).toBeUndefined();
     expect(hit.headers['host']).toBe(`127.0.0.1:${backend.port}`);
@@ -363,7 +387,7 @@ describe('templates in requests', () => {
   it('keeps JSON types in bodies for whole placeholders, null for missing values', async () => {
     const res = await post(engine, { query: '{echoPost(q: "x", n: 42, input: {a: 7}){method contentType n a body missing}}' });
     expect(json(res).data).toEqual({ echoPost: { method: 'POST', contentType: 'application/json', n: 42, a: 7, body: 'n=42', missing: null } });
-    const hit = backend.hits.findLast((h) => h.url === '/echo')!;
+    const hit = lastHit((h) => h.url === '/echo');
     expect(JSON.parse(hit.body)).toEqual({ q: 'x', n: 42, input: { a: 7 }, label: 'n=42', missing: null });
   });
 });
@@ -437,6 +461,20 @@ describe('GraphQL over HTTP', () => {
     const res = await get(engine, { query: 'query P($id: Int!){product(id: $id){id title: author}} query Other{__typename}', variables: '{"id":3}', operationName: 'P' });
     expect(res.status).toBe(200);
     expect(json(res)).toEqual({ data: { product: { id: 3, title: 'William Shakespeare' } } });
+  });
+
+  it('answers GET with the negotiated media type', async () => {
+    const res = await get(engine, { query: '{product(id: 1){id}}' }, { accept: GR });
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe(`${GR}; charset=utf-8`);
+    expect(json(res)).toEqual({ data: { product: { id: 1 } } });
+  });
+
+  it('refuses subscriptions (schema with a Subscription type)', async () => {
+    const sub = make({ version: 'v-sub', schemaDefinition: `${SDL}\ntype Subscription { tick: Int }` });
+    const res = await post(sub, { query: 'subscription { tick }' }, { accept: GR });
+    expect(res.status).toBe(400);
+    expect(json(res)).toEqual({ errors: [{ message: 'Subscriptions are not supported by this API.', locations: [{ line: 1, column: 1 }] }] });
   });
 
   it('refuses mutations over GET with 405 and Allow: POST', async () => {

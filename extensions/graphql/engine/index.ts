@@ -74,7 +74,8 @@ export interface Engine {
   handle(req: GraphQLHttpRequest): Promise<GraphQLHttpResponse>;
   /** counters, for metrics and tests */
   stats(): EngineStats;
-  /** Releases the engine's upstream pools (kept warm for a successor using the same endpoints) and caches. */
+  /** Releases the engine's upstream pools (kept warm for a successor using the same endpoints; calls in flight
+   * complete within the pools' linger time) and empties its caches. */
   close(): void;
 }
 
@@ -124,17 +125,22 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   const registry = options.upstreamPools ?? defaultUpstreamPools;
   const acquired: UpstreamPool[] = [];
   const poolFor = new Map<string, UpstreamPool>();
-  for (const b of prepared.bindings) {
-    const compiled = prepared.compiled.get(b.resolution);
-    const upstream = prepared.upstreams.get(b.resolution);
-    if (compiled === undefined || upstream === undefined) continue; // not reachable: reported as a problem
-    let pool = poolFor.get(b.resolution);
-    if (pool === undefined) {
-      pool = registry.acquire(upstream);
-      acquired.push(pool);
-      poolFor.set(b.resolution, pool);
+  try {
+    for (const b of prepared.bindings) {
+      const compiled = prepared.compiled.get(b.resolution);
+      const upstream = prepared.upstreams.get(b.resolution);
+      if (compiled === undefined || upstream === undefined) continue; // not reachable: reported as a problem
+      let pool = poolFor.get(b.resolution);
+      if (pool === undefined) {
+        pool = registry.acquire(upstream);
+        acquired.push(pool);
+        poolFor.set(b.resolution, pool);
+      }
+      b.field.resolve = makeRestResolver(compiled, pool, log) as typeof b.field.resolve;
     }
-    b.field.resolve = makeRestResolver(compiled, pool, log) as typeof b.field.resolve;
+  } catch (err) {
+    for (const p of acquired) registry.release(p);
+    throw new Error(`${label} is unusable: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const rules: ValidationRule[] = [...specifiedRules];
   if (config.enableIntrospection !== true) rules.push(NoIntrospectionRule);

@@ -17,6 +17,8 @@ import {
   type DocumentNode,
   type GraphQLDirective,
   type GraphQLField,
+  type GraphQLInterfaceType,
+  type GraphQLObjectType,
   type GraphQLSchema,
 } from 'graphql';
 import type { GraphQLApiConfig, ResolverUpstream } from '../../../common/contract.js';
@@ -173,7 +175,19 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
     return result();
   }
 
-  // Bind @resolve fields.
+  // Bindings, by precedence: @resolve on an object field; @resolve on an interface field, inherited by the
+  // implementing object types' fields that have none; a resolution named `Type|field` that no @resolve
+  // references binds that field (on an interface: its implementations' fields), as the controller assumes.
+  const bound = new Map<string, Binding>(); // "Type.field" -> binding
+  const referenced = new Set<string>();
+  const bind = (type: GraphQLObjectType, fieldName: string, resolution: string): void => {
+    const field = type.getFields()[fieldName];
+    const key = `${type.name}.${fieldName}`;
+    if (field === undefined || bound.has(key)) return;
+    bound.set(key, { typeName: type.name, fieldName, field, resolution });
+  };
+  const implementations = (iface: GraphQLInterfaceType): readonly GraphQLObjectType[] => schema.getImplementations(iface).objects;
+  const interfaceDirectives: [GraphQLInterfaceType, string, string][] = [];
   for (const type of Object.values(schema.getTypeMap())) {
     if (isIntrospectionType(type) || !(isObjectType(type) || isInterfaceType(type))) continue;
     for (const field of Object.values(type.getFields())) {
@@ -191,16 +205,17 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
         problems.push(`${type.name}.${field.name}: @resolve needs a non-empty name`);
         continue;
       }
-      if (isInterfaceType(type)) {
-        problems.push(`${type.name}.${field.name}: @resolve on an interface field has no effect; put it on the implementing object types`);
-        continue;
-      }
+      referenced.add(resolution);
       if (!Object.prototype.hasOwnProperty.call(resolutions, resolution)) {
         problems.push(`${type.name}.${field.name}: @resolve names resolution "${resolution}", which is not defined`);
         continue;
       }
-      bindings.push({ typeName: type.name, fieldName: field.name, field, resolution });
+      if (isInterfaceType(type)) interfaceDirectives.push([type, field.name, resolution]);
+      else bind(type, field.name, resolution);
     }
+  }
+  for (const [iface, fieldName, resolution] of interfaceDirectives) {
+    for (const impl of implementations(iface)) bind(impl, fieldName, resolution);
   }
 
   // A resolution named like `Type|field` must be for a field that exists.
@@ -211,9 +226,14 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
     const fieldName = m[2]!;
     const type = schema.getType(typeName);
     if (type === undefined || type === null) problems.push(`resolution "${name}": the schema has no type ${typeName}`);
-    else if (!isObjectType(type)) problems.push(`resolution "${name}": ${typeName} is not an object type`);
+    else if (!isObjectType(type) && !isInterfaceType(type)) problems.push(`resolution "${name}": ${typeName} is not an object or interface type`);
     else if (type.getFields()[fieldName] === undefined) problems.push(`resolution "${name}": type ${typeName} has no field ${fieldName}`);
+    else if (!referenced.has(name)) {
+      if (isObjectType(type)) bind(type, fieldName, name);
+      else for (const impl of implementations(type)) bind(impl, fieldName, name);
+    }
   }
+  bindings.push(...bound.values());
 
   // `$args.x` must name an argument of every field bound to the resolution.
   for (const b of bindings) {
