@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: setup run test test-unit test-e2e typecheck bench build envoy clean
+.PHONY: setup run test test-unit test-e2e typecheck bench build envoy clean wasm wasm-debug
 
 setup: $(NODE_MODULES_STAMP) envoy build
 
@@ -13,8 +13,25 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 envoy:
 	./envoy/install.sh
 
-build: $(NODE_MODULES_STAMP)
+build: $(NODE_MODULES_STAMP) wasm
 	node scripts/build.mjs
+
+# proxy-wasm filters (AssemblyScript, extensions/wasm/<filter>/index.ts) -> dist/wasm/<filter>.wasm,
+# release target of asconfig.json; `make wasm-debug` -> dist/wasm/debug/<filter>.wasm. See docs/wasm.md.
+WASM_FILTERS := bearer-check graphql-check
+WASM_SOURCES := $(shell find extensions/wasm -name '*.ts') asconfig.json
+
+wasm: $(WASM_FILTERS:%=dist/wasm/%.wasm)
+
+wasm-debug: $(WASM_FILTERS:%=dist/wasm/debug/%.wasm)
+
+dist/wasm/%.wasm: $(WASM_SOURCES) $(NODE_MODULES_STAMP)
+	@mkdir -p $(@D)
+	npx asc extensions/wasm/$*/index.ts --target release -o $@
+
+dist/wasm/debug/%.wasm: $(WASM_SOURCES) $(NODE_MODULES_STAMP)
+	@mkdir -p $(@D)
+	npx asc extensions/wasm/$*/index.ts --target debug -o $@
 
 typecheck: $(NODE_MODULES_STAMP)
 	npx tsc -p tsconfig.json --noEmit

@@ -47,6 +47,16 @@ describe('bearer-check module', () => {
   });
 });
 
+describe('bearer-check runtime', () => {
+  it('reports an AssemblyScript abort through proxy_log, then traps (no env.abort import)', async () => {
+    const host = await plugin();
+    expect(() => host.malloc(0x7ffffff0)).toThrow(WebAssembly.RuntimeError);
+    const critical = host.logs.filter((l) => l.level === LogLevel.critical);
+    expect(critical).toHaveLength(1);
+    expect(critical[0]!.message).toMatch(/^wasm abort: Allocation too large at ~lib\/rt\/tlsf\.ts:\d+:\d+$/);
+  });
+});
+
 describe('bearer-check configuration', () => {
   it('uses the defaults without a configuration and accepts {} and maxTokenBytes', async () => {
     for (const configuration of ['', '  ', '{}', '{"maxTokenBytes": 4096}', ' { "maxTokenBytes" : 1 } ', '{"maxTokenBytes": 65536}', '{"maxTokenBytes": 1e2}', '{"maxTokenBytes": 10.0}']) {
@@ -182,6 +192,7 @@ describe('bearer-check decisions', () => {
     host.request(withAuth('Bearer ok'));
     host.request(withAuth(undefined));
     host.request(withAuth('Basic x'));
+    host.requestAnsweredEarlier();
     expect([host.counter('legate_bearer_check_allowed'), host.counter('legate_bearer_check_denied_missing'), host.counter('legate_bearer_check_denied_malformed')]).toEqual([2, 1, 1]);
     expect(host.calls.get('proxy_define_metric')).toBe(3);
   });

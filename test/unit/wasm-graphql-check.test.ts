@@ -153,7 +153,7 @@ describe('graphql-check content type', () => {
       ['application/x-www-form-urlencoded', '"application/x-www-form-urlencoded"'],
       ['application/json; charset=latin1', '"application/json; charset=latin1"'],
       ['application/json; charset="utf-16"', '"application/json; charset=\\"utf-16\\""'],
-      ['', '""'],
+      ['', 'none'],
     ];
     for (const [ct, got] of cases) {
       const out = host.request(post(ct));
@@ -311,6 +311,58 @@ describe('graphql-check GET mutations', () => {
     expect(compared).toBeGreaterThan(200);
   });
 
+  it('agrees with graphql-js on generated documents', async () => {
+    const host = await plugin();
+    let seed = 11;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const pick = <T,>(xs: readonly T[]): T => xs[rand(xs.length)]!;
+    const names = ['A', 'M', 'M', 'B', 'query', 'mutation', 'fragment', 'on'];
+    const seps = [' ', '\n', ',', ' # c } mutation {\n', '\t'];
+    const values = ['1', '-2.5e3', '"s}"', '"""b { """', '[1, {a: "x"}]', '$v', 'ENUM', '{o: {p: 1}}'];
+    const selection = (depth: number): string => {
+      const fields: string[] = [];
+      for (let n = 1 + rand(3); n > 0; n--) {
+        let f = pick(['a', 'b', 'mutation', 'query', '__typename']);
+        if (rand(3) === 0) f += `(x: ${pick(values)})`;
+        if (depth > 0 && rand(2) === 0) f += ` ${selection(depth - 1)}`;
+        if (rand(5) === 0) f = `... on T ${selection(0)}`;
+        fields.push(f);
+      }
+      return `{${pick(seps)}${fields.join(pick(seps))}${pick(seps)}}`;
+    };
+    const definition = (): string => {
+      switch (rand(5)) {
+        case 0: return selection(2);
+        case 1: return `fragment F${rand(3)} on T ${selection(1)}`;
+        default: {
+          const type = pick(['query', 'mutation', 'subscription']);
+          const name = rand(2) === 0 ? ` ${pick(names)}` : '';
+          const vars = rand(3) === 0 ? `($v: Int = ${pick(values)})` : '';
+          const dir = rand(4) === 0 ? ` @d(a: ${pick(values)})` : '';
+          return `${type}${name}${vars}${dir} ${selection(2)}`;
+        }
+      }
+    };
+    let compared = 0;
+    let mutations = 0;
+    for (let i = 0; i < 3000; i++) {
+      const defs: string[] = [];
+      for (let n = 1 + rand(3) * rand(2); n > 0; n--) defs.push(definition());
+      const doc = defs.join(pick(seps));
+      const name = rand(2) === 0 ? undefined : pick(['A', 'M', 'B', 'mutation']);
+      const expected = graphqlJsSaysMutation(doc, name);
+      if (expected === 'unparsable') continue;
+      compared++;
+      if (expected) mutations++;
+      expect(host.request(get(doc, name)).reply?.status === 405, `${JSON.stringify(doc)} operationName=${String(name)}`).toBe(expected);
+    }
+    expect(compared).toBeGreaterThan(2000);
+    expect(mutations).toBeGreaterThan(300);
+  });
+
   it('passes unparsable documents on to the service', async () => {
     const host = await plugin();
     for (const doc of ['mutation { a', 'type Query { a: Int }', '{ a(s: "unterminated) }', 'mutation { a } \u00e9', 'mutation { a } extend type Q { b: Int }']) {
@@ -335,6 +387,7 @@ describe('graphql-check counters and memory', () => {
     host.request(post('text/plain'));
     host.request(post('application/json', ['01234567890']));
     host.request(get('mutation { a }'));
+    host.requestAnsweredEarlier(); // e.g. bearer-check's 403: not a decision of this filter
     expect(host.counterNames().map((n) => host.counter(n))).toEqual([2, 1, 1, 1, 1]);
   });
 

@@ -371,6 +371,15 @@ export class TestHost {
     return { headersAction, bodyActions, reply: this.reply };
   }
 
+  /** A stream that never reaches this filter's request callbacks (an earlier filter answered it): Envoy
+   * creates the context with the filter chain, then only calls proxy_on_done and proxy_on_delete. */
+  requestAnsweredEarlier(): void {
+    const id = this.nextContextId++;
+    this.exports.proxy_on_context_create(id, this.rootContextId);
+    this.exports.proxy_on_done(id);
+    this.exports.proxy_on_delete(id);
+  }
+
   /** A counter's value by the name the module defined (Envoy shows it as `wasmcustom.<name>`). */
   counter(name: string): number {
     const m = this.metricsByName.get(name);
@@ -379,6 +388,11 @@ export class TestHost {
 
   counterNames(): string[] {
     return [...this.metricsByName.keys()].sort();
+  }
+
+  /** Calls the module's allocator directly, as the host does before writing a buffer. */
+  malloc(size: number): number {
+    return this.exports.malloc(size);
   }
 
   /** The module's linear memory size in bytes (it only grows). */
