@@ -14,7 +14,8 @@ import { renderBootstrap } from '../controller/bootstrap/bootstrap.js';
 import { startController } from '../controller/controller.js';
 import { startExtauthService, type RunningExtauthService as RunningExtauth } from '../extensions/extauth/service.js';
 import { startGraphQLService } from '../extensions/graphql/service.js';
-import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from './paths.js';
+import { defaultEnvoyPath, defaultStateDir, legateEntry, packageRoot, runStatePath, type RunState } from './paths.js';
+import { DEFAULT_WASM_OPTIONS } from '../controller/translate/plugins/wasm.js';
 import { Supervisor } from './run/supervisor.js';
 import { readValues } from './run/values.js';
 
@@ -224,13 +225,15 @@ async function controller(args: string[]): Promise<number> {
       'extauth-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.extauthPort}` },
       'stats-port': { type: 'string' },
       'dev-port': { type: 'string' },
+      'wasm-dir': { type: 'string' },
+      'wasm-source': { type: 'string', default: 'local' },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--stats-port 9091] [--dev-port 10010] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--stats-port 9091] [--dev-port 10010] [--wasm-dir DIR] [--wasm-source local|remote] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
     );
     return 0;
   }
@@ -238,6 +241,8 @@ async function controller(args: string[]): Promise<number> {
   if (!fs.existsSync(values.config)) throw new UsageError(`--config: directory ${values.config} does not exist`);
   const level = values['log-level'];
   if (level !== undefined && !isLogLevel(level)) throw new UsageError(`--log-level: expected debug, info, warn or error`);
+  const wasmSource = values['wasm-source'];
+  if (wasmSource !== 'local' && wasmSource !== 'remote') throw new UsageError('--wasm-source: expected local or remote');
   const logger = createLogger('controller', level ? { level } : {});
   const ctl = await startController({
     configDir: path.resolve(values.config),
@@ -246,7 +251,12 @@ async function controller(args: string[]): Promise<number> {
     ...(values['write-namespace'] ? { writeNamespace: values['write-namespace'] } : {}),
     defaultGateway: { bindAddress: values['bind-address'], bindPort: intFlag(values['http-port'], 'http-port', DEFAULTS.httpPort) },
     defaultSslPort: intFlag(values['https-port'], 'https-port', DEFAULTS.httpsPort),
-    render: { graphql: hostPort(values['graphql-address'], 'graphql-address'), extauth: hostPort(values['extauth-address'], 'extauth-address') },
+    render: {
+      graphql: hostPort(values['graphql-address'], 'graphql-address'),
+      extauth: hostPort(values['extauth-address'], 'extauth-address'),
+      wasm: DEFAULT_WASM_OPTIONS,
+    },
+    wasm: { dir: path.resolve(values['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')), source: wasmSource },
     ...(statsServerEnabled() ? { admin: { host: '127.0.0.1', port: intFlag(values['stats-port'], 'stats-port', DEFAULTS.stats.controller) } } : {}),
     devMode: { host: '127.0.0.1', port: intFlag(values['dev-port'], 'dev-port', DEFAULTS.devPort) },
     logger,
@@ -318,6 +328,7 @@ async function run(args: string[]): Promise<number> {
       'extauth-stats-port': { type: 'string' },
       'graphql-stats-port': { type: 'string' },
       'dev-port': { type: 'string' },
+      'wasm-source': { type: 'string', default: 'local' },
       'state-dir': { type: 'string' },
       envoy: { type: 'string' },
       help: { type: 'boolean' },
@@ -325,7 +336,7 @@ async function run(args: string[]): Promise<number> {
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--graphql-port 8084] [--extauth-port 8083] [--controller-stats-port 9091] [--extauth-stats-port 9092] [--graphql-stats-port 9093] [--dev-port 10010] [--state-dir .legate] [--envoy PATH]\n',
+      'Usage: legate run [--config DIR] [--http-port 8080] [--https-port 8443] [--admin-port 19000] [--xds-port 9977] [--api-port 9095] [--graphql-port 8084] [--extauth-port 8083] [--controller-stats-port 9091] [--extauth-stats-port 9092] [--graphql-stats-port 9093] [--dev-port 10010] [--wasm-source local|remote] [--state-dir .legate] [--envoy PATH]\n',
     );
     return 0;
   }
@@ -376,6 +387,7 @@ async function run(args: string[]): Promise<number> {
         '--extauth-address', `127.0.0.1:${ports.extauth}`,
         '--stats-port', String(ports.controllerStats),
         '--dev-port', String(ports.dev),
+        '--wasm-source', values['wasm-source'],
       ],
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });

@@ -1,5 +1,8 @@
 // Controller composition root: file source -> pipeline -> xDS cache/server, statuses, loopback API.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import type http from 'node:http';
+import path from 'node:path';
 import { ExtensionTypeUrls, encodeExtensionConfig } from '../common/contract.js';
 import type { Logger } from '../common/log.js';
 import { TypeUrls } from '../envoy/protos.js';
@@ -14,7 +17,8 @@ import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
 import { runPipeline, type PipelineOutput } from './pipeline.js';
 import { FileSource, type SourceSnapshot } from './source/file/source.js';
-import type { RenderOptions } from './translate/render.js';
+import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
+import type { WasmCodeSource } from './translate/plugins/wasm.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer, type NackEvent } from './xds/server.js';
 
@@ -29,6 +33,8 @@ export interface ControllerOptions {
   render?: RenderOptions;
   logger: Logger;
   pollMs?: number;
+  /** where the wasm modules are, and whether Envoy reads them from disk or fetches them from the API */
+  wasm?: { dir: string; source: 'local' | 'remote' };
   /** the admin interface (spec 4.3), when set */
   admin?: { host: string; port: number };
   /** where the dev-mode endpoint listens when Settings has devMode: true */
@@ -105,6 +111,28 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
   };
 
+  // wasm modules: local paths for an Envoy on this host, or served by the API with their sha256
+  const wasmFiles = new Map<string, Buffer>();
+  let render = options.render;
+  if (options.wasm) {
+    const base = render ?? DEFAULT_RENDER_OPTIONS;
+    const modules = ['bearer-check', 'graphql-check'];
+    let code: WasmCodeSource;
+    if (options.wasm.source === 'local') {
+      code = { type: 'local', files: Object.fromEntries(modules.map((m) => [m, path.join(options.wasm!.dir, `${m}.wasm`)])) };
+    } else {
+      const remote: Record<string, { path: string; sha256: string }> = {};
+      for (const m of modules) {
+        const bytes = fs.readFileSync(path.join(options.wasm.dir, `${m}.wasm`));
+        const urlPath = `/wasm/${m}.wasm`;
+        wasmFiles.set(urlPath, bytes);
+        remote[m] = { path: urlPath, sha256: createHash('sha256').update(bytes).digest('hex') };
+      }
+      code = { type: 'remote', host: options.api.host === '0.0.0.0' ? '127.0.0.1' : options.api.host, port: options.api.port, modules: remote };
+    }
+    render = { ...base, wasm: { ...base.wasm, code } };
+  }
+
   const reconcile = (snapshot: SourceSnapshot): void => {
     source = snapshot;
     const started = performance.now();
@@ -115,7 +143,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
-        ...(options.render ? { render: options.render } : {}),
+        ...(render ? { render } : {}),
         defaultGateway: options.defaultGateway,
       },
     });
@@ -204,7 +232,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   log.info('xDS server listening', { address: `${options.xds.host}:${xdsPort}` });
   let api: { server: http.Server; port: number };
   try {
-    api = await startApiServer(view, options.api.host, options.api.port, log.child('api'));
+    api = await startApiServer(view, options.api.host, options.api.port, log.child('api'), wasmFiles);
   } catch (err) {
     await ads.stop();
     throw err;

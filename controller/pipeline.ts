@@ -6,7 +6,8 @@ import { isKind, keyOf, validateResource, type LegateResource } from './api/reso
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR } from './translate/ir.js';
 import { ExtensionRoles, ExtensionTypeUrls } from '../common/contract.js';
-import { proxyRole, renderPlugins, renderProxy, type RenderOptions } from './translate/render.js';
+import type { WasmChecks } from './api/schemas.js';
+import { DEFAULT_RENDER_OPTIONS, proxyRole, renderPlugins, renderProxy, type RenderOptions } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
 import { sameRef } from './translate/reporter.js';
 import { translate } from './translate/translate.js';
@@ -102,7 +103,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });
 
   const xds = new Map<string, XdsSnapshot>();
-  const plugins = renderPlugins(input.options?.render);
+  const plugins = renderPlugins(withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks));
   // the extensions subscribe as their own roles; an empty set is served too, so they know
   xds.set(ExtensionRoles.graphql, new Map([[ExtensionTypeUrls.graphqlApi, out.graphqlApis.map((api) => ({ name: api.name, resource: { ...api } }))]]));
   xds.set(ExtensionRoles.extauth, new Map([[ExtensionTypeUrls.authConfig, out.authConfigs.map((ac) => ({ name: ac.name, resource: { ...ac } }))]]));
@@ -122,4 +123,17 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   }
 
   return { writeNamespace, devMode: settings?.spec.devMode ?? false, listed, proxies: out.proxies, xds, accepted: out.accepted, reports: out.reports };
+}
+
+/** Settings' wasmChecks tune the hot-path filters; the code source stays what the controller was given. */
+function withSettings(render: RenderOptions, checks: WasmChecks | undefined): RenderOptions {
+  if (!checks) return render;
+  return {
+    ...render,
+    wasm: {
+      ...render.wasm,
+      bearerCheck: { ...render.wasm.bearerCheck, ...checks.bearerCheck },
+      graphqlCheck: { ...render.wasm.graphqlCheck, ...checks.graphqlCheck },
+    },
+  };
 }

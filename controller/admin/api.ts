@@ -25,10 +25,25 @@ export interface ApiResource {
   [extra: string]: unknown;
 }
 
-export async function startApiServer(view: ControllerView, host: string, port: number, logger: Logger): Promise<{ server: http.Server; port: number }> {
+/** Files the API also serves (wasm modules for Envoys that fetch them): URL path -> bytes. */
+export type StaticFiles = ReadonlyMap<string, Buffer>;
+
+export async function startApiServer(
+  view: ControllerView,
+  host: string,
+  port: number,
+  logger: Logger,
+  files: StaticFiles = new Map(),
+): Promise<{ server: http.Server; port: number }> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (req.method !== 'GET') return sendError(res, 405, `method ${req.method} not allowed`);
+    const file = files.get(url.pathname);
+    if (file) {
+      res.writeHead(200, { 'content-type': 'application/wasm', 'content-length': file.length });
+      res.end(file);
+      return;
+    }
     try {
       switch (url.pathname) {
         case '/healthz':

@@ -223,8 +223,27 @@ export type UpstreamSpec = z.infer<typeof UpstreamSpecSchema>;
 
 // ---- Settings ----
 
+/** Legate's hot-path checks (proxy-wasm filters); limits as the filters themselves enforce them. */
+const WasmChecksSchema = z.strictObject({
+  bearerCheck: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      maxTokenBytes: z.number().int().min(1).max(65536).optional(),
+    })
+    .optional(),
+  graphqlCheck: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      maxBodyBytes: z.number().int().min(1).max(1073741824).optional(),
+      allowGet: z.boolean().optional(),
+    })
+    .optional(),
+});
+export type WasmChecks = z.infer<typeof WasmChecksSchema>;
+
 export const SettingsSpecSchema = z.strictObject({
   discoveryNamespace: z.string().optional(),
+  wasmChecks: WasmChecksSchema.optional(),
   writeNamespace: z.string().optional(),
   watchNamespaces: z.array(z.string()).optional(),
   devMode: z.boolean().optional(),

@@ -6,19 +6,25 @@ import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
 import { extauthPlugin } from './plugins/extauth.js';
 import { graphqlPlugin } from './plugins/graphql.js';
 import { matchFor, routingPlugin } from './plugins/routing.js';
+import { DEFAULT_WASM_OPTIONS, wasmPlugin, type WasmOptions } from './plugins/wasm.js';
 import { FilterStage, type EnvoyJson, type RenderPlugin, type ServiceAddress, type StagedHttpFilter } from './plugins/types.js';
 
 export interface RenderOptions {
   /** Where Envoy reaches Legate's extension services. */
   graphql: ServiceAddress;
   extauth: ServiceAddress;
+  wasm: WasmOptions;
 }
 
-export const DEFAULT_RENDER_OPTIONS: RenderOptions = { graphql: { host: '127.0.0.1', port: 8084 }, extauth: { host: '127.0.0.1', port: 8083 } };
+export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
+  graphql: { host: '127.0.0.1', port: 8084 },
+  extauth: { host: '127.0.0.1', port: 8083 },
+  wasm: DEFAULT_WASM_OPTIONS,
+};
 
 /** The frozen, ordered list of stage-2 plugins. */
 export function renderPlugins(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
-  return Object.freeze([routingPlugin, upstreamsPlugin, extauthPlugin(options.extauth), graphqlPlugin(options.graphql)]);
+  return Object.freeze([routingPlugin, upstreamsPlugin, wasmPlugin(options.wasm), extauthPlugin(options.extauth), graphqlPlugin(options.graphql)]);
 }
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';

@@ -63,7 +63,7 @@ describe('translation golden files', () => {
         }
       }
 
-      const actual = stringify(summarize(out), { sortMapEntries: false, lineWidth: 0 });
+      const actual = stringify(summarize(out), { sortMapEntries: false, lineWidth: 0, aliasDuplicateObjects: false });
       const outFile = path.join(dir, `${name}.out.yaml`);
       if (process.env['UPDATE_GOLDEN'] || !fs.existsSync(outFile)) fs.writeFileSync(outFile, actual);
       expect(actual).toBe(fs.readFileSync(outFile, 'utf8'));

@@ -45,6 +45,8 @@ export interface Gateway {
 export interface StartOptions {
   /** extra environment for legate run and its components (e.g. START_STATS_SERVER) */
   env?: Record<string, string>;
+  /** extra flags for legate run */
+  args?: string[];
   /** directories copied into the config directory before start: name -> source path */
   copy?: Record<string, string>;
 }
@@ -74,6 +76,7 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       '--extauth-stats-port', String(ports.extauthStats),
       '--graphql-stats-port', String(ports.graphqlStats),
       '--dev-port', String(ports.dev),
+      ...(options.args ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...options.env } },
   );

@@ -1,0 +1,123 @@
+// Hot-path checks as proxy-wasm filters (AssemblyScript, extensions/wasm): bearer-check in front of
+// ext_authz on routes that have an AuthConfig, graphql-check in front of ext_proc on GraphQL routes.
+// Each filter is on the HCM disabled and enabled per virtual host or route with an empty
+// FilterConfig (Envoy 1.40 refuses a FilterConfig without `config`).
+import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../ir.js';
+import { FilterStage, type EnvoyJson, type RenderPlugin } from './types.js';
+
+export const BEARER_CHECK = 'legate.bearer_check';
+export const GRAPHQL_CHECK = 'legate.graphql_check';
+export const CONTROLLER_HTTP_CLUSTER = 'legate-controller-http';
+
+/** Where Envoy gets the .wasm modules: files on its host, or the controller over HTTP with a sha256. */
+export type WasmCodeSource =
+  | { type: 'local'; files: Record<string, string> }
+  | { type: 'remote'; host: string; port: number; modules: Record<string, { path: string; sha256: string }> };
+
+export interface WasmOptions {
+  code: WasmCodeSource;
+  bearerCheck: { enabled: boolean; maxTokenBytes: number };
+  graphqlCheck: { enabled: boolean; maxBodyBytes: number; allowGet: boolean };
+}
+
+/** module name (file stem) per filter */
+const MODULES: Record<string, string> = { [BEARER_CHECK]: 'bearer-check', [GRAPHQL_CHECK]: 'graphql-check' };
+
+const ENABLE: EnvoyJson = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', config: {} };
+const DISABLE: EnvoyJson = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', disabled: true };
+
+function protects(auth: AuthBindingIR | undefined): boolean {
+  return auth !== undefined && 'configId' in auth;
+}
+
+function usesBearer(proxy: ProxyIR): boolean {
+  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth))));
+}
+
+function usesGraphql(proxy: ProxyIR): boolean {
+  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+}
+
+function codeFor(name: string, code: WasmCodeSource): EnvoyJson {
+  const module = MODULES[name] ?? name;
+  if (code.type === 'local') return { local: { filename: code.files[module] ?? `${module}.wasm` } };
+  const m = code.modules[module];
+  return {
+    remote: {
+      http_uri: { uri: `http://${code.host}:${code.port}${m?.path ?? `/wasm/${module}.wasm`}`, cluster: CONTROLLER_HTTP_CLUSTER, timeout: { seconds: 10 } },
+      sha256: m?.sha256 ?? '',
+      retry_policy: { num_retries: 5 },
+    },
+  };
+}
+
+function wasmFilter(name: string, configuration: object, code: WasmCodeSource): EnvoyJson {
+  return {
+    name,
+    disabled: true,
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
+      config: {
+        name,
+        root_id: name,
+        configuration: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: JSON.stringify(configuration) },
+        vm_config: { vm_id: name, runtime: 'envoy.wasm.runtime.v8', code: codeFor(name, code) },
+        // a broken module must not open anything up
+        fail_open: false,
+      },
+    },
+  };
+}
+
+function setPerFilter(target: EnvoyJson, name: string, config: EnvoyJson): void {
+  const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
+  perFilter[name] = config;
+}
+
+export function wasmPlugin(options: WasmOptions): RenderPlugin {
+  return {
+    name: 'wasm',
+    httpFilters(proxy) {
+      const filters = [];
+      if (options.bearerCheck.enabled && usesBearer(proxy)) {
+        filters.push({ stage: FilterStage.Early, filter: wasmFilter(BEARER_CHECK, { maxTokenBytes: options.bearerCheck.maxTokenBytes }, options.code) });
+      }
+      if (options.graphqlCheck.enabled && usesGraphql(proxy)) {
+        const { maxBodyBytes, allowGet } = options.graphqlCheck;
+        filters.push({ stage: FilterStage.Early + 1, filter: wasmFilter(GRAPHQL_CHECK, { maxBodyBytes, allowGet }, options.code) });
+      }
+      return filters;
+    },
+    patchVirtualHost(ir: VirtualHostIR, vhost) {
+      // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
+      if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilter(vhost, BEARER_CHECK, { ...ENABLE });
+    },
+    patchRoute(ir: RouteIR, route) {
+      if (options.bearerCheck.enabled && ir.auth) setPerFilter(route, BEARER_CHECK, { ...(protects(ir.auth) ? ENABLE : DISABLE) });
+      if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilter(route, GRAPHQL_CHECK, { ...ENABLE });
+    },
+    extraClusters(proxy) {
+      const code = options.code;
+      if (code.type !== 'remote') return [];
+      const used = (options.bearerCheck.enabled && usesBearer(proxy)) || (options.graphqlCheck.enabled && usesGraphql(proxy));
+      if (!used) return [];
+      return [
+        {
+          name: CONTROLLER_HTTP_CLUSTER,
+          type: 'STATIC',
+          connect_timeout: { seconds: 2 },
+          load_assignment: {
+            cluster_name: CONTROLLER_HTTP_CLUSTER,
+            endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: code.host, port_value: code.port } } } }] }],
+          },
+        },
+      ];
+    },
+  };
+}
+
+export const DEFAULT_WASM_OPTIONS: WasmOptions = {
+  code: { type: 'local', files: { 'bearer-check': 'bearer-check.wasm', 'graphql-check': 'graphql-check.wasm' } },
+  bearerCheck: { enabled: true, maxTokenBytes: 4096 },
+  graphqlCheck: { enabled: true, maxBodyBytes: 1048576, allowGet: true },
+};
