@@ -2,7 +2,7 @@
 // measured in the same run, and writes bench/results/latest.{json,md}. See docs/benchmarks.md.
 //
 //   node --import tsx bench/run.ts [--only a,b] [--skip a,b] [--rounds 3] [--duration 5] [--warmup 1]
-//     [--connections 32] [--threads 1] [--quiet-pct 30] [--no-pin] [--scale-vs 1000] [--scale-routes 10]
+//     [--connections 32] [--threads 1] [--quiet-pct 30] [--max-repeats 4] [--no-pin] [--scale-vs 1000] [--scale-routes 10]
 //     [--scale-files 10] [--edits 3] [--keep] [--list]
 //   (make bench BENCH_ARGS="--only direct,legate-route")
 import { spawnSync } from 'node:child_process';
@@ -18,7 +18,7 @@ import { closeClient, waitFor } from './lib/net.js';
 import { aggregate, measureRound, type Round } from './lib/measure.js';
 import { hasTaskset, installCleanupHandlers, isInterrupted, startProcess, stopAll } from './lib/procs.js';
 import { render, type RunInfo } from './lib/report.js';
-import type { BenchContext, LoadScenario, LoadTarget, ScenarioRecord, Settings, Upstream } from './lib/types.js';
+import { ScenarioSkipped, type BenchContext, type LoadScenario, type LoadTarget, type ScenarioRecord, type Settings, type Upstream } from './lib/types.js';
 import { SCENARIOS } from './scenarios/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,6 +42,7 @@ function parseSettings(argv: string[]): { settings: Settings; only?: string[]; s
       warmup: { type: 'string' },
       connections: { type: 'string' },
       'quiet-pct': { type: 'string' },
+      'max-repeats': { type: 'string' },
       threads: { type: 'string' },
       'no-pin': { type: 'boolean' },
       keep: { type: 'boolean' },
@@ -66,6 +67,7 @@ function parseSettings(argv: string[]): { settings: Settings; only?: string[]; s
       quietPct: positiveInt(values['quiet-pct'], 'quiet-pct', 30),
       connections: positiveInt(values.connections, 'connections', 32),
       threads: positiveInt(values.threads, 'threads', 1),
+      maxRepeats: positiveInt(values['max-repeats'], 'max-repeats', 4),
       loadCpus: pin ? String(cpus - 1) : undefined,
       serverCpus: pin ? (cpus === 2 ? '0' : `0-${cpus - 2}`) : undefined,
       scale: {
@@ -95,7 +97,7 @@ function machine(): string {
 async function main(): Promise<number> {
   const { settings, only, skip, list, keep } = parseSettings(process.argv.slice(2));
   if (list) {
-    for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(16)} ${s.description}\n`);
+    for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(24)} ${s.description}\n`);
     return 0;
   }
   const unknown = [...(only ?? []), ...skip].filter((n) => !SCENARIOS.some((s) => s.name === n));
@@ -123,7 +125,7 @@ async function main(): Promise<number> {
       tool: `${tool.name} ${tool.version}`,
       load: `${settings.threads} thread(s), ${settings.connections} connections, keep-alive; ${settings.rounds} interleaved rounds per scenario, each ${settings.durationS} s measured after ${settings.warmupS} s warmup`,
       pinning: settings.loadCpus
-        ? `load generator on CPU ${settings.loadCpus}; upstream, Envoy and controller on CPU ${settings.serverCpus} (taskset); config-scale not pinned`
+        ? `load generator on CPU ${settings.loadCpus}; every server process (upstreams, legate run with its controller, Envoy and extensions, the GraphQL peers, the OAuth2 provider) on CPU ${settings.serverCpus} (taskset); config-scale not pinned`
         : 'none',
     };
     log(`${info.tool}; ${info.load}; pinning: ${info.pinning}`);
@@ -139,12 +141,18 @@ async function main(): Promise<number> {
       defer: (fn) => void deferred.push(fn),
       upstream: () => (upstream ??= startUpstream(settings.serverCpus)),
     };
-    const record = (s: { name: string; description: string }, compareTo: string[] = []): ScenarioRecord => {
-      const rec: ScenarioRecord = { name: s.name, description: s.description, compareTo, ok: false, seconds: 0 };
+    const record = (s: { name: string; description: string; aims?: Record<string, number> }, compareTo: string[] = []): ScenarioRecord => {
+      const rec: ScenarioRecord = { name: s.name, description: s.description, compareTo, ok: false, seconds: 0, ...(s.aims ? { aims: s.aims } : {}) };
       records.push(rec);
       return rec;
     };
     const failed = (rec: ScenarioRecord, err: unknown): void => {
+      if (err instanceof ScenarioSkipped) {
+        rec.ok = true;
+        rec.skipped = err.message;
+        log(`scenario ${rec.name} skipped: ${err.message}`);
+        return;
+      }
       rec.ok = false;
       rec.error = err instanceof Error ? err.message : String(err);
       log(`scenario ${rec.name} FAILED: ${rec.error.split('\n')[0]}`);
@@ -164,9 +172,10 @@ async function main(): Promise<number> {
       }
     }
     const ready = loads.filter((l) => l.target);
+    let repeats = 0;
     try {
       // A round during which other work took more than `quietPct` of a core is measured again, once,
-      // and the quieter of the two kept (at most `rounds` repeats per scenario).
+      // and the quieter of the two kept (at most `rounds` repeats per scenario, `maxRepeats` in all).
       const busy = (r: Round): number => r.otherCpuPct + r.stealPct;
       for (let round = 1; round <= settings.rounds; round++) {
         // rotate the order every round so no scenario always follows the same one
@@ -178,12 +187,13 @@ async function main(): Promise<number> {
             const show = (x: Round, tag = ''): void => {
               const s = x.stats;
               log(
-                `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(14)} ${Math.round(s.rps).toString().padStart(6)} req/s  p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ${x.stealPct.toFixed(0)}%)`,
+                `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(22)} ${Math.round(s.rps).toString().padStart(6)} req/s  p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ${x.stealPct.toFixed(0)}%)`,
               );
             };
             show(r);
-            if (busy(r) > settings.quietPct && l.repeats < settings.rounds) {
+            if (busy(r) > settings.quietPct && l.repeats < settings.rounds && repeats < settings.maxRepeats) {
               l.repeats++;
+              repeats++;
               const again = await measureRound(tool, settings, l.target!);
               show(again, ' again');
               if (busy(again) < busy(r)) r = again;

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { freePort, get, waitFor } from './net.js';
 import { startProcess, type Started } from './procs.js';
-import type { BenchContext } from './types.js';
+import type { BenchContext, MeasuredProcess } from './types.js';
 
 export interface RunJson {
   components: Record<string, { pid?: number; log: string; endpoints: Record<string, string> }>;
@@ -18,6 +18,8 @@ export interface Legate {
   proc: Started;
   controllerPid: number;
   envoyPid: number;
+  /** pid of every component in run.json (controller, envoy, graphql, extauth, ...) */
+  pids: Record<string, number>;
   /** Writes a file into the watched directory atomically (write elsewhere, then rename). */
   write(file: string, text: string): void;
   /** Lines of a component's log (controller, envoy) as parsed JSON where possible. */
@@ -71,6 +73,7 @@ export async function startLegate(ctx: BenchContext, name: string, files: Record
   const controllerPid = runJson.components['controller']?.pid;
   const envoyPid = runJson.components['envoy']?.pid;
   if (!controllerPid || !envoyPid) throw new Error(`run.json lacks controller/envoy pids: ${JSON.stringify(runJson)}`);
+  const pids = Object.fromEntries(Object.entries(runJson.components).flatMap(([k, c]) => (c.pid ? [[k, c.pid]] : [])));
   return {
     configDir,
     stateDir,
@@ -78,6 +81,7 @@ export async function startLegate(ctx: BenchContext, name: string, files: Record
     proc,
     controllerPid,
     envoyPid,
+    pids,
     write: (file, text) => {
       const tmp = path.join(staging, file);
       fs.writeFileSync(tmp, text);
@@ -103,6 +107,20 @@ export async function startLegate(ctx: BenchContext, name: string, files: Record
     },
     stop,
   };
+}
+
+/**
+ * The processes of a `legate run` whose CPU a request through it is charged to: Envoy (proxy), every
+ * extension process it started (idle ones cost ~0), and the controller (control plane, not summed).
+ */
+export function legateProcesses(gw: Legate): MeasuredProcess[] {
+  const out: MeasuredProcess[] = [{ label: 'envoy', role: 'proxy', pid: gw.envoyPid }];
+  for (const name of ['graphql', 'extauth']) {
+    const pid = gw.pids[name];
+    if (pid) out.push({ label: name, role: 'extension', pid });
+  }
+  out.push({ label: 'controller', role: 'control-plane', pid: gw.controllerPid });
+  return out;
 }
 
 let portFlags: string[] | undefined;

@@ -1,16 +1,20 @@
 // The load generator: wrk (installed with apt-get when missing and we are root), or autocannon from
 // npm when wrk cannot be had. Both report through the same LoadStats.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startProcess } from './procs.js';
+import type { LoadRequest } from './types.js';
 
 export interface LoadSpec {
   port: number;
   path: string;
   /** Host header (default: the tool's own, 127.0.0.1:PORT) */
   host?: string | undefined;
+  /** method, headers, body (default: a plain GET) */
+  request?: LoadRequest | undefined;
   connections: number;
   threads: number;
   durationS: number;
@@ -77,16 +81,70 @@ done = function(summary, latency, requests)
 end
 `;
 
+/** A Lua string literal: printable ASCII as is, every other byte as a decimal escape. */
+function luaString(s: string): string {
+  let out = '"';
+  for (const b of Buffer.from(s, 'utf8')) out += b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`;
+  return out + '"';
+}
+
+const luaTable = (h: Record<string, string> | undefined): string => `{${Object.entries(h ?? {}).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(', ')}}`;
+
+/**
+ * The request part of a wrk script. A fixed request is set on the `wrk` table (wrk pre-formats it once);
+ * variants are pre-formatted in init() and handed out in turn by request(), as wrk's SCRIPTING advises.
+ */
+export function wrkRequestScript(r: LoadRequest | undefined): string {
+  if (!r) return '';
+  const lines: string[] = [];
+  if (r.method) lines.push(`wrk.method = ${luaString(r.method)}`);
+  if (r.body !== undefined) lines.push(`wrk.body = ${luaString(r.body)}`);
+  for (const [k, v] of Object.entries(r.headers ?? {})) lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`);
+  if (r.variants?.length) {
+    lines.push(
+      'local variants = {',
+      ...r.variants.map((v) => `  { h = ${luaTable(v.headers)}, b = ${v.body !== undefined ? luaString(v.body) : 'nil'} },`),
+      '}',
+      'local reqs = {}',
+      'local n = 0',
+      'init = function(args)',
+      '  for i, v in ipairs(variants) do',
+      '    local h = {}',
+      '    for k, x in pairs(wrk.headers) do h[k] = x end',
+      '    for k, x in pairs(v.h) do h[k] = x end',
+      '    reqs[i] = wrk.format(nil, nil, h, v.b)',
+      '  end',
+      'end',
+      'request = function()',
+      '  n = n % #reqs + 1',
+      '  return reqs[n]',
+      'end',
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
 function wrkTool(workDir: string): LoadTool {
-  const script = path.join(workDir, 'report.lua');
-  fs.writeFileSync(script, WRK_SCRIPT);
+  const scripts = new Map<string, string>();
+  /** One script file per distinct request (its request part, then the reporting done() hook). */
+  const scriptFor = (r: LoadRequest | undefined): string => {
+    const text = wrkRequestScript(r) + WRK_SCRIPT;
+    const key = createHash('sha256').update(text).digest('hex').slice(0, 16);
+    let file = scripts.get(key);
+    if (!file) {
+      file = path.join(workDir, `wrk-${key}.lua`);
+      fs.writeFileSync(file, text);
+      scripts.set(key, file);
+    }
+    return file;
+  };
   const v = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
   const version = /wrk\s+(\S+)/.exec(`${v.stdout}${v.stderr}`)?.[1] ?? 'unknown';
   return {
     name: 'wrk',
     version,
     run: async (spec) => {
-      const args = [`-t${spec.threads}`, `-c${spec.connections}`, `-d${spec.durationS}s`, '--timeout', '5s', '-s', script];
+      const args = [`-t${spec.threads}`, `-c${spec.connections}`, `-d${spec.durationS}s`, '--timeout', '5s', '-s', scriptFor(spec.request)];
       if (spec.host) args.push('-H', `Host: ${spec.host}`);
       args.push(`http://127.0.0.1:${spec.port}${spec.path}`);
       const out = await runToEnd('wrk', 'wrk', args, spec.cpus, spec.durationS * 1000 + 30_000);
@@ -124,6 +182,13 @@ function autocannonTool(): LoadTool {
       const args = [...pre, '-j', '-c', String(spec.connections), '-d', String(spec.durationS), '-t', '5'];
       if (spec.threads > 1) args.push('-w', String(spec.threads));
       if (spec.host) args.push('-H', `host=${spec.host}`);
+      // autocannon's command line has no request rotation: the first variant is used for every request
+      const req = spec.request;
+      const first = req?.variants?.[0];
+      if (req?.method) args.push('-m', req.method);
+      for (const [k, v] of Object.entries({ ...req?.headers, ...first?.headers })) args.push('-H', `${k}=${v}`);
+      const body = first?.body ?? req?.body;
+      if (body !== undefined) args.push('-b', body);
       args.push(`http://127.0.0.1:${spec.port}${spec.path}`);
       const out = await runToEnd('autocannon', cmd, args, spec.cpus, spec.durationS * 1000 + 120_000);
       const start = out.indexOf('{"');

@@ -39,6 +39,30 @@ export function get(port: number, pathAndQuery: string, host?: string, timeoutMs
   });
 }
 
+/** Any request to http://127.0.0.1:PORT/PATH (keep-alive), with the answer's text. */
+export function send(port: number, o: { method?: string; path: string; headers?: Record<string, string>; body?: string }, timeoutMs = 5000): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const headers = { ...o.headers };
+    if (o.body !== undefined) headers['content-length'] = String(Buffer.byteLength(o.body));
+    const req = http.request({ host: '127.0.0.1', port, path: o.path, method: o.method ?? 'GET', headers, agent, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${o.method ?? 'GET'} ${o.path} timed out`)));
+    req.on('error', reject);
+    req.end(o.body);
+  });
+}
+
+/** GET a JSON document. */
+export async function getJson<T>(port: number, pathAndQuery: string): Promise<T> {
+  const r = await get(port, pathAndQuery);
+  if (r.status !== 200) throw new Error(`GET ${pathAndQuery} answered ${r.status}: ${r.text.slice(0, 200)}`);
+  return JSON.parse(r.text) as T;
+}
+
 export function closeClient(): void {
   agent.destroy();
 }

@@ -44,8 +44,6 @@ export function loadTable(records: ScenarioRecord[]): string | undefined {
       num(s.p50Ms, 2),
       num(s.p99Ms, 2),
       num(s.errors),
-      num(r.proxyUs, 1),
-      num(r.upstreamUs, 1),
       num(r.serverUs, 1),
       ratio(s.rps, base?.stats.rps),
       ratio(s.p50Ms, base?.stats.p50Ms),
@@ -55,12 +53,28 @@ export function loadTable(records: ScenarioRecord[]): string | undefined {
   }
   if (!rows.length) return undefined;
   return table(
-    ['scenario', 'req/s', 'round spread', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU µs/req', 'upstream CPU µs/req', 'server CPU µs/req', 'req/s vs direct', 'p50 vs direct', 'p99 vs direct', 'server CPU vs direct'],
+    ['scenario', 'req/s', 'round spread', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/req', 'req/s vs direct', 'p50 vs direct', 'p99 vs direct', 'server CPU vs direct'],
     rows,
   );
 }
 
-/** Ratios of each scenario against the scenarios it names in `compareTo`. */
+/** CPU per request by role (columns) and by process (the last column), µs. */
+export function cpuTable(records: ScenarioRecord[]): string | undefined {
+  const rows: string[][] = [];
+  for (const rec of records) {
+    const r = rec.result;
+    if (r?.kind !== 'load') continue;
+    const byProcess = r.cpu
+      .filter((c) => c.role !== 'control-plane')
+      .map((c) => `${c.label} ${num(c.usPerRequest, 1)}`)
+      .join(', ');
+    rows.push([rec.name, num(r.proxyUs, 1), num(r.extensionUs, 1), num(r.appUs, 1), num(r.upstreamUs, 1), num(r.providerUs, 1), num(r.serverUs, 1), byProcess]);
+  }
+  if (!rows.length) return undefined;
+  return table(['scenario', 'Envoy', 'extensions', 'app server', 'upstream', 'provider', 'server', 'by process'], rows);
+}
+
+/** Ratios of each scenario against the scenarios it names in `compareTo`, with its aims. */
 export function comparisonTable(records: ScenarioRecord[]): string | undefined {
   const rows: string[][] = [];
   for (const rec of records) {
@@ -69,18 +83,20 @@ export function comparisonTable(records: ScenarioRecord[]): string | undefined {
     for (const other of rec.compareTo) {
       const b = loadOf(records, other);
       if (!b) continue;
+      const aim = rec.aims?.[other];
+      const met = aim === undefined ? '' : `>= ${aim.toFixed(2)}×: ${a.stats.rps / b.stats.rps >= aim ? 'met' : 'NOT met'}`;
       rows.push([
         `${rec.name} / ${other}`,
         ratio(a.stats.rps, b.stats.rps),
         ratio(a.stats.p50Ms, b.stats.p50Ms),
         ratio(a.stats.p99Ms, b.stats.p99Ms),
-        ratio(a.proxyUs, b.proxyUs),
         ratio(a.serverUs, b.serverUs),
+        met,
       ]);
     }
   }
   if (!rows.length) return undefined;
-  return table(['comparison', 'req/s', 'p50', 'p99', 'proxy CPU/req', 'server CPU/req'], rows);
+  return table(['comparison', 'req/s', 'p50', 'p99', 'server CPU/req', 'aim (req/s)'], rows);
 }
 
 export function figureTables(records: ScenarioRecord[]): { name: string; text: string }[] {
@@ -106,18 +122,23 @@ export function render(info: RunInfo, records: ScenarioRecord[]): string {
   const load = loadTable(records);
   if (load) {
     parts.push(
-      'Load (loopback, one small JSON GET). req/s: all rounds together; round spread: (max - min) / mean of the',
-      "rounds' req/s; p50/p99: median of the rounds'; CPU: user+system time of the server processes per request.",
+      'Load (loopback; the request of each scenario is in docs/benchmarks.md). req/s: all rounds together; round',
+      "spread: (max - min) / mean of the rounds' req/s; p50/p99: median of the rounds'; server CPU: user+system",
+      'time of the server processes per request (control plane excluded).',
       '',
       load,
       '',
     );
   }
+  const cpu = cpuTable(records);
+  if (cpu) parts.push('CPU per request by role and by process (µs of user+system time per request):', '', cpu, '');
   const cmp = comparisonTable(records);
   if (cmp) parts.push('Comparisons (ratio of the first to the second):', '', cmp, '');
   for (const f of figureTables(records)) parts.push(`${f.name}:`, '', f.text, '');
   const notes = records.flatMap((r) => (r.result?.notes ?? []).map((n) => `- ${r.name}: ${n}`));
   if (notes.length) parts.push('Notes:', '', ...notes, '');
+  const skipped = records.filter((r) => r.skipped);
+  if (skipped.length) parts.push('Skipped:', '', ...skipped.map((r) => `- ${r.name}: ${r.skipped}`), '');
   const failed = records.filter((r) => !r.ok);
   if (failed.length) parts.push('FAILED:', '', ...failed.map((r) => `- ${r.name}: ${(r.error ?? '').split('\n').slice(0, 8).join('\n  ')}`), '');
   return parts.join('\n');

@@ -3,7 +3,12 @@
 // (throughput, latency, CPU per request) or a list of named figures.
 import type { LoadStats, LoadTool } from './load.js';
 
-export type ProcessRole = 'proxy' | 'upstream' | 'extension' | 'control-plane';
+/**
+ * proxy: Envoy. extension: Legate's graphql / extauth services. app: a server doing the gateway's job
+ * in its place (the GraphQL peers). upstream: the backend. provider: the OAuth2 provider.
+ * control-plane: Legate's controller (tracked, not in the server sum).
+ */
+export type ProcessRole = 'proxy' | 'extension' | 'app' | 'upstream' | 'provider' | 'control-plane';
 
 /** A server-side process whose CPU time is charged to the requests of a load run. */
 export interface MeasuredProcess {
@@ -43,7 +48,11 @@ export interface LoadResult {
   proxyUs: number | undefined;
   upstreamUs: number | undefined;
   extensionUs: number | undefined;
+  appUs: number | undefined;
+  providerUs: number | undefined;
   serverUs: number;
+  /** the target's counters (see LoadTarget.counters) per measured request */
+  perRequest: Record<string, number>;
   notes: string[];
 }
 
@@ -73,6 +82,8 @@ export interface Settings {
   quietPct: number;
   connections: number;
   threads: number;
+  /** at most this many re-measured rounds in the whole run (keeps a busy machine from doubling it) */
+  maxRepeats: number;
   /** taskset CPU lists; undefined = not pinned */
   loadCpus: string | undefined;
   serverCpus: string | undefined;
@@ -86,16 +97,37 @@ export interface Upstream {
   body: string;
 }
 
+/**
+ * The request the load generator repeats (default: GET with no extra headers). With `variants`, it
+ * cycles through them in order, each merged over the base headers and replacing the body if it has one
+ * (e.g. one token per request from a pool).
+ */
+export interface LoadRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  variants?: { headers?: Record<string, string>; body?: string }[];
+}
+
 /** What a load scenario sets up: where to send the load and whose CPU to charge. */
 export interface LoadTarget {
   port: number;
   path: string;
   host?: string;
+  request?: LoadRequest;
   processes: MeasuredProcess[];
+  /**
+   * Counters of work done on the server side (e.g. backend calls), read before and after each measured
+   * run; the result shows their growth per request.
+   */
+  counters?(): Promise<Record<string, number>>;
   /** lines for the notes under the tables */
   notes?: string[];
   stop(): Promise<void>;
 }
+
+/** Thrown by a scenario's setup when it cannot run here (e.g. an optional package is missing). */
+export class ScenarioSkipped extends Error {}
 
 export interface BenchContext {
   settings: Settings;
@@ -128,6 +160,8 @@ export interface LoadScenario extends ScenarioBase {
   kind: 'load';
   /** other scenarios (besides `direct`) to print ratios against */
   compareTo?: string[];
+  /** aims: minimum req/s ratio of this scenario to another (named in compareTo), shown as met or not */
+  aims?: Record<string, number>;
   setup(ctx: BenchContext): Promise<LoadTarget>;
 }
 
@@ -143,7 +177,10 @@ export interface ScenarioRecord {
   name: string;
   description: string;
   compareTo: string[];
+  aims?: Record<string, number>;
   ok: boolean;
+  /** set when the scenario was skipped (not a failure): why */
+  skipped?: string;
   error?: string;
   seconds: number;
   result?: ScenarioResult;

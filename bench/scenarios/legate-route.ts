@@ -1,6 +1,6 @@
 // The same request through `legate run`: an Upstream (static host = the upstream) and a
 // VirtualService routing prefix / to it, served by Legate's Envoy.
-import { envoyConcurrency, startLegate, untilServed } from '../lib/legate.js';
+import { envoyConcurrency, legateProcesses, startLegate, untilServed } from '../lib/legate.js';
 import { catchAllVsYaml, upstreamYaml } from '../lib/resources.js';
 import type { LoadScenario } from '../lib/types.js';
 
@@ -21,11 +21,8 @@ export const legateRoute: LoadScenario = {
       return {
         port: gw.ports.http,
         path: '/bench',
-        processes: [
-          { label: 'envoy', role: 'proxy', pid: gw.envoyPid },
-          { label: 'upstream', role: 'upstream', pid: up.pid },
-          { label: 'controller', role: 'control-plane', pid: gw.controllerPid },
-        ],
+        // Envoy, the (idle) extension processes, the upstream; the controller as control plane
+        processes: [...legateProcesses(gw), { label: 'upstream', role: 'upstream', pid: up.pid }],
         notes: [`Envoy concurrency ${concurrency} (legate run passes no --concurrency; Envoy sizes it to the CPUs it may run on)`],
         stop: () => gw.stop(),
       };
