@@ -56,6 +56,10 @@ export function extensionCluster(name: string, address: ServiceAddress): EnvoyJs
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
         '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
         explicit_http_config: { http2_protocol_options: {} },
+        // Envoy resets each ext_proc stream after an immediate response; Node's HTTP/2 server sends
+        // GOAWAY after 1000 resets on one connection (rapid-reset protection, CVE-2023-44487) and
+        // refuses the streams in flight. New connections well before that keep every request whole.
+        common_http_protocol_options: { max_requests_per_connection: 500 },
       },
     },
     circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
