@@ -2,7 +2,9 @@
 // that executes GraphQL locally and answers with an immediate response. GraphQL APIs arrive from the
 // controller over xDS (role `graphql`) and are swapped atomically; each route names its API in the
 // stream's gRPC initial metadata.
-import * as grpc from '@grpc/grpc-js';
+//
+// The ext_proc stream is served by ./extproc-server.ts (gRPC on node:http2, no grpc-js) with the
+// messages decoded and encoded by ./wire.ts: per request, that transport costs less than the query.
 import {
   ExtensionRoles,
   ExtensionTypeUrls,
@@ -11,9 +13,19 @@ import {
   type GraphQLApiConfig,
 } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
-import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
 import { XdsClient } from '../common/xds-client.js';
 import { createEngine, type Engine } from './engine/index.js';
+import { framePrefix, frameMessage, startExtProcServer, type ProcessCall, type ProcessStreamHandler } from './extproc-server.js';
+import {
+  CONTINUE_REQUEST_BODY,
+  CONTINUE_REQUEST_HEADERS,
+  CONTINUE_RESPONSE_BODY,
+  CONTINUE_RESPONSE_HEADERS,
+  CONTINUE_RESPONSE_TRAILERS,
+  Phase,
+  encodeImmediateResponse,
+  type ProcessingRequestIn,
+} from './wire.js';
 
 export interface GraphQLServiceOptions {
   host: string;
@@ -33,23 +45,6 @@ export interface RunningGraphQLService {
   ready(): boolean;
   stop(): Promise<void>;
 }
-
-interface HeaderValueMsg {
-  key: string;
-  value?: string;
-  raw_value?: Buffer;
-}
-
-interface ProcessingRequestMsg {
-  request_headers?: { headers?: { headers?: HeaderValueMsg[] }; end_of_stream?: boolean };
-  request_body?: { body?: Buffer; end_of_stream?: boolean };
-  request_trailers?: unknown;
-  response_headers?: unknown;
-  response_body?: unknown;
-  response_trailers?: unknown;
-}
-
-type ProcessingResponseMsg = Record<string, unknown>;
 
 export async function startGraphQLService(options: GraphQLServiceOptions): Promise<RunningGraphQLService> {
   const log = options.logger;
@@ -86,43 +81,48 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
     },
   });
 
-  const pkg = loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto');
-  const service = lookupService(pkg, 'envoy.service.ext_proc.v3.ExternalProcessor').service;
-  const server = new grpc.Server(EXTENSION_SERVER_OPTIONS);
-  server.addService(service, {
-    Process: (call: grpc.ServerDuplexStream<ProcessingRequestMsg, ProcessingResponseMsg>) => processStream(call, () => engines, log, options.observe),
+  const server = await startExtProcServer(options.host, options.port, {
+    open: (call) => processStream(call, () => engines, log, options.observe),
+    onError: (what, err) => log.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
-  const bound = await bindServer(server, options.host, options.port);
-  log.info('graphql ext_proc server listening', { address: `${options.host}:${bound.port}` });
+  log.info('graphql ext_proc server listening', { address: `${options.host}:${server.port}` });
   xds.start();
 
   return {
-    port: bound.port,
+    port: server.port,
     apis: () => Object.fromEntries([...engines.values()].map((e) => [e.name, e.version])),
     ready: () => xds.applied > 0,
     stop: async () => {
       xds.stop();
-      await bound.stop();
+      await server.stop();
       for (const e of engines.values()) e.close();
     },
   };
 }
 
-function headerText(h: HeaderValueMsg): string {
-  return h.raw_value && h.raw_value.length ? h.raw_value.toString('utf8') : (h.value ?? '');
-}
+// The CONTINUE answers, framed once.
+const FRAMED = {
+  requestHeaders: frameMessage(CONTINUE_REQUEST_HEADERS),
+  requestBody: frameMessage(CONTINUE_REQUEST_BODY),
+  responseHeaders: frameMessage(CONTINUE_RESPONSE_HEADERS),
+  responseBody: frameMessage(CONTINUE_RESPONSE_BODY),
+  responseTrailers: frameMessage(CONTINUE_RESPONSE_TRAILERS),
+};
+const JSON_CONTENT_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+const DETAILS = 'legate_graphql';
+const EMPTY_BODY = Buffer.alloc(0);
 
 function processStream(
-  call: grpc.ServerDuplexStream<ProcessingRequestMsg, ProcessingResponseMsg>,
+  call: ProcessCall,
   engines: () => Map<string, Engine>,
   log: Logger,
   observe: GraphQLServiceOptions['observe'],
-): void {
-  const apiName = call.metadata.get(GRAPHQL_API_METADATA_KEY)[0]?.toString() ?? '';
+): ProcessStreamHandler {
+  const apiName = call.metadata(GRAPHQL_API_METADATA_KEY);
   let method = 'GET';
   let path = '/';
   const headers: Record<string, string> = {};
-  const chunks: Buffer[] = [];
+  let chunks: Buffer[] | undefined;
   let answered = false;
 
   const t0 = observe ? performance.now() : 0;
@@ -130,61 +130,78 @@ function processStream(
     if (answered) return;
     answered = true;
     observe?.(apiName, status, (performance.now() - t0) / 1000);
-    call.write({
-      immediate_response: {
-        status: { code: status },
-        headers: { set_headers: Object.entries(responseHeaders).map(([key, v]) => ({ header: { key, raw_value: Buffer.from(v) } })) },
-        body: Buffer.from(body),
-        details: 'legate_graphql',
-      },
-    });
-    call.end();
+    call.end(framePrefix(encodeImmediateResponse(status, responseHeaders, body, DETAILS, 5)));
   };
 
   const execute = (): void => {
     const engine = engines().get(apiName);
     if (!engine) {
       log.error('request for a GraphQL API that is not loaded', { api: apiName });
-      answer(503, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ errors: [{ message: `GraphQL API ${JSON.stringify(apiName)} is not loaded` }] }));
+      answer(503, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: `GraphQL API ${JSON.stringify(apiName)} is not loaded` }] }));
       return;
     }
-    engine.handle({ method, path, headers, body: Buffer.concat(chunks) }).then(
+    const body = chunks === undefined ? EMPTY_BODY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    engine.handle({ method, path, headers, body }).then(
       (res) => answer(res.status, res.headers, res.body),
       (err: unknown) => {
         log.error('GraphQL execution failed', { api: apiName, error: err });
-        answer(500, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ errors: [{ message: 'internal error' }] }));
+        answer(500, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: 'internal error' }] }));
       },
     );
   };
 
-  call.on('data', (msg: ProcessingRequestMsg) => {
-    if (answered) return;
-    if (msg.request_headers) {
-      for (const h of msg.request_headers.headers?.headers ?? []) {
-        const value = headerText(h);
-        if (h.key === ':method') method = value;
-        else if (h.key === ':path') path = value;
-        else headers[h.key] = value;
+  return {
+    message(msg: ProcessingRequestIn): void {
+      if (answered) return;
+      if (msg.malformed) {
+        log.error('unparsable ProcessingRequest', { api: apiName });
+        answer(500, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: 'internal error' }] }));
+        return;
       }
-      if (msg.request_headers.end_of_stream) execute();
-      else call.write({ request_headers: { response: {} } });
-    } else if (msg.request_body) {
-      if (msg.request_body.body?.length) chunks.push(msg.request_body.body);
-      if (msg.request_body.end_of_stream) execute();
-      else call.write({ request_body: { response: {} } });
-    } else if (msg.request_trailers) {
-      execute();
-    } else {
-      // phases this filter does not ask for; let them pass
-      if (msg.response_headers) call.write({ response_headers: { response: {} } });
-      else if (msg.response_body) call.write({ response_body: { response: {} } });
-      else if (msg.response_trailers) call.write({ response_trailers: {} });
-    }
-  });
-  call.on('error', () => {
-    answered = true;
-  });
-  call.on('end', () => {
-    if (!answered) call.end();
-  });
+      switch (msg.phase) {
+        case Phase.requestHeaders: {
+          const hs = msg.headers;
+          for (let i = 0; i < hs.length; i += 2) {
+            const key = hs[i]!;
+            const value = hs[i + 1]!;
+            if (key === ':method') method = value;
+            else if (key === ':path') path = value;
+            else headers[key] = value;
+          }
+          if (msg.endOfStream) execute();
+          else call.write(FRAMED.requestHeaders);
+          return;
+        }
+        case Phase.requestBody:
+          if (msg.body !== undefined) (chunks ??= []).push(msg.body);
+          if (msg.endOfStream) execute();
+          else call.write(FRAMED.requestBody);
+          return;
+        case Phase.requestTrailers:
+          execute();
+          return;
+        // phases this filter does not ask for; let them pass
+        case Phase.responseHeaders:
+          call.write(FRAMED.responseHeaders);
+          return;
+        case Phase.responseBody:
+          call.write(FRAMED.responseBody);
+          return;
+        case Phase.responseTrailers:
+          call.write(FRAMED.responseTrailers);
+          return;
+        default:
+        // no phase: nothing to do
+      }
+    },
+    end(): void {
+      if (!answered) {
+        answered = true;
+        call.end();
+      }
+    },
+    error(): void {
+      answered = true;
+    },
+  };
 }
