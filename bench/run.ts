@@ -1,7 +1,7 @@
 // `make bench`: runs the scenarios of bench/scenarios on loopback, prints a table with the baseline
 // measured in the same run, and writes bench/results/latest.{json,md}. See docs/benchmarks.md.
 //
-//   node --import tsx bench/run.ts [--only a,b] [--skip a,b] [--rounds 3] [--duration 5] [--warmup 1]
+//   node --import tsx bench/run.ts [--only a,b] [--skip a,b] [--rounds 3] [--duration 4] [--warmup 1]
 //     [--connections 32] [--threads 1] [--quiet-pct 30] [--max-repeats 4] [--no-pin] [--scale-vs 1000] [--scale-routes 10]
 //     [--scale-files 10] [--edits 3] [--keep] [--list]
 //   (make bench BENCH_ARGS="--only direct,legate-route")
@@ -15,10 +15,10 @@ import { parseArgs } from 'node:util';
 import { envoyPath } from './lib/legate.js';
 import { findLoadTool, tempWorkDir } from './lib/load.js';
 import { closeClient, waitFor } from './lib/net.js';
-import { aggregate, measureRound, type Round } from './lib/measure.js';
+import { aggregate, measureTogether, type Round } from './lib/measure.js';
 import { hasTaskset, installCleanupHandlers, isInterrupted, startProcess, stopAll } from './lib/procs.js';
 import { render, type RunInfo } from './lib/report.js';
-import { ScenarioSkipped, type BenchContext, type LoadScenario, type LoadTarget, type ScenarioRecord, type Settings, type Upstream } from './lib/types.js';
+import { ScenarioSkipped, type Aim, type BenchContext, type LoadScenario, type LoadTarget, type ScenarioRecord, type Settings, type Upstream } from './lib/types.js';
 import { SCENARIOS } from './scenarios/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,7 +61,7 @@ function parseSettings(argv: string[]): { settings: Settings; only?: string[]; s
   const only = split(values.only);
   return {
     settings: {
-      durationS: Math.max(1, positiveInt(values.duration, 'duration', 5)),
+      durationS: Math.max(1, positiveInt(values.duration, 'duration', 4)),
       warmupS: positiveInt(values.warmup, 'warmup', 1),
       rounds: Math.max(1, positiveInt(values.rounds, 'rounds', 3)),
       quietPct: positiveInt(values['quiet-pct'], 'quiet-pct', 30),
@@ -97,7 +97,8 @@ function machine(): string {
 async function main(): Promise<number> {
   const { settings, only, skip, list, keep } = parseSettings(process.argv.slice(2));
   if (list) {
-    for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(24)} ${s.description}\n`);
+    const width = Math.max(...SCENARIOS.map((s) => s.name.length)) + 1;
+    for (const s of SCENARIOS) process.stdout.write(`${s.name.padEnd(width)} ${s.description}\n`);
     return 0;
   }
   const unknown = [...(only ?? []), ...skip].filter((n) => !SCENARIOS.some((s) => s.name === n));
@@ -141,7 +142,7 @@ async function main(): Promise<number> {
       defer: (fn) => void deferred.push(fn),
       upstream: () => (upstream ??= startUpstream(settings.serverCpus)),
     };
-    const record = (s: { name: string; description: string; aims?: Record<string, number> }, compareTo: string[] = []): ScenarioRecord => {
+    const record = (s: { name: string; description: string; aims?: Record<string, Aim> }, compareTo: string[] = []): ScenarioRecord => {
       const rec: ScenarioRecord = { name: s.name, description: s.description, compareTo, ok: false, seconds: 0, ...(s.aims ? { aims: s.aims } : {}) };
       records.push(rec);
       return rec;
@@ -172,35 +173,49 @@ async function main(): Promise<number> {
       }
     }
     const ready = loads.filter((l) => l.target);
+    // slots: a scenario alone, or a group of scenarios measured at the same time (LoadScenario.group)
+    type Load = (typeof loads)[number];
+    const slots: Load[][] = [];
+    for (const l of ready) {
+      const g = l.scenario.group;
+      const slot = g === undefined ? undefined : slots.find((s) => s[0]!.scenario.group === g);
+      if (slot) slot.push(l);
+      else slots.push([l]);
+    }
     let repeats = 0;
     try {
       // A round during which other work took more than `quietPct` of a core is measured again, once,
       // and the quieter of the two kept (at most `rounds` repeats per scenario, `maxRepeats` in all).
       const busy = (r: Round): number => r.otherCpuPct + r.stealPct;
       for (let round = 1; round <= settings.rounds; round++) {
-        // rotate the order every round so no scenario always follows the same one
-        const shift = (round - 1) % Math.max(1, ready.length);
-        for (const l of [...ready.slice(shift), ...ready.slice(0, shift)]) {
-          if (l.rec.error) continue;
+        // rotate the order every round so no scenario always follows the same one, and reverse it every
+        // other round so the two sides of a pair (listed next to each other) take turns going first
+        const shift = (round - 1) % Math.max(1, slots.length);
+        const order = [...slots.slice(shift), ...slots.slice(0, shift)];
+        if (round % 2 === 0) order.reverse();
+        for (const slot of order) {
+          const live = slot.filter((l) => !l.rec.error);
+          if (!live.length) continue;
+          const show = (l: Load, x: Round, tag = ''): void => {
+            const s = x.stats;
+            log(
+              `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(26)} ${Math.round(s.rps).toString().padStart(6)} req/s  p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ${x.stealPct.toFixed(0)}%)${live.length > 1 ? ' [together]' : ''}`,
+            );
+          };
           try {
-            let r = await measureRound(tool, settings, l.target!);
-            const show = (x: Round, tag = ''): void => {
-              const s = x.stats;
-              log(
-                `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(22)} ${Math.round(s.rps).toString().padStart(6)} req/s  p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ${x.stealPct.toFixed(0)}%)`,
-              );
-            };
-            show(r);
-            if (busy(r) > settings.quietPct && l.repeats < settings.rounds && repeats < settings.maxRepeats) {
-              l.repeats++;
+            let rs = await measureTogether(tool, settings, live.map((l) => l.target!));
+            live.forEach((l, i) => show(l, rs[i]!));
+            const lead = live[0]!;
+            if (busy(rs[0]!) > settings.quietPct && lead.repeats < settings.rounds && repeats < settings.maxRepeats) {
+              for (const l of live) l.repeats++;
               repeats++;
-              const again = await measureRound(tool, settings, l.target!);
-              show(again, ' again');
-              if (busy(again) < busy(r)) r = again;
+              const again = await measureTogether(tool, settings, live.map((l) => l.target!));
+              live.forEach((l, i) => show(l, again[i]!, ' again'));
+              if (busy(again[0]!) < busy(rs[0]!)) rs = again;
             }
-            l.rounds.push(r);
+            live.forEach((l, i) => l.rounds.push(rs[i]!));
           } catch (err) {
-            failed(l.rec, err);
+            for (const l of live) failed(l.rec, err);
           }
         }
       }
@@ -215,8 +230,10 @@ async function main(): Promise<number> {
     }
     for (const l of ready) {
       if (!l.rec.error && l.rounds.length) {
-        l.rec.result = aggregate(l.target!, l.rounds);
+        l.rec.result = aggregate(l.target!, l.rounds, settings);
         if (l.repeats) l.rec.result.notes.push(`${l.repeats} round(s) measured again because other work was running`);
+        const mates = ready.filter((m) => m !== l && l.scenario.group !== undefined && m.scenario.group === l.scenario.group).map((m) => m.scenario.name);
+        if (mates.length) l.rec.result.notes.push(`measured at the same time as ${mates.join(', ')} (group ${l.scenario.group}): each got about 1/${mates.length + 1} of the server core`);
         l.rec.ok = true;
       }
       l.rec.seconds = Math.round(performance.now() - l.started) / 1000;

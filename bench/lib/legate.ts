@@ -154,3 +154,16 @@ export function untilServed(port: number, pathAndQuery: string, host: string | u
     { timeoutMs, intervalMs, ...(abortIf ? { abortIf } : {}) },
   );
 }
+
+/** Envoy counters by exact name (0 for a counter Envoy does not have, e.g. a wasm stat before its first use). */
+export async function envoyStats(adminPort: number, names: readonly string[]): Promise<Record<string, number>> {
+  const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const r = await get(adminPort, `/stats?usedonly&filter=${encodeURIComponent(`^(${names.map(escape).join('|')})$`)}`);
+  if (r.status !== 200) throw new Error(`Envoy admin /stats answered ${r.status}: ${r.text.slice(0, 200)}`);
+  const out: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+  for (const line of r.text.split('\n')) {
+    const m = /^(\S+): (\d+)$/.exec(line);
+    if (m && m[1]! in out) out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}

@@ -1,5 +1,5 @@
 // Tables (markdown pipe tables, also what the terminal shows) from scenario records.
-import type { LoadResult, ScenarioRecord } from './types.js';
+import type { Aim, LoadResult, ScenarioRecord } from './types.js';
 
 export interface RunInfo {
   date: string;
@@ -84,7 +84,7 @@ export function comparisonTable(records: ScenarioRecord[]): string | undefined {
       const b = loadOf(records, other);
       if (!b) continue;
       const aim = rec.aims?.[other];
-      const met = aim === undefined ? '' : `>= ${aim.toFixed(2)}×: ${a.stats.rps / b.stats.rps >= aim ? 'met' : 'NOT met'}`;
+      const met = aim === undefined ? '' : aimVerdict(aim, a, b, (name) => loadOf(records, name));
       rows.push([
         `${rec.name} / ${other}`,
         ratio(a.stats.rps, b.stats.rps),
@@ -96,7 +96,63 @@ export function comparisonTable(records: ScenarioRecord[]): string | undefined {
     }
   }
   if (!rows.length) return undefined;
-  return table(['comparison', 'req/s', 'p50', 'p99', 'server CPU/req', 'aim (req/s)'], rows);
+  return table(['comparison', 'req/s', 'p50', 'p99', 'server CPU/req', 'aim'], rows);
+}
+
+const verdict = (ok: boolean): string => (ok ? 'met' : 'NOT met');
+const signed = (v: number, digits = 0): string => `${v >= 0 ? '+' : '-'}${num(Math.abs(v), digits)}`;
+
+/** An aim of `a` against `b`, with each bound's verdict (see Aim). */
+export function aimVerdict(aim: Aim, a: LoadResult, b: LoadResult, load: (name: string) => LoadResult | undefined): string {
+  const rps = a.stats.rps / b.stats.rps;
+  if (typeof aim === 'number') return `>= ${aim.toFixed(2)}×: ${verdict(rps >= aim)}`;
+  const parts: string[] = [];
+  const [withIt, without] = aim.isolated ? [load(aim.isolated[0]), load(aim.isolated[1])] : [];
+  const isolatedUs = withIt && without ? withIt.serverUs - without.serverUs : undefined;
+  if (aim.minRps !== undefined) {
+    parts.push(`req/s >= ${aim.minRps.toFixed(2)}×: ${verdict(rps >= aim.minRps)}`);
+    // on one core, req/s ~ 1 / server CPU per request: the same bound on CPU
+    const byCpu = b.serverUs / a.serverUs;
+    if (aim.alsoByCpu) parts.push(`by CPU/req: ${verdict(byCpu >= aim.minRps)} (${byCpu.toFixed(2)}×)`);
+    if (isolatedUs !== undefined) {
+      const est = b.serverUs / (b.serverUs + isolatedUs);
+      parts.push(`by the isolated cost: ${verdict(est >= aim.minRps)} (${est.toFixed(2)}×)`);
+    }
+  }
+  if (aim.maxAddedP50Us !== undefined) {
+    const added = (a.stats.p50Ms - b.stats.p50Ms) * 1000;
+    parts.push(`p50 added <= ${aim.maxAddedP50Us} µs: ${verdict(added <= aim.maxAddedP50Us)} (${signed(added)} µs)`);
+    if (isolatedUs !== undefined) parts.push(`by the isolated cost: ${verdict(isolatedUs <= aim.maxAddedP50Us)} (${signed(isolatedUs, 1)} µs)`);
+  }
+  if (aim.isolated && isolatedUs === undefined) parts.push(`(${aim.isolated.join(' / ')} not measured)`);
+  return parts.join('; ');
+}
+
+/**
+ * Where the difference between the two scenarios of a comparison goes, when both are served by the
+ * same processes (same labels): p50 and CPU per request, in all and by process (µs).
+ */
+export function differenceTable(records: ScenarioRecord[]): string | undefined {
+  const rows: string[][] = [];
+  const served = (r: LoadResult): Map<string, number> => new Map(r.cpu.filter((c) => c.role !== 'control-plane').map((c) => [c.label, c.usPerRequest]));
+  for (const rec of records) {
+    const a = rec.result?.kind === 'load' ? rec.result : undefined;
+    if (!a) continue;
+    for (const other of rec.compareTo) {
+      const b = loadOf(records, other);
+      if (!b) continue;
+      const pa = served(a);
+      const pb = served(b);
+      if (pa.size !== pb.size || [...pa.keys()].some((k) => !pb.has(k))) continue;
+      const byProcess = [...pa.entries()]
+        .filter(([label, us]) => Math.max(us, pb.get(label)!) >= 1)
+        .map(([label, us]) => `${label} ${num(pb.get(label), 1)} → ${num(us, 1)} (${signed(us - pb.get(label)!, 1)})`)
+        .join(', ');
+      rows.push([`${rec.name} / ${other}`, signed((a.stats.p50Ms - b.stats.p50Ms) * 1000), signed(a.serverUs - b.serverUs, 1), byProcess]);
+    }
+  }
+  if (!rows.length) return undefined;
+  return table(['comparison', 'Δ p50 µs', 'Δ server CPU µs/req', 'by process, µs/req: second → first (Δ)'], rows);
 }
 
 export function figureTables(records: ScenarioRecord[]): { name: string; text: string }[] {
@@ -134,6 +190,8 @@ export function render(info: RunInfo, records: ScenarioRecord[]): string {
   if (cpu) parts.push('CPU per request by role and by process (µs of user+system time per request):', '', cpu, '');
   const cmp = comparisonTable(records);
   if (cmp) parts.push('Comparisons (ratio of the first to the second):', '', cmp, '');
+  const diff = differenceTable(records);
+  if (diff) parts.push('Differences of the comparisons served by the same processes (first minus second; processes under 1 µs/req left out):', '', diff, '');
   for (const f of figureTables(records)) parts.push(`${f.name}:`, '', f.text, '');
   const notes = records.flatMap((r) => (r.result?.notes ?? []).map((n) => `- ${r.name}: ${n}`));
   if (notes.length) parts.push('Notes:', '', ...notes, '');

@@ -111,7 +111,13 @@ export function routeYaml(prefix: string, authConfig?: string, upstream = UPSTRE
         ${toUpstream(upstream)}${authConfig ? `\n        options: { extauth: { configRef: { name: ${authConfig}, namespace: legate-system } } }` : ''}`;
 }
 
-/** A VirtualService on every domain with the given routes (see routeYaml). */
+/** A route of a VirtualService: prefix -> the GraphQLApi `api` (legate-system). */
+export function graphqlRouteYaml(prefix: string, api: string): string {
+  return `      - matchers: [{ prefix: ${prefix} }]
+        graphqlApiRef: { name: ${api}, namespace: legate-system }`;
+}
+
+/** A VirtualService on every domain with the given routes (see routeYaml, graphqlRouteYaml). */
 export function vsWithRoutesYaml(name: string, routes: string[]): string {
   return `apiVersion: gateway.legate.dev/v1
 kind: VirtualService
@@ -121,5 +127,17 @@ spec:
     domains: ['*']
     routes:
 ${routes.join('\n')}
+`;
+}
+
+/** The Settings resource turning the wasm hot-path checks on or off (Settings.spec.wasmChecks; on is the default). */
+export function wasmChecksSettingsYaml(o: { bearerCheck: boolean; graphqlCheck: boolean }): string {
+  return `apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec:
+  wasmChecks:
+    bearerCheck: { enabled: ${o.bearerCheck} }
+    graphqlCheck: { enabled: ${o.graphqlCheck} }
 `;
 }

@@ -123,6 +123,17 @@ export interface LoadTarget {
   counters?(): Promise<Record<string, number>>;
   /** lines for the notes under the tables */
   notes?: string[];
+  /**
+   * A rejection scenario: every response is expected to have this status (>= 400), so wrk's non-2xx/3xx
+   * count is the expected outcome, not errors (the result notes how many there were; the scenario's
+   * counters say who answered).
+   */
+  expectedStatus?: number;
+  /**
+   * wrk connections for this scenario instead of --connections: 1 measures the latency of a request that
+   * never queues (what a check adds to it), where the default saturates the server core.
+   */
+  connections?: number;
   stop(): Promise<void>;
 }
 
@@ -160,8 +171,17 @@ export interface LoadScenario extends ScenarioBase {
   kind: 'load';
   /** other scenarios (besides `direct`) to print ratios against */
   compareTo?: string[];
-  /** aims: minimum req/s ratio of this scenario to another (named in compareTo), shown as met or not */
-  aims?: Record<string, number>;
+  /** aims against another scenario (named in compareTo), shown as met or not */
+  aims?: Record<string, Aim>;
+  /**
+   * Scenarios of the same group (listed next to each other) are measured at the same time, one wrk
+   * each, started and stopped together: whatever else runs on the machine then hits them alike (two
+   * identical sides differed by ~4 µs of Envoy CPU per request, ~12 µs in all, with other work taking
+   * half the server core). Their processes must be
+   * distinct (CPU is charged per process) and they share the server core, so each one's req/s is about
+   * half what it would be alone: compare them with each other, not with the others.
+   */
+  group?: string;
   setup(ctx: BenchContext): Promise<LoadTarget>;
 }
 
@@ -173,11 +193,33 @@ export interface FiguresScenario extends ScenarioBase {
 
 export type Scenario = LoadScenario | FiguresScenario;
 
+/**
+ * An aim of a scenario against another: a number is the minimum req/s ratio; the object form can also
+ * bound the p50 latency this scenario adds (µs) and ask for the req/s bound to be checked on the
+ * CPU-per-request ratio too (on one core, throughput is ~ 1 / server CPU per request; CPU per request
+ * moves less than req/s when other work shares the machine, but it still rises when the rate falls).
+ */
+export type Aim =
+  | number
+  | {
+      minRps?: number;
+      maxAddedP50Us?: number;
+      alsoByCpu?: boolean;
+      /**
+       * Also judge the aim on the cost of the difference measured alone: [with, without] are two
+       * scenarios isolating it (same process, same request, the one thing on or off); their server CPU
+       * difference is added to the second scenario of the comparison. The req/s bound is checked as
+       * second CPU / (second CPU + that difference), the p50 bound against the difference itself (one
+       * request on one core takes at least its CPU time longer).
+       */
+      isolated?: [string, string];
+    };
+
 export interface ScenarioRecord {
   name: string;
   description: string;
   compareTo: string[];
-  aims?: Record<string, number>;
+  aims?: Record<string, Aim>;
   ok: boolean;
   /** set when the scenario was skipped (not a failure): why */
   skipped?: string;

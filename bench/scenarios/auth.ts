@@ -10,8 +10,8 @@ import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
 import type { BenchContext, LoadRequest, LoadScenario, LoadTarget, MeasuredProcess, Upstream } from '../lib/types.js';
 
 const DEMO_CLIENT = { id: 'legate-demo', secret: 'legate-demo-secret' };
-const INTROSPECTOR = { id: 'legate-extauth', secret: 'legate-extauth-secret' };
-const SCOPE = 'products:read';
+export const INTROSPECTOR = { id: 'legate-extauth', secret: 'legate-extauth-secret' };
+export const SCOPE = 'products:read';
 /** Tokens the uncached scenarios rotate through: more than the connections, so no two requests in flight share one. */
 const POOL = 256;
 
@@ -20,7 +20,7 @@ const FORM = 'application/x-www-form-urlencoded';
 
 type ProviderServer = NodeServer<{ port: number; statsPort: number }>;
 
-interface Provider {
+export interface Provider {
   server: ProviderServer;
   /** one token (auth-unprotected, auth-cached) */
   token: string;
@@ -40,8 +40,8 @@ async function issueToken(port: number): Promise<string> {
   return (JSON.parse(r.text) as { access_token: string }).access_token;
 }
 
-/** The provider process and its tokens (shared by the auth scenarios). */
-function provider(ctx: BenchContext): Promise<{ value: Provider; release(): Promise<void> }> {
+/** The provider process and its tokens (shared by the auth scenarios and the wasm ones). */
+export function provider(ctx: BenchContext): Promise<{ value: Provider; release(): Promise<void> }> {
   return acquire(ctx, 'oauth-provider', async () => {
     const server = await startNodeServer<{ port: number; statsPort: number }>(ctx, 'oauth provider', 'auth/provider.mjs', { TOKEN_TTL_SECONDS: '3600' });
     try {

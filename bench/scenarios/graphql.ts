@@ -14,11 +14,11 @@ import { graphqlVsYaml, productsGraphqlApiYaml, upstreamYaml } from '../lib/reso
 import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
 import { ScenarioSkipped, type BenchContext, type LoadRequest, type LoadScenario, type LoadTarget, type MeasuredProcess } from '../lib/types.js';
 
-const QUERIES = {
+export const QUERIES = {
   flat: '{productsForHome{id title}}',
   nested: '{productsForHome{id author pages year}}',
 } as const;
-type QueryName = keyof typeof QUERIES;
+export type QueryName = keyof typeof QUERIES;
 
 const API = 'bench-products';
 const UPSTREAM = 'bench-products';
@@ -34,46 +34,49 @@ interface Details {
   year: number;
 }
 
-interface Backend {
+export interface Backend {
   server: NodeServer<{ port: number; products: Product[] }>;
   /** the exact `data` each query must answer with */
   expected: Record<QueryName, unknown>;
   stop(): Promise<void>;
 }
 
-/** The products backend (shared by every GraphQL scenario), and the answers expected from it. */
+/** A products backend process and the answers expected from it. */
+export async function startBackend(ctx: BenchContext, name = 'products upstream'): Promise<Backend> {
+  const server = await startNodeServer<{ port: number; products: Product[] }>(ctx, name, 'graphql/products-upstream.mjs');
+  const products = server.info.products;
+  const details = await Promise.all(products.map((p) => getJson<Details>(server.info.port, `/details/${p.id}`)));
+  return {
+    server,
+    expected: {
+      flat: { data: { productsForHome: products.map((p) => ({ id: p.id, title: p.title })) } },
+      nested: { data: { productsForHome: details.map((d) => ({ id: d.id, author: d.author, pages: d.pages, year: d.year })) } },
+    },
+    stop: () => server.stop(),
+  };
+}
+
+/** The products backend shared by every GraphQL scenario. */
 async function backend(ctx: BenchContext): Promise<{ value: Backend; release(): Promise<void> }> {
-  return acquire(ctx, 'graphql-backend', async () => {
-    const server = await startNodeServer<{ port: number; products: Product[] }>(ctx, 'products upstream', 'graphql/products-upstream.mjs');
-    const products = server.info.products;
-    const details = await Promise.all(products.map((p) => getJson<Details>(server.info.port, `/details/${p.id}`)));
-    return {
-      server,
-      expected: {
-        flat: { data: { productsForHome: products.map((p) => ({ id: p.id, title: p.title })) } },
-        nested: { data: { productsForHome: details.map((d) => ({ id: d.id, author: d.author, pages: d.pages, year: d.year })) } },
-      },
-      stop: () => server.stop(),
-    };
-  });
+  return acquire(ctx, 'graphql-backend', () => startBackend(ctx));
 }
 
 /** Backend calls served so far (list and details), for the calls-per-request figures. */
-function backendCounters(b: Backend): () => Promise<Record<string, number>> {
+export function backendCounters(b: Backend): () => Promise<Record<string, number>> {
   return async () => {
     const s = await getJson<{ list: number; details: number }>(b.server.info.port, '/__stats');
     return { 'backend list calls': s.list, 'backend details calls': s.details };
   };
 }
 
-const graphqlRequest = (q: QueryName): LoadRequest => ({
+export const graphqlRequest = (q: QueryName): LoadRequest => ({
   method: 'POST',
   headers: { 'content-type': 'application/json', accept: 'application/json' },
   body: JSON.stringify({ query: QUERIES[q] }),
 });
 
 /** Waits until POST `path` answers 200 with exactly the expected JSON (parsed). */
-async function untilAnswers(port: number, urlPath: string, q: QueryName, expected: unknown, abortIf: () => string | undefined): Promise<void> {
+export async function untilAnswers(port: number, urlPath: string, q: QueryName, expected: unknown, abortIf: () => string | undefined): Promise<void> {
   const r = graphqlRequest(q);
   let last = '';
   await waitFor(
@@ -148,7 +151,7 @@ async function legateGraphql(ctx: BenchContext, b: Backend): Promise<{ value: Le
  * Envoy's own view of the ext_proc side streams: streams that failed (the client got a 500) and gRPC
  * connections opened to the graphql extension (`legate-graphql` is the cluster the controller renders).
  */
-async function envoyExtProcCounters(adminPort: number): Promise<Record<string, number>> {
+export async function envoyExtProcCounters(adminPort: number): Promise<Record<string, number>> {
   const r = await get(adminPort, `/stats?filter=${encodeURIComponent('(ext_proc\\.streams_failed|legate-graphql\\.upstream_cx_total)$')}`);
   const out = { 'ext_proc streams failed': 0, 'gRPC connections to the graphql extension opened': 0 };
   for (const line of r.text.split('\n')) {

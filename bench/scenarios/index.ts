@@ -1,5 +1,7 @@
 // The scenarios, in run order. Add a scenario by writing a Scenario object (see ../lib/types.ts) and
-// listing it here; `direct` stays first, it is the baseline of every ratio.
+// listing it here; `direct` stays first, it is the baseline of every ratio. The two sides of a pair are
+// listed next to each other (rounds rotate the order, so they stay measured one right after the other),
+// and a group (LoadScenario.group) must be.
 import type { Scenario } from '../lib/types.js';
 import { authCached, authUncached, authUnprotected, providerIntrospection } from './auth.js';
 import { configScale } from './config-scale.js';
@@ -15,6 +17,8 @@ import {
 } from './graphql.js';
 import { legateRoute } from './legate-route.js';
 import { staticEnvoy } from './static-envoy.js';
+import { wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
+import { missingTokenExtauth, missingTokenWasm, wasmAuthOff, wasmAuthOffC1, wasmAuthOn, wasmAuthOnC1, wasmGraphqlOff, wasmGraphqlOn } from './wasm.js';
 
 export const SCENARIOS: readonly Scenario[] = [
   direct,
@@ -31,5 +35,15 @@ export const SCENARIOS: readonly Scenario[] = [
   authCached,
   authUncached,
   providerIntrospection,
+  missingTokenWasm,
+  missingTokenExtauth,
+  wasmAuthOn,
+  wasmAuthOff,
+  wasmAuthOnC1,
+  wasmAuthOffC1,
+  wasmGraphqlOn,
+  wasmGraphqlOff,
+  wasmEnvoyOn,
+  wasmEnvoyOff,
   configScale,
 ];

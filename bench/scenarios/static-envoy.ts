@@ -109,7 +109,7 @@ export const staticEnvoy: LoadScenario = {
 };
 
 /** Number of CPUs in a taskset list such as "0", "0-2" or "0,2". */
-function cpuCount(list: string): number {
+export function cpuCount(list: string): number {
   return list.split(',').reduce((n, part) => {
     const [a, b] = part.split('-').map(Number);
     return n + (b !== undefined && a !== undefined ? b - a + 1 : 1);
