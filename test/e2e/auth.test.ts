@@ -161,17 +161,23 @@ describe('access-token authentication', () => {
   });
 
   it('denies an expired token', async () => {
-    const short = await startProvider({ port: 0, quiet: true, ttlSeconds: 1 });
+    const short = await startProvider({ port: 0, quiet: true, ttlSeconds: 2 });
     try {
       gw.write('short.yaml', authConfig('short', ['products:read']).replace(`127.0.0.1:${provider.port}`, `127.0.0.1:${short.port}`).replace('name: short', 'name: oauth'));
-      const res = await fetch(`http://127.0.0.1:${short.port}/token`, {
-        method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'products:read' }),
+      const shortToken = async (): Promise<string> => {
+        const res = await fetch(`http://127.0.0.1:${short.port}/token`, {
+          method: 'POST',
+          headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'products:read' }),
+        });
+        return ((await res.json()) as { access_token: string }).access_token;
+      };
+      // a fresh token per attempt: the 2 s tokens must not expire while the edited AuthConfig propagates
+      const t = await eventually('the short-lived provider to be in use', async () => {
+        const fresh = await shortToken();
+        return (await gw.request('/products', bearer(fresh))).status === 200 ? fresh : undefined;
       });
-      const t = ((await res.json()) as { access_token: string }).access_token;
-      await gw.until('/products', (r) => r.status === 200, bearer(t));
-      await sleep(2200);
+      await sleep(3200);
       expect((await gw.request('/products', bearer(t))).status).toBe(403);
     } finally {
       gw.remove('short.yaml');
