@@ -100,7 +100,8 @@ function componentAdmin(component: string, portFlag: string | undefined, fallbac
   return { registry, spans, start };
 }
 
-async function graphql(args: string[]): Promise<number> {
+/** What both extension commands share: flags, logger, admin interface. Undefined after --help. */
+function extensionCommand(component: 'graphql' | 'extauth', args: string[], servicePort: number, statsPort: number) {
   const { values } = parseArgs({
     args,
     options: {
@@ -113,23 +114,30 @@ async function graphql(args: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    process.stdout.write('Usage: legate graphql [--host 127.0.0.1] [--port 8084] [--xds-address 127.0.0.1:9977] [--stats-port 9093] [--log-level info]\n');
-    return 0;
+    process.stdout.write(
+      `Usage: legate ${component} [--host 127.0.0.1] [--port ${servicePort}] [--xds-address 127.0.0.1:${DEFAULTS.xdsPort}] [--stats-port ${statsPort}] [--log-level info]\n`,
+    );
+    return undefined;
   }
   const level = values['log-level'];
   if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
   hostPort(values['xds-address'], 'xds-address');
-  const logger = createLogger('graphql', level ? { level } : {});
-  const admin = componentAdmin('graphql', values['stats-port'], DEFAULTS.stats.graphql);
+  return {
+    host: values.host,
+    port: intFlag(values.port, 'port', servicePort),
+    xdsAddress: values['xds-address'],
+    logger: createLogger(component, level ? { level } : {}),
+    admin: componentAdmin(component, values['stats-port'], statsPort),
+  };
+}
+
+async function graphql(args: string[]): Promise<number> {
+  const cmd = extensionCommand('graphql', args, DEFAULTS.graphqlPort, DEFAULTS.stats.graphql);
+  if (!cmd) return 0;
+  const { admin, logger } = cmd;
   let apis = (): Record<string, string> => ({});
   const metrics = graphqlMetrics(admin.registry, admin.spans, () => apis());
-  const svc = await startGraphQLService({
-    host: values.host,
-    port: intFlag(values.port, 'port', DEFAULTS.graphqlPort),
-    xdsAddress: values['xds-address'],
-    logger,
-    observe: metrics.observe,
-  });
+  const svc = await startGraphQLService({ host: cmd.host, port: cmd.port, xdsAddress: cmd.xdsAddress, logger, observe: metrics.observe });
   apis = svc.apis;
   const adminServer = await admin.start(logger, { '/apis': () => svc.apis() });
   logger.info('graphql extension started', { version: VERSION });
@@ -140,35 +148,12 @@ async function graphql(args: string[]): Promise<number> {
 }
 
 async function extauth(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string' },
-      'stats-port': { type: 'string' },
-      'xds-address': { type: 'string', default: `127.0.0.1:${DEFAULTS.xdsPort}` },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write('Usage: legate extauth [--host 127.0.0.1] [--port 8083] [--xds-address 127.0.0.1:9977] [--stats-port 9092] [--log-level info]\n');
-    return 0;
-  }
-  const level = values['log-level'];
-  if (level !== undefined && !isLogLevel(level)) throw new UsageError('--log-level: expected debug, info, warn or error');
-  hostPort(values['xds-address'], 'xds-address');
-  const logger = createLogger('extauth', level ? { level } : {});
-  const admin = componentAdmin('extauth', values['stats-port'], DEFAULTS.stats.extauth);
+  const cmd = extensionCommand('extauth', args, DEFAULTS.extauthPort, DEFAULTS.stats.extauth);
+  if (!cmd) return 0;
+  const { admin, logger } = cmd;
   let stats: (() => ReturnType<RunningExtauth['stats']>) | undefined;
   const metrics = extauthMetrics(admin.registry, admin.spans, () => stats?.());
-  const svc = await startExtauthService({
-    host: values.host,
-    port: intFlag(values.port, 'port', DEFAULTS.extauthPort),
-    xdsAddress: values['xds-address'],
-    logger,
-    observe: metrics.observe,
-  });
+  const svc = await startExtauthService({ host: cmd.host, port: cmd.port, xdsAddress: cmd.xdsAddress, logger, observe: metrics.observe });
   stats = svc.stats;
   const adminServer = await admin.start(logger, { '/configs': () => svc.configs() });
   logger.info('extauth extension started', { version: VERSION });

@@ -155,10 +155,10 @@ function encodeAnyBytes(typeUrl: string, value: Uint8Array): { any: Buffer; valu
   w.uint32(10).string(typeUrl);
   w.uint32(18).uint32(value.length);
   const prefix = w.finish();
-  const any = Buffer.allocUnsafe(prefix.length + value.length);
-  any.set(prefix, 0);
-  any.set(value, prefix.length);
-  return { any, value: any.subarray(prefix.length) };
+  const bytes = Buffer.allocUnsafe(prefix.length + value.length);
+  bytes.set(prefix, 0);
+  bytes.set(value, prefix.length);
+  return { any: bytes, value: bytes.subarray(prefix.length) };
 }
 
 const defaultEncoder: ResourceEncoder = (typeUrl, resource) => encodeAny(typeUrl, resource).value;

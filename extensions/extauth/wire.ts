@@ -17,6 +17,7 @@
 //                                .header_map = 13 (HeaderMap; used with the filter's encode_raw_headers)
 //   HeaderMap.headers = 1 (HeaderValue{key = 1, value = 2, raw_value = 3})
 //   map entries: key = 1, value = 2
+import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
 
 export interface CheckInput {
   /** `config_id` context extension; '' when absent */
@@ -31,63 +32,13 @@ export interface CheckInput {
 const AUTHORIZATION = Buffer.from('authorization', 'latin1');
 const CONFIG_ID = Buffer.from('config_id', 'latin1');
 
-// Parser state: module-level so the walk allocates nothing but the strings it returns. Safe because a
-// parse runs synchronously to completion.
-const EMPTY = Buffer.alloc(0);
-let buf: Buffer = EMPTY;
-let pos = 0;
+// One reader for every parse: module-level so a walk allocates nothing but what it returns.
+const r = new ProtoReader();
 let out: CheckInput = { configId: '', authorization: undefined, ambiguous: false, malformed: false };
-
-class Malformed extends Error {}
-const MALFORMED = new Malformed('malformed protobuf');
-
-function varint(end: number): number {
-  let result = 0;
-  let mul = 1;
-  for (let i = 0; i < 10; i++) {
-    if (pos >= end) throw MALFORMED;
-    const b = buf[pos++]!;
-    result += (b & 0x7f) * mul;
-    if (b < 0x80) return result;
-    mul *= 128;
-  }
-  throw MALFORMED;
-}
-
-/** Skips the value of a field of `wireType`; throws on truncation or group wire types. */
-function skip(wireType: number, end: number): void {
-  switch (wireType) {
-    case 0:
-      varint(end);
-      return;
-    case 1:
-      pos += 8;
-      break;
-    case 2: {
-      const len = varint(end); // (not `pos += varint()`: that would add to the pos read before the call)
-      pos += len;
-      break;
-    }
-    case 5:
-      pos += 4;
-      break;
-    default:
-      throw MALFORMED;
-  }
-  if (pos > end) throw MALFORMED;
-}
-
-/** Reads a length prefix and returns the end offset of the delimited value. */
-function delimited(end: number): number {
-  const len = varint(end);
-  const e = pos + len;
-  if (e > end) throw MALFORMED;
-  return e;
-}
 
 function bytesEqual(start: number, end: number, expected: Buffer): boolean {
   if (end - start !== expected.length) return false;
-  for (let i = 0; i < expected.length; i++) if (buf[start + i] !== expected[i]) return false;
+  for (let i = 0; i < expected.length; i++) if (r.buf[start + i] !== expected[i]) return false;
   return true;
 }
 
@@ -102,22 +53,22 @@ function entryValue(end: number, key: Buffer): number {
   let vEnd = -1;
   let rawStart = -1;
   let rawEnd = -1;
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     const field = Math.floor(tag / 8);
     const wt = tag & 7;
     if (wt === 2 && field >= 1 && field <= 3) {
-      const e = delimited(end);
-      if (field === 1) keyMatches = bytesEqual(pos, e, key);
+      const e = r.delimited(end);
+      if (field === 1) keyMatches = bytesEqual(r.pos, e, key);
       else if (field === 2) {
-        vStart = pos;
+        vStart = r.pos;
         vEnd = e;
       } else {
-        rawStart = pos;
+        rawStart = r.pos;
         rawEnd = e;
       }
-      pos = e;
-    } else skip(wt, end);
+      r.pos = e;
+    } else r.skip(wt, end);
   }
   if (!keyMatches) return -1;
   if (rawEnd > rawStart) return rawStart * 4294967296 + rawEnd;
@@ -128,7 +79,7 @@ function entryValue(end: number, key: Buffer): number {
 function packedString(packed: number): string {
   const start = Math.floor(packed / 4294967296);
   const end = packed % 4294967296;
-  return buf.toString('latin1', start, end);
+  return r.buf.toString('latin1', start, end);
 }
 
 function setAuthorization(packed: number): void {
@@ -137,86 +88,85 @@ function setAuthorization(packed: number): void {
 }
 
 function headerMap(end: number): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === ((1 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       const v = entryValue(e, AUTHORIZATION);
       if (v >= 0) setAuthorization(v);
-      pos = e;
-    } else skip(tag & 7, end);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
 }
 
 function httpRequest(end: number): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === ((3 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       const v = entryValue(e, AUTHORIZATION);
       // a map's entries are unique per key; a repeated key means last-wins on the wire, not two headers
       if (v >= 0) out.authorization = packedString(v);
-      pos = e;
+      r.pos = e;
     } else if (tag === ((13 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       headerMap(e);
-      pos = e;
-    } else skip(tag & 7, end);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
 }
 
 function request(end: number): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === ((2 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       httpRequest(e);
-      pos = e;
-    } else skip(tag & 7, end);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
 }
 
 function attributes(end: number): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === ((4 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       request(e);
-      pos = e;
+      r.pos = e;
     } else if (tag === ((10 << 3) | 2)) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       const v = entryValue(e, CONFIG_ID);
       if (v >= 0) {
         const start = Math.floor(v / 4294967296);
-        out.configId = buf.toString('utf8', start, v % 4294967296);
+        out.configId = r.buf.toString('utf8', start, v % 4294967296);
       }
-      pos = e;
-    } else skip(tag & 7, end);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
 }
 
 /** Extracts the `authorization` header and the `config_id` context extension from a serialized CheckRequest. */
 export function parseCheckRequest(bytes: Buffer): CheckInput {
   const result: CheckInput = { configId: '', authorization: undefined, ambiguous: false, malformed: false };
-  buf = bytes;
-  pos = 0;
+  r.reset(bytes);
   out = result;
   try {
     const end = bytes.length;
-    while (pos < end) {
-      const tag = varint(end);
+    while (r.pos < end) {
+      const tag = r.varint(end);
       if (tag === ((1 << 3) | 2)) {
-        const e = delimited(end);
+        const e = r.delimited(end);
         attributes(e);
-        pos = e;
-      } else skip(tag & 7, end);
+        r.pos = e;
+      } else r.skip(tag & 7, end);
     }
   } catch (err) {
-    if (!(err instanceof Malformed)) throw err;
+    if (!(err instanceof MalformedProtobuf)) throw err;
     result.malformed = true;
     result.authorization = undefined;
   } finally {
-    buf = EMPTY;
+    r.reset();
   }
   return result;
 }

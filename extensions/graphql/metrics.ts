@@ -23,7 +23,8 @@ export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: ()
     observe(api: string, status: number, seconds: number): void {
       requests.inc({ api, status: String(status) });
       latency.observe({ api }, seconds);
-      spans.start('graphql.request', { api, status, ms: Math.round(seconds * 1e6) / 1e3 })();
+      // only failed or slow requests become spans: keeps the per-request path allocation-light
+      if (status >= 400 || seconds > 0.05) spans.start('graphql.request', { api, status, ms: Math.round(seconds * 1e6) / 1e3 })();
     },
   };
 }

@@ -23,6 +23,7 @@
 //   ImmediateResponse.status = 1 (HttpStatus{code = 1}), .headers = 2 (HeaderMutation{set_headers = 1}),
 //                    .body = 3, .details = 5
 //   HeaderValueOption.header = 1 (HeaderValue)
+import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
 
 /** The `request` oneof member of a ProcessingRequest (its field number). */
 export const Phase = {
@@ -49,136 +50,85 @@ export interface ProcessingRequestIn {
   malformed: boolean;
 }
 
-// Parser state: module-level so the walk allocates nothing but what it returns. Safe because a parse
-// runs synchronously to completion.
-const EMPTY = Buffer.alloc(0);
-let buf: Buffer = EMPTY;
-let pos = 0;
-
-class Malformed extends Error {}
-const MALFORMED = new Malformed('malformed protobuf');
-
-function varint(end: number): number {
-  let result = 0;
-  let mul = 1;
-  for (let i = 0; i < 10; i++) {
-    if (pos >= end) throw MALFORMED;
-    const b = buf[pos++]!;
-    result += (b & 0x7f) * mul;
-    if (b < 0x80) return result;
-    mul *= 128;
-  }
-  throw MALFORMED;
-}
-
-/** Skips the value of a field of `wireType`; throws on truncation or group wire types. */
-function skip(wireType: number, end: number): void {
-  switch (wireType) {
-    case 0:
-      varint(end);
-      return;
-    case 1:
-      pos += 8;
-      break;
-    case 2: {
-      const len = varint(end);
-      pos += len;
-      break;
-    }
-    case 5:
-      pos += 4;
-      break;
-    default:
-      throw MALFORMED;
-  }
-  if (pos > end) throw MALFORMED;
-}
-
-/** Reads a length prefix and returns the end offset of the delimited value. */
-function delimited(end: number): number {
-  const len = varint(end);
-  const e = pos + len;
-  if (e > end) throw MALFORMED;
-  return e;
-}
+// One reader for every parse: module-level so a walk allocates nothing but what it returns.
+const r = new ProtoReader();
 
 /** HeaderValue -> pushes key and value onto out.headers. */
 function headerValue(end: number, out: ProcessingRequestIn): void {
   let key = '';
   let value = '';
   let raw = '';
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === 0x0a || tag === 0x12 || tag === 0x1a) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       // last one wins, as protobuf decoders do for a repeated scalar field
-      if (tag === 0x0a) key = buf.toString('utf8', pos, e);
-      else if (tag === 0x12) value = buf.toString('utf8', pos, e);
-      else raw = buf.toString('utf8', pos, e);
-      pos = e;
-    } else skip(tag & 7, end);
+      if (tag === 0x0a) key = r.buf.toString('utf8', r.pos, e);
+      else if (tag === 0x12) value = r.buf.toString('utf8', r.pos, e);
+      else raw = r.buf.toString('utf8', r.pos, e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
   out.headers.push(key, raw.length > 0 ? raw : value);
 }
 
 function headerMap(end: number, out: ProcessingRequestIn): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === 0x0a) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       headerValue(e, out);
-      pos = e;
-    } else skip(tag & 7, end);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
   }
 }
 
 /** HttpHeaders (request_headers): headers = 1, end_of_stream = 3. */
 function httpHeaders(end: number, out: ProcessingRequestIn): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === 0x0a) {
-      const e = delimited(end);
+      const e = r.delimited(end);
       headerMap(e, out);
-      pos = e;
-    } else if (tag === 0x18) out.endOfStream = varint(end) !== 0;
-    else skip(tag & 7, end);
+      r.pos = e;
+    } else if (tag === 0x18) out.endOfStream = r.varint(end) !== 0;
+    else r.skip(tag & 7, end);
   }
 }
 
 /** HttpHeaders of the response phase: only end_of_stream matters. */
 function endOfStreamOnly(end: number, out: ProcessingRequestIn, eosTag: number): void {
-  while (pos < end) {
-    const tag = varint(end);
-    if (tag === eosTag) out.endOfStream = varint(end) !== 0;
-    else skip(tag & 7, end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === eosTag) out.endOfStream = r.varint(end) !== 0;
+    else r.skip(tag & 7, end);
   }
 }
 
 /** HttpBody: body = 1, end_of_stream = 2. */
 function httpBody(end: number, out: ProcessingRequestIn): void {
-  while (pos < end) {
-    const tag = varint(end);
+  while (r.pos < end) {
+    const tag = r.varint(end);
     if (tag === 0x0a) {
-      const e = delimited(end);
-      out.body = e > pos ? buf.subarray(pos, e) : undefined;
-      pos = e;
-    } else if (tag === 0x10) out.endOfStream = varint(end) !== 0;
-    else skip(tag & 7, end);
+      const e = r.delimited(end);
+      out.body = e > r.pos ? r.buf.subarray(r.pos, e) : undefined;
+      r.pos = e;
+    } else if (tag === 0x10) out.endOfStream = r.varint(end) !== 0;
+    else r.skip(tag & 7, end);
   }
 }
 
 /** Decodes what the graphql service reads of a serialized ProcessingRequest. Never throws. */
 export function decodeProcessingRequest(bytes: Buffer): ProcessingRequestIn {
   const out: ProcessingRequestIn = { phase: Phase.none, headers: [], body: undefined, endOfStream: false, malformed: false };
-  buf = bytes;
-  pos = 0;
+  r.reset(bytes);
   try {
     const end = bytes.length;
-    while (pos < end) {
-      const tag = varint(end);
+    while (r.pos < end) {
+      const tag = r.varint(end);
       const field = Math.floor(tag / 8);
       if ((tag & 7) === 2 && field >= Phase.requestHeaders && field <= Phase.responseTrailers) {
-        const e = delimited(end);
+        const e = r.delimited(end);
         // a member of the oneof replaces whatever came before it (as protobufjs decodes a repeated one)
         out.phase = field;
         if (out.headers.length > 0) out.headers = [];
@@ -187,15 +137,15 @@ export function decodeProcessingRequest(bytes: Buffer): ProcessingRequestIn {
         if (field === Phase.requestHeaders) httpHeaders(e, out);
         else if (field === Phase.responseHeaders) endOfStreamOnly(e, out, 0x18);
         else if (field === Phase.requestBody || field === Phase.responseBody) httpBody(e, out);
-        else pos = e; // trailers: nothing read
-        pos = e;
-      } else skip(tag & 7, end);
+        else r.pos = e; // trailers: nothing read
+        r.pos = e;
+      } else r.skip(tag & 7, end);
     }
   } catch (err) {
-    if (!(err instanceof Malformed)) throw err;
+    if (!(err instanceof MalformedProtobuf)) throw err;
     out.malformed = true;
   } finally {
-    buf = EMPTY;
+    r.reset();
   }
   return out;
 }
