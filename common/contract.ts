@@ -107,6 +107,10 @@ export interface IntrospectionStepConfig {
 export interface AuthConfigConfig {
   /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
   name: string;
+  /** content hash of the steps (secrets left out), set by the controller. Routes carry the same
+   * `<name>@<version>` in route metadata; the service echoes what it judged so the wasm edge cache
+   * only keeps answers given under the route's own version (docs/wasm.md) */
+  version?: string;
   /** all steps must pass */
   steps: IntrospectionStepConfig[];
 }

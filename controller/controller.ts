@@ -1,5 +1,5 @@
 // Controller composition root: file source -> pipeline -> xDS cache/server, statuses, loopback API.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
@@ -113,9 +113,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   // wasm modules: local paths for an Envoy on this host, or served by the API with their sha256
   const wasmFiles = new Map<string, Buffer>();
-  let render = options.render;
+  let render = options.render ?? DEFAULT_RENDER_OPTIONS;
+  // The edge cache's verified-header value: a secret only this controller's Envoys know (docs/wasm.md).
+  if (render.wasm.bearerCheck.verifiedValue === '') {
+    render = { ...render, wasm: { ...render.wasm, bearerCheck: { ...render.wasm.bearerCheck, verifiedValue: randomBytes(24).toString('base64url') } } };
+  }
   if (options.wasm) {
-    const base = render ?? DEFAULT_RENDER_OPTIONS;
+    const base = render;
     const modules = ['bearer-check', 'graphql-check'];
     let code: WasmCodeSource;
     if (options.wasm.source === 'local') {
@@ -143,7 +147,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
-        ...(render ? { render } : {}),
+        render,
         defaultGateway: options.defaultGateway,
       },
     });

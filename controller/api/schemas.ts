@@ -229,6 +229,8 @@ const WasmChecksSchema = z.strictObject({
     .strictObject({
       enabled: z.boolean().optional(),
       maxTokenBytes: z.number().int().min(1).max(65536).optional(),
+      /** edge cache slots per Envoy worker for tokens ext_authz accepted; 0 = every request asks ext_authz */
+      cacheEntries: z.number().int().min(0).max(1048576).optional(),
     })
     .optional(),
   graphqlCheck: z

@@ -1,6 +1,7 @@
 // Stage 1 for AuthConfigs: AuthConfig -> the resolved config the extauth service enforces.
 // Implemented step: oauth2.accessTokenValidation by introspection (RFC 7662); other step kinds are
 // rejected with a reason rather than silently letting requests through.
+import { createHash } from 'node:crypto';
 import type { AuthConfigConfig, IntrospectionStepConfig } from '../../common/contract.js';
 import type { AuthConfig, Secret } from '../api/resources.js';
 import { AUTH_STEP_KINDS } from '../api/schemas.js';
@@ -23,6 +24,15 @@ function checkUrl(value: string, where: string, problems: Problem[]): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     problems.push({ code: 'InvalidSpec', message: `${where}: ${JSON.stringify(value)} must be an http or https URL` });
   }
+}
+
+/**
+ * A short content hash of what decides a token's fate. Client secrets are left out: they only
+ * authenticate the introspection call, and the version is visible in route metadata.
+ */
+export function authConfigVersion(name: string, steps: readonly IntrospectionStepConfig[]): string {
+  const judged = steps.map(({ clientSecret: _secret, ...rest }) => rest);
+  return createHash('sha256').update(JSON.stringify([name, judged])).digest('hex').slice(0, 16);
 }
 
 export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): { ir?: AuthConfigConfig; problems: Problem[] } {
@@ -92,5 +102,6 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
     steps.push(out);
   });
   if (problems.length) return { problems };
-  return { ir: { name: `${ns}.${ac.metadata.name}`, steps }, problems };
+  const name = `${ns}.${ac.metadata.name}`;
+  return { ir: { name, version: authConfigVersion(name, steps), steps }, problems };
 }

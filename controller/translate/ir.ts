@@ -48,7 +48,15 @@ export type RouteActionIR =
   | { type: 'graphql'; api: SourceRef };
 
 /** ext_authz binding: check with an AuthConfig (`<ns>.<name>`), or explicitly no auth. */
-export type AuthBindingIR = { configId: string; sourceType: 'virtual_host' | 'route'; sourceName: string } | { disabled: true };
+export type AuthBindingIR =
+  | {
+      configId: string;
+      /** the AuthConfig's content version (AuthConfigConfig.version); unset when it is missing or rejected */
+      configVersion?: string;
+      sourceType: 'virtual_host' | 'route';
+      sourceName: string;
+    }
+  | { disabled: true };
 
 export interface RouteIR {
   name: string;

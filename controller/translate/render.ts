@@ -1,12 +1,12 @@
 // Stage 2: IR -> Envoy xDS resources per proxy role. Pure rendering through the plugin list below.
 import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
-import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR } from './ir.js';
+import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
 import { extauthPlugin } from './plugins/extauth.js';
 import { graphqlPlugin } from './plugins/graphql.js';
 import { matchFor, routingPlugin } from './plugins/routing.js';
-import { DEFAULT_WASM_OPTIONS, wasmPlugin, type WasmOptions } from './plugins/wasm.js';
+import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmPlugin, type WasmOptions } from './plugins/wasm.js';
 import { FilterStage, type EnvoyJson, type RenderPlugin, type ServiceAddress, type StagedHttpFilter } from './plugins/types.js';
 
 export interface RenderOptions {
@@ -24,7 +24,13 @@ export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
 
 /** The frozen, ordered list of stage-2 plugins. */
 export function renderPlugins(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
-  return Object.freeze([routingPlugin, upstreamsPlugin, wasmPlugin(options.wasm), extauthPlugin(options.extauth), graphqlPlugin(options.graphql)]);
+  return Object.freeze([
+    routingPlugin,
+    upstreamsPlugin,
+    wasmPlugin(options.wasm),
+    extauthPlugin(options.extauth, edgeCacheSkip(options.wasm)),
+    graphqlPlugin(options.graphql),
+  ]);
 }
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -137,7 +143,7 @@ function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readon
   return {
     name: routeConfigName(listener),
     virtual_hosts: listener.virtualHosts.map((vh) => {
-      const vhost: EnvoyJson = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, plugins)) };
+      const vhost: EnvoyJson = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
       for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);
       return vhost;
     }),
@@ -145,10 +151,10 @@ function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readon
 }
 
 /** One Envoy route per matcher, all sharing the action. */
-function renderRoutes(ir: RouteIR, plugins: readonly RenderPlugin[]): EnvoyJson[] {
+function renderRoutes(ir: RouteIR, vh: VirtualHostIR, plugins: readonly RenderPlugin[]): EnvoyJson[] {
   const single = (matcherIndex: number): EnvoyJson => {
     const route: EnvoyJson = { name: ir.matchers.length > 1 ? `${ir.name}-${matcherIndex}` : ir.name };
-    for (const p of plugins) p.patchRoute?.(ir, route);
+    for (const p of plugins) p.patchRoute?.(ir, route, vh);
     route['match'] = matchFor(ir.matchers[matcherIndex]);
     return route;
   };

@@ -357,7 +357,8 @@ function authBinding(
   } else if (!ctx.authConfigs.has(key)) {
     warnings.push({ code: 'AuthConfigNotFound', message: `${where}.configRef: AuthConfig ${acNs}.${ext.configRef.name} not found; requests are denied until it exists` });
   }
-  return { configId: `${acNs}.${ext.configRef.name}`, sourceType, sourceName };
+  const version = ctx.authConfigs.get(key)?.version;
+  return { configId: `${acNs}.${ext.configRef.name}`, ...(version !== undefined ? { configVersion: version } : {}), sourceType, sourceName };
 }
 
 function downstreamTls(vs: VirtualService, ctx: VsContext, problems: Problem[]): DownstreamTlsIR | undefined {

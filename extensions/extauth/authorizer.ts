@@ -75,6 +75,8 @@ interface Step {
 
 interface CompiledConfig {
   readonly name: string;
+  /** `<name>@<version>` when the controller versioned the config, else undefined (no edge caching) */
+  readonly edgeKey: string | undefined;
   /** identity of the config's content: unchanged configs are kept as they are across updates */
   readonly fingerprint: string;
   readonly steps: readonly Step[];
@@ -122,7 +124,19 @@ export function validateAuthConfig(raw: unknown): AuthConfigConfig {
       requiredScopes: scopes as string[],
     });
   });
-  return { name, steps };
+  const version = c['version'];
+  if (version !== undefined && (typeof version !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(version))) {
+    throw new Error(`${name}: version must be 1-64 characters [A-Za-z0-9._-]`);
+  }
+  return { name, ...(version !== undefined ? { version } : {}), steps };
+}
+
+/** What an allow may tell Envoy's edge cache (docs/wasm.md): filled in by Authorizer.check. */
+export interface EdgeGrant {
+  /** `<name>@<version>` of the config that allowed; '' when none */
+  key: string;
+  /** epoch ms until which every step's answer holds (cache timeout and `exp`); 0 = do not cache */
+  until: number;
 }
 
 function summarize(config: AuthConfigConfig): AuthConfigSummary {
@@ -227,7 +241,8 @@ export class Authorizer {
           }
           return { introspector, introspectorKey: key, cacheTimeoutMs: s.cacheTimeoutMs, requiredScopes: [...s.requiredScopes] };
         });
-        keep({ name: config.name, fingerprint, steps, summary: summarize(config) });
+        const edgeKey = config.version !== undefined ? `${config.name}@${config.version}` : undefined;
+        keep({ name: config.name, edgeKey, fingerprint, steps, summary: summarize(config) });
       } catch (err) {
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
         if (current) keep(current);
@@ -297,7 +312,7 @@ export class Authorizer {
    * Decides one request. Synchronous when every step is answered from the cache (or the request is
    * denied before any introspection); a Promise otherwise. Never rejects.
    */
-  check(configId: string, authorization: string | undefined, ambiguous = false): Outcome | Promise<Outcome> {
+  check(configId: string, authorization: string | undefined, ambiguous = false, grant?: EdgeGrant): Outcome | Promise<Outcome> {
     const config = this.configs.get(configId);
     if (config === undefined) {
       this.logUnknownConfig(configId);
@@ -309,13 +324,16 @@ export class Authorizer {
     const hash = tokenHash(token);
     const now = Date.now();
     const steps = config.steps;
+    let until = Infinity;
     for (let i = 0; i < steps.length; i++) {
       const step = steps[i]!;
       const hit = step.introspector.cached(hash, now, step.cacheTimeoutMs);
-      if (hit === undefined) return this.checkFrom(config, i, token, hash);
+      if (hit === undefined) return this.checkFrom(config, i, token, hash, until, grant);
       const verdict = judge(step, hit, now);
       if (verdict !== 'allow') return this.deny(config, verdict, hash);
+      until = Math.min(until, holdsUntil(step, hit));
     }
+    if (grant !== undefined) grantEdge(grant, config, until);
     return this.record('allow');
   }
 
@@ -339,8 +357,11 @@ export class Authorizer {
     return agent;
   }
 
-  private async checkFrom(config: CompiledConfig, from: number, token: string, hash: string): Promise<Outcome> {
+  private async checkFrom(
+    config: CompiledConfig, from: number, token: string, hash: string, holds: number, grant: EdgeGrant | undefined,
+  ): Promise<Outcome> {
     const steps = config.steps;
+    let until = holds;
     for (let i = from; i < steps.length; i++) {
       const step = steps[i]!;
       let result: Introspection | undefined = i === from ? undefined : step.introspector.cached(hash, Date.now(), step.cacheTimeoutMs);
@@ -354,7 +375,9 @@ export class Authorizer {
       }
       const verdict = judge(step, result, Date.now());
       if (verdict !== 'allow') return this.deny(config, verdict, hash);
+      if (result.active) until = Math.min(until, holdsUntil(step, result));
     }
+    if (grant !== undefined) grantEdge(grant, config, until);
     return this.record('allow');
   }
 
@@ -396,6 +419,18 @@ export class Authorizer {
       ...(held ? { suppressed: held } : {}),
     });
   }
+}
+
+/** Until when a step's allow may be reused: its cache timeout from the introspection, never past `exp`. */
+function holdsUntil(step: Step, result: ActiveToken): number {
+  if (step.cacheTimeoutMs <= 0) return 0;
+  return Math.min(result.fetchedAt + step.cacheTimeoutMs, result.expiresAt);
+}
+
+function grantEdge(grant: EdgeGrant, config: CompiledConfig, until: number): void {
+  if (config.edgeKey === undefined || !Number.isFinite(until)) return;
+  grant.key = config.edgeKey;
+  grant.until = until;
 }
 
 /** A step's verdict on an introspection result. */

@@ -12,8 +12,8 @@ import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../
 import type { Logger } from '../../common/log.js';
 import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
 import { XdsClient } from '../common/xds-client.js';
-import { Authorizer, DENY_REASONS, type AuthConfigSummary, type AuthorizerStats, type DenyReason, type Outcome } from './authorizer.js';
-import { parseCheckRequest, type CheckInput } from './wire.js';
+import { Authorizer, DENY_REASONS, type AuthConfigSummary, type AuthorizerStats, type DenyReason, type EdgeGrant, type Outcome } from './authorizer.js';
+import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
 
 export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
 
@@ -125,12 +125,19 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   const onCheck = (call: grpc.ServerUnaryCall<CheckInput, Buffer>, callback: grpc.sendUnaryData<Buffer>): void => {
     const input = call.request;
     const t0 = observe ? performance.now() : 0;
+    // an allow may carry how long Envoy's edge cache may reuse it (docs/wasm.md)
+    const grant: EdgeGrant = { key: '', until: 0 };
+    const encode = (o: Outcome): Buffer => {
+      if (o !== 'allow' || grant.until === 0) return responses[o];
+      const ms = Math.floor(grant.until - Date.now());
+      return ms > 0 ? encodeAllowWithEdgeGrant(responses.allow, grant.key, ms) : responses.allow;
+    };
     const done = observe
       ? (o: Outcome): Buffer => {
           observe(o, input.configId, (performance.now() - t0) / 1000);
-          return responses[o];
+          return encode(o);
         }
-      : (o: Outcome): Buffer => responses[o];
+      : encode;
     let outcome: Outcome | Promise<Outcome>;
     if (input.malformed) {
       const now = Date.now();
@@ -141,7 +148,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       outcome = authorizer.record('malformed_request');
     } else {
       try {
-        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous);
+        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous, grant);
       } catch (err) {
         log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
         outcome = authorizer.record('unavailable');

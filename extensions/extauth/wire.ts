@@ -19,6 +19,9 @@
 //   map entries: key = 1, value = 2
 import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
 
+/** Dynamic metadata keys of an allow (namespace `envoy.filters.http.ext_authz`), read by bearer-check. */
+export const EDGE_METADATA = { key: 'legate_auth_key', cacheMs: 'legate_cache_ms' } as const;
+
 export interface CheckInput {
   /** `config_id` context extension; '' when absent */
   configId: string;
@@ -169,4 +172,36 @@ export function parseCheckRequest(bytes: Buffer): CheckInput {
     r.reset();
   }
   return result;
+}
+
+// ---- responses
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  while (n > 0x7f) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return out;
+}
+
+function lengthDelimited(field: number, body: Buffer): Buffer {
+  return Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(body.length)]), body]);
+}
+
+/** google.protobuf.Struct fields entry {key: string_value}. */
+function structStringEntry(key: string, value: string): Buffer {
+  const v = lengthDelimited(3, Buffer.from(value, 'utf8')); // Value.string_value = 3
+  return lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(key, 'utf8')), lengthDelimited(2, v)]));
+}
+
+/**
+ * The allow response plus CheckResponse.dynamic_metadata (field 4, a Struct) saying which config
+ * version judged the token and for how many ms the answer holds. `allow` is the pre-encoded allow;
+ * protobuf concatenation merges, so appending the field is enough.
+ */
+export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: number): Buffer {
+  const struct = Buffer.concat([structStringEntry(EDGE_METADATA.key, key), structStringEntry(EDGE_METADATA.cacheMs, String(cacheMs))]);
+  return Buffer.concat([allow, lengthDelimited(4, struct)]);
 }

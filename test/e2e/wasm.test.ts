@@ -10,6 +10,8 @@ import { eventually } from './harness/util.js';
 let backend: http.Server;
 let provider: RunningProvider;
 const gateways: Gateway[] = [];
+/** set if the edge cache's verified header ever reaches an upstream */
+let leakedVerifiedHeader = false;
 
 function config(backendPort: number, providerPort: number): Record<string, string> {
   return {
@@ -90,6 +92,7 @@ const post = (body: string, type = 'application/json') => ({ method: 'POST', hea
 beforeAll(async () => {
   backend = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
+    if (req.headers['x-legate-token-verified'] !== undefined) leakedVerifiedHeader = true;
     res.end(JSON.stringify(req.url?.startsWith('/api/v1/products') ? [{ id: 1, title: 'Sonnets' }] : { path: req.url }));
   });
   await new Promise<void>((r) => backend.listen(0, '127.0.0.1', () => r()));
@@ -134,6 +137,22 @@ describe.each([
     expect((await gw().request('/secure', { headers: { authorization: 'Bearer well-formed-but-unknown' } })).status).toBe(403);
     expect(await stat(gw(), 'cluster.legate-extauth.upstream_rq_total')).toBe(before + 1);
     expect((await gw().request('/secure', { headers: { authorization: `Bearer ${await token()}` } })).status).toBe(200);
+  });
+
+  it('serves a token ext_authz accepted from the edge cache: no ext_authz call, nothing forged gets through', async () => {
+    const auth = { headers: { authorization: `Bearer ${await token()}` } };
+    expect((await gw().request('/secure/a', auth)).status).toBe(200); // first time: ext_authz decides
+    expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_stores')).toBeGreaterThanOrEqual(1);
+    const checks = await stat(gw(), 'cluster.legate-extauth.upstream_rq_total');
+    const hits = await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits');
+    for (let i = 0; i < 5; i++) expect((await gw().request('/secure/b', auth)).status).toBe(200);
+    expect(await stat(gw(), 'cluster.legate-extauth.upstream_rq_total')).toBe(checks);
+    expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits')).toBe(hits + 5);
+    // a client cannot vouch for itself: the filter drops the header, and only the secret value skips
+    const forged = { headers: { authorization: 'Bearer not-known-anywhere', 'x-legate-token-verified': 'anything-at-all-0123456789' } };
+    expect((await gw().request('/secure', forged)).status).toBe(403);
+    expect(await stat(gw(), 'cluster.legate-extauth.upstream_rq_total')).toBe(checks + 1);
+    expect(leakedVerifiedHeader).toBe(false);
   });
 
   it('answers bad GraphQL requests itself: 405, 415, 413, GET mutation', async () => {

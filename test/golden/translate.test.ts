@@ -9,6 +9,13 @@ import { decodeAny, encodeAny } from '../../envoy/protos.js';
 import { runPipeline, type PipelineOutput } from '../../controller/pipeline.js';
 import { parseResources } from '../../controller/source/parse.js';
 import type { LegateResource } from '../../controller/api/resources.js';
+import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from '../../controller/translate/render.js';
+
+// a fixed edge-cache secret (the controller generates one at start), so the wiring shows in the goldens
+const RENDER: RenderOptions = {
+  ...DEFAULT_RENDER_OPTIONS,
+  wasm: { ...DEFAULT_RENDER_OPTIONS.wasm, bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' } },
+};
 
 const dir = path.join(import.meta.dirname, 'translate');
 const cases = fs
@@ -47,9 +54,9 @@ describe('translation golden files', () => {
       const previousFile = path.join(dir, `${name}.previous.yaml`);
       let lastAccepted = new Map<string, LegateResource>();
       if (fs.existsSync(previousFile)) {
-        lastAccepted = runPipeline({ resources: load(previousFile), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 } } }).accepted;
+        lastAccepted = runPipeline({ resources: load(previousFile), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER } }).accepted;
       }
-      const out = runPipeline({ resources: load(path.join(dir, `${name}.in.yaml`)), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 } } });
+      const out = runPipeline({ resources: load(path.join(dir, `${name}.in.yaml`)), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER } });
 
       // Every rendered resource must survive protobuf encoding unchanged: catches misspelt fields,
       // which protobufjs would otherwise drop silently.

@@ -64,7 +64,7 @@ describe('bearer-check configuration', () => {
       expect(host.startPlugin({ rootId: ROOT_ID, configuration }).configured, configuration).toBe(true);
     }
     const host = await plugin('');
-    expect(host.logs.at(-1)).toEqual({ level: LogLevel.info, message: 'configured: maxTokenBytes=4096' });
+    expect(host.logs.at(-1)).toEqual({ level: LogLevel.info, message: 'configured: maxTokenBytes=4096 cacheEntries=0' });
   });
 
   it('rejects malformed configurations with a clear error', async () => {
@@ -187,14 +187,17 @@ describe('bearer-check decisions', () => {
 
   it('defines its counters once and counts every decision once', async () => {
     const host = await plugin();
-    expect(host.counterNames()).toEqual(['legate_bearer_check_allowed', 'legate_bearer_check_denied_malformed', 'legate_bearer_check_denied_missing']);
+    expect(host.counterNames()).toEqual([
+      'legate_bearer_check_allowed', 'legate_bearer_check_cache_hits', 'legate_bearer_check_cache_stores',
+      'legate_bearer_check_denied_malformed', 'legate_bearer_check_denied_missing',
+    ]);
     host.request(withAuth('Bearer ok'));
     host.request(withAuth('Bearer ok'));
     host.request(withAuth(undefined));
     host.request(withAuth('Basic x'));
     host.requestAnsweredEarlier();
     expect([host.counter('legate_bearer_check_allowed'), host.counter('legate_bearer_check_denied_missing'), host.counter('legate_bearer_check_denied_malformed')]).toEqual([2, 1, 1]);
-    expect(host.calls.get('proxy_define_metric')).toBe(3);
+    expect(host.calls.get('proxy_define_metric')).toBe(5);
   });
 
   it('keeps memory flat over 10,000 requests (host buffers freed, contexts collected)', async () => {

@@ -125,10 +125,10 @@ describe('graphql-check methods', () => {
 
   it('lets GET queries and POSTs go on untouched, counting them when the stream ends', async () => {
     const host = await plugin();
-    expect(host.request(get('{ a }'))).toEqual({ headersAction: Action.Continue, bodyActions: [], reply: undefined });
+    expect(host.request(get('{ a }'))).toMatchObject({ headersAction: Action.Continue, bodyActions: [], reply: undefined });
     expect(host.request({ headers: req('GET', '/graphql') }).reply).toBeUndefined(); // no query: the service answers 400
     expect(host.request({ headers: req('get', '/graphql?query=%7Ba%7D') }).reply).toBeUndefined(); // methods compared as the service does
-    expect(host.request(post('application/json', ['{"query":', '"{a}"}']))).toEqual({ headersAction: Action.Continue, bodyActions: [0, 0], reply: undefined });
+    expect(host.request(post('application/json', ['{"query":', '"{a}"}']))).toMatchObject({ headersAction: Action.Continue, bodyActions: [0, 0], reply: undefined });
     expect(host.counter('legate_graphql_check_allowed')).toBe(4);
     expect(host.calls.get('proxy_send_local_response')).toBeUndefined();
   });
@@ -191,7 +191,7 @@ describe('graphql-check body size', () => {
   it('counts a streamed body without buffering it and answers 413 once it grows past the limit', async () => {
     const host = await plugin('{"maxBodyBytes": 10}');
     const ok = host.request(post('application/json', ['0123', '4567', '89']));
-    expect(ok).toEqual({ headersAction: Action.Continue, bodyActions: [Action.Continue, Action.Continue, Action.Continue], reply: undefined });
+    expect(ok).toMatchObject({ headersAction: Action.Continue, bodyActions: [Action.Continue, Action.Continue, Action.Continue], reply: undefined });
     const big = host.request(post('application/json', ['0123', '4567', '89A', 'never delivered']));
     expect(big.bodyActions).toEqual([Action.Continue, Action.Continue, Action.Pause]);
     expect(big.reply?.status).toBe(413);

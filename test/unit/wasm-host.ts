@@ -167,6 +167,9 @@ export const ABI_IMPORTS: Readonly<Record<string, FuncSig>> = {
   proxy_get_buffer_bytes: { params: [i32, i32, i32, i32, i32], results: [i32] },
   proxy_get_header_map_value: { params: [i32, i32, i32, i32, i32], results: [i32] },
   proxy_get_header_map_pairs: { params: [i32, i32, i32], results: [i32] },
+  proxy_replace_header_map_value: { params: [i32, i32, i32, i32, i32], results: [i32] },
+  proxy_remove_header_map_value: { params: [i32, i32, i32], results: [i32] },
+  proxy_get_current_time_nanoseconds: { params: [i32], results: [i32] },
   proxy_send_local_response: { params: [i32, i32, i32, i32, i32, i32, i32, i32], results: [i32] },
   proxy_get_property: { params: [i32, i32, i32, i32], results: [i32] },
   proxy_define_metric: { params: [i32, i32, i32, i32], results: [i32] },
@@ -182,6 +185,7 @@ export const ABI_EXPORTS: Readonly<Record<string, FuncSig>> = {
   proxy_on_request_headers: { params: [i32, i32, i32], results: [i32] },
   proxy_on_request_body: { params: [i32, i32, i32], results: [i32] },
   proxy_on_request_trailers: { params: [i32, i32], results: [i32] },
+  proxy_on_response_headers: { params: [i32, i32, i32], results: [i32] },
   proxy_on_done: { params: [i32], results: [i32] },
   proxy_on_delete: { params: [i32], results: [] },
 };
@@ -199,6 +203,7 @@ interface FilterExports {
   proxy_on_request_headers: (contextId: number, numHeaders: number, endOfStream: number) => number;
   proxy_on_request_body?: (contextId: number, bodySize: number, endOfStream: number) => number;
   proxy_on_request_trailers?: (contextId: number, numTrailers: number) => number;
+  proxy_on_response_headers?: (contextId: number, numHeaders: number, endOfStream: number) => number;
   proxy_on_done: (contextId: number) => number;
   proxy_on_delete: (contextId: number) => void;
 }
@@ -231,6 +236,11 @@ export interface TestRequest {
   headers: HeaderList;
   /** body chunks, each delivered in its own proxy_on_request_body call; the last one ends the stream */
   body?: ReadonlyArray<string | Uint8Array>;
+  /** properties visible during the request (path segments joined by '.'), e.g. route metadata */
+  properties?: Readonly<Record<string, string>>;
+  /** when set (and no local reply was sent), proxy_on_response_headers runs with these properties added
+   * (e.g. what ext_authz left in dynamic metadata) */
+  response?: { properties?: Readonly<Record<string, string>> };
 }
 
 export interface RequestOutcome {
@@ -240,6 +250,8 @@ export interface RequestOutcome {
   bodyActions: number[];
   /** the local reply the filter asked for, if any */
   reply: LocalReply | undefined;
+  /** the request headers as the filter left them */
+  headers: Array<[string, string]>;
 }
 
 export interface PluginOptions {
@@ -272,7 +284,10 @@ export class TestHost {
   private rootContextId = 0;
   private properties = new Map<string, Uint8Array>();
   private pluginConfiguration: Uint8Array | undefined; // only inside proxy_on_configure
-  private requestHeaders: HeaderList | undefined; // only while a stream is live
+  private requestHeaders: Array<[string, string]> | undefined; // only while a stream is live
+  private streamProperties = new Map<string, Uint8Array>(); // only while a stream is live
+  /** the clock the module sees (epoch ms); real time unless a test sets it */
+  nowMs: number | undefined;
   private requestBody: Uint8Array | undefined; // only inside proxy_on_request_body
   private reply: LocalReply | undefined;
   private logLevel: number = LogLevel.info;
@@ -297,6 +312,10 @@ export class TestHost {
       proxy_get_header_map_value: (map: number, keyPtr: number, keyLen: number, retPtr: number, retSize: number): number =>
         self().proxyGetHeaderMapValue(map, keyPtr, keyLen, retPtr, retSize),
       proxy_get_header_map_pairs: (map: number, retPtr: number, retSize: number): number => self().proxyGetHeaderMapPairs(map, retPtr, retSize),
+      proxy_replace_header_map_value: (map: number, keyPtr: number, keyLen: number, valPtr: number, valLen: number): number =>
+        self().proxyReplaceHeaderMapValue(map, keyPtr, keyLen, valPtr, valLen),
+      proxy_remove_header_map_value: (map: number, keyPtr: number, keyLen: number): number => self().proxyRemoveHeaderMapValue(map, keyPtr, keyLen),
+      proxy_get_current_time_nanoseconds: (retPtr: number): number => self().proxyGetCurrentTime(retPtr),
       proxy_send_local_response: (
         status: number, detailsPtr: number, detailsLen: number, bodyPtr: number, bodyLen: number, hdrsPtr: number, hdrsLen: number, grpcStatus: number,
       ): number => self().proxySendLocalResponse(status, detailsPtr, detailsLen, bodyPtr, bodyLen, hdrsPtr, hdrsLen, grpcStatus),
@@ -346,9 +365,11 @@ export class TestHost {
     const id = this.nextContextId++;
     const chunks = (req.body ?? []).map((c) => (typeof c === 'string' ? encoder.encode(c) : c));
     this.reply = undefined;
-    this.requestHeaders = req.headers;
+    this.requestHeaders = req.headers.map(([k, v]): [string, string] => [k, v]);
+    this.streamProperties = new Map(Object.entries(req.properties ?? {}).map(([k, v]) => [k, encoder.encode(v)]));
     const bodyActions: number[] = [];
     let headersAction: number = Action.Continue;
+    let headers: Array<[string, string]> = [];
     try {
       this.exports.proxy_on_context_create(id, this.rootContextId);
       headersAction = this.exports.proxy_on_request_headers(id, req.headers.length, chunks.length === 0 ? 1 : 0);
@@ -363,12 +384,19 @@ export class TestHost {
           this.requestBody = undefined;
         }
       }
+      const onResponse = this.exports.proxy_on_response_headers;
+      if (req.response !== undefined && this.reply === undefined && onResponse !== undefined) {
+        for (const [k, v] of Object.entries(req.response.properties ?? {})) this.streamProperties.set(k, encoder.encode(v));
+        onResponse(id, 1, 0);
+      }
       this.exports.proxy_on_done(id);
       this.exports.proxy_on_delete(id);
     } finally {
+      headers = this.requestHeaders ?? [];
       this.requestHeaders = undefined;
+      this.streamProperties = new Map();
     }
-    return { headersAction, bodyActions, reply: this.reply };
+    return { headersAction, bodyActions, reply: this.reply, headers };
   }
 
   /** A stream that never reaches this filter's request callbacks (an earlier filter answered it): Envoy
@@ -470,6 +498,30 @@ export class TestHost {
     return this.returnBytes(encoder.encode(entry[1]), retPtr, retSize);
   }
 
+  private proxyReplaceHeaderMapValue(map: number, keyPtr: number, keyLen: number, valPtr: number, valLen: number): number {
+    this.count('proxy_replace_header_map_value');
+    if (map !== MAP_REQUEST_HEADERS || this.requestHeaders === undefined) return Status.BadArgument;
+    const key = this.readString(keyPtr, keyLen).toLowerCase();
+    const value = this.readString(valPtr, valLen);
+    this.requestHeaders = this.requestHeaders.filter(([k]) => k.toLowerCase() !== key);
+    this.requestHeaders.push([key, value]);
+    return Status.Ok;
+  }
+
+  private proxyRemoveHeaderMapValue(map: number, keyPtr: number, keyLen: number): number {
+    this.count('proxy_remove_header_map_value');
+    if (map !== MAP_REQUEST_HEADERS || this.requestHeaders === undefined) return Status.BadArgument;
+    const key = this.readString(keyPtr, keyLen).toLowerCase();
+    this.requestHeaders = this.requestHeaders.filter(([k]) => k.toLowerCase() !== key);
+    return Status.Ok;
+  }
+
+  private proxyGetCurrentTime(retPtr: number): number {
+    this.count('proxy_get_current_time_nanoseconds');
+    this.view().setBigUint64(retPtr, BigInt(Math.floor(this.nowMs ?? Date.now())) * 1_000_000n, true);
+    return Status.Ok;
+  }
+
   private proxyGetHeaderMapPairs(map: number, retPtr: number, retSize: number): number {
     this.count('proxy_get_header_map_pairs');
     const headers = map === MAP_REQUEST_HEADERS ? this.requestHeaders : undefined;
@@ -495,7 +547,7 @@ export class TestHost {
   private proxyGetProperty(pathPtr: number, pathLen: number, retPtr: number, retSize: number): number {
     this.count('proxy_get_property');
     const path = this.readString(pathPtr, pathLen).split('\0').join('.');
-    const value = this.properties.get(path);
+    const value = this.streamProperties.get(path) ?? this.properties.get(path);
     if (value === undefined) return Status.NotFound;
     return this.returnBytes(value, retPtr, retSize);
   }

@@ -27,35 +27,59 @@ function perFilterConfig(auth: AuthBindingIR): EnvoyJson {
   };
 }
 
+/** ext_authz wrapped in a matcher that skips it when `skip.header` carries exactly `skip.value`. */
+function skippable(filter: EnvoyJson, skip: { header: string; value: string }): EnvoyJson {
+  return {
+    // the wrapper keeps the filter's name, so per-route ExtAuthzPerRoute configs still apply
+    name: EXT_AUTHZ_FILTER,
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher',
+      extension_config: filter,
+      xds_matcher: {
+        matcher_tree: {
+          input: {
+            name: 'legate-token-verified',
+            typed_config: { '@type': 'type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput', header_name: skip.header },
+          },
+          exact_match_map: {
+            map: {
+              [skip.value]: {
+                action: { name: 'skip-ext-authz', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.common.matcher.action.v3.SkipFilter' } },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
 function setPerFilter(target: EnvoyJson, config: EnvoyJson): void {
   const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
   perFilter[EXT_AUTHZ_FILTER] = config;
 }
 
-export function extauthPlugin(service: ServiceAddress): RenderPlugin {
+/** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
+export function extauthPlugin(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
   return {
     name: 'extauth',
     httpFilters(proxy) {
       if (!protectsAnything(proxy)) return [];
-      return [
-        {
-          stage: FilterStage.AuthN,
-          filter: {
-            name: EXT_AUTHZ_FILTER,
-            typed_config: {
-              '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
-              transport_api_version: 'V3',
-              // longer than the service's own introspection timeout, so it can answer (deny) itself
-              grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
-              failure_mode_allow: false,
-              status_on_error: { code: 'Forbidden' },
-              // the service reads only the bearer token: sending one header instead of all of them
-              // halves what Envoy encodes and the service decodes per check
-              allowed_headers: { patterns: [{ exact: 'authorization' }] },
-            },
-          },
+      const filter: EnvoyJson = {
+        name: EXT_AUTHZ_FILTER,
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+          transport_api_version: 'V3',
+          // longer than the service's own introspection timeout, so it can answer (deny) itself
+          grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
+          failure_mode_allow: false,
+          status_on_error: { code: 'Forbidden' },
+          // the service reads only the bearer token: sending one header instead of all of them
+          // halves what Envoy encodes and the service decodes per check
+          allowed_headers: { patterns: [{ exact: 'authorization' }] },
         },
-      ];
+      };
+      return [{ stage: FilterStage.AuthN, filter: skip ? skippable(filter, skip) : filter }];
     },
     patchVirtualHost(ir, vhost, proxy) {
       if (!protectsAnything(proxy)) return;

@@ -28,8 +28,8 @@ export interface RenderPlugin {
   httpFilters?(proxy: ProxyIR, listener: ListenerIR): StagedHttpFilter[];
   /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
   patchVirtualHost?(ir: VirtualHostIR, vhost: EnvoyJson, proxy: ProxyIR): void;
-  /** Fill in or adjust an Envoy route rendered from `ir`. */
-  patchRoute?(ir: RouteIR, route: EnvoyJson): void;
+  /** Fill in or adjust an Envoy route rendered from `ir` (in virtual host `vh`). */
+  patchRoute?(ir: RouteIR, route: EnvoyJson, vh: VirtualHostIR): void;
   /** Fill in or adjust an Envoy cluster rendered from `ir`. */
   patchCluster?(ir: UpstreamIR, cluster: EnvoyJson): void;
   /** Extra clusters (e.g. for extension services). */

@@ -2,12 +2,20 @@
 // ext_authz on routes that have an AuthConfig, graphql-check in front of ext_proc on GraphQL routes.
 // Each filter is on the HCM disabled and enabled per virtual host or route with an empty
 // FilterConfig (Envoy 1.40 refuses a FilterConfig without `config`).
+//
+// Edge cache (bearer-check `cacheEntries` > 0 and a secret): protected routes carry
+// `<AuthConfig>@<version>` in route metadata; bearer-check marks requests whose token it has seen
+// accepted for that version with VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
+// a matcher that skips it for exactly that header value. Virtual hosts drop the header before
+// anything goes upstream. See docs/wasm.md "Edge cache".
 import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../ir.js';
 import { FilterStage, type EnvoyJson, type RenderPlugin } from './types.js';
 
 export const BEARER_CHECK = 'legate.bearer_check';
 export const GRAPHQL_CHECK = 'legate.graphql_check';
 export const CONTROLLER_HTTP_CLUSTER = 'legate-controller-http';
+/** Set by bearer-check on requests whose token is in its edge cache; never from outside, never upstream. */
+export const VERIFIED_HEADER = 'x-legate-token-verified';
 
 /** Where Envoy gets the .wasm modules: files on its host, or the controller over HTTP with a sha256. */
 export type WasmCodeSource =
@@ -16,7 +24,14 @@ export type WasmCodeSource =
 
 export interface WasmOptions {
   code: WasmCodeSource;
-  bearerCheck: { enabled: boolean; maxTokenBytes: number };
+  bearerCheck: {
+    enabled: boolean;
+    maxTokenBytes: number;
+    /** edge cache slots per Envoy worker; 0 turns the edge cache off */
+    cacheEntries: number;
+    /** the secret value of VERIFIED_HEADER; '' turns the edge cache off (the controller generates one) */
+    verifiedValue: string;
+  };
   graphqlCheck: { enabled: boolean; maxBodyBytes: number; allowGet: boolean };
 }
 
@@ -28,6 +43,20 @@ const DISABLE: EnvoyJson = { '@type': 'type.googleapis.com/envoy.config.route.v3
 
 function protects(auth: AuthBindingIR | undefined): boolean {
   return auth !== undefined && 'configId' in auth;
+}
+
+/** The header and value that let a request skip ext_authz, when the edge cache is on. */
+export function edgeCacheSkip(options: WasmOptions): { header: string; value: string } | undefined {
+  const b = options.bearerCheck;
+  if (!b.enabled || b.cacheEntries <= 0 || b.verifiedValue === '') return undefined;
+  return { header: VERIFIED_HEADER, value: b.verifiedValue };
+}
+
+function bearerConfiguration(options: WasmOptions): object {
+  const b = options.bearerCheck;
+  const skip = edgeCacheSkip(options);
+  if (!skip) return { maxTokenBytes: b.maxTokenBytes };
+  return { maxTokenBytes: b.maxTokenBytes, cacheEntries: b.cacheEntries, verifiedHeader: skip.header, verifiedValue: skip.value };
 }
 
 function usesBearer(proxy: ProxyIR): boolean {
@@ -80,7 +109,7 @@ export function wasmPlugin(options: WasmOptions): RenderPlugin {
     httpFilters(proxy) {
       const filters = [];
       if (options.bearerCheck.enabled && usesBearer(proxy)) {
-        filters.push({ stage: FilterStage.Early, filter: wasmFilter(BEARER_CHECK, { maxTokenBytes: options.bearerCheck.maxTokenBytes }, options.code) });
+        filters.push({ stage: FilterStage.Early, filter: wasmFilter(BEARER_CHECK, bearerConfiguration(options), options.code) });
       }
       if (options.graphqlCheck.enabled && usesGraphql(proxy)) {
         const { maxBodyBytes, allowGet } = options.graphqlCheck;
@@ -88,12 +117,22 @@ export function wasmPlugin(options: WasmOptions): RenderPlugin {
       }
       return filters;
     },
-    patchVirtualHost(ir: VirtualHostIR, vhost) {
+    patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
       if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilter(vhost, BEARER_CHECK, { ...ENABLE });
+      if (edgeCacheSkip(options) && usesBearer(proxy)) {
+        const remove = (vhost['request_headers_to_remove'] ??= []) as string[];
+        remove.push(VERIFIED_HEADER);
+      }
     },
-    patchRoute(ir: RouteIR, route) {
+    patchRoute(ir: RouteIR, route, vh) {
       if (options.bearerCheck.enabled && ir.auth) setPerFilter(route, BEARER_CHECK, { ...(protects(ir.auth) ? ENABLE : DISABLE) });
+      const auth = ir.auth ?? vh.auth;
+      if (edgeCacheSkip(options) && auth && 'configId' in auth && auth.configVersion !== undefined) {
+        const metadata = (route['metadata'] ??= {}) as EnvoyJson;
+        const byFilter = (metadata['filter_metadata'] ??= {}) as EnvoyJson;
+        byFilter[BEARER_CHECK] = { auth_key: `${auth.configId}@${auth.configVersion}` };
+      }
       if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilter(route, GRAPHQL_CHECK, { ...ENABLE });
     },
     extraClusters(proxy) {
@@ -118,6 +157,6 @@ export function wasmPlugin(options: WasmOptions): RenderPlugin {
 
 export const DEFAULT_WASM_OPTIONS: WasmOptions = {
   code: { type: 'local', files: { 'bearer-check': 'bearer-check.wasm', 'graphql-check': 'graphql-check.wasm' } },
-  bearerCheck: { enabled: true, maxTokenBytes: 4096 },
+  bearerCheck: { enabled: true, maxTokenBytes: 4096, cacheEntries: 4096, verifiedValue: '' },
   graphqlCheck: { enabled: true, maxBodyBytes: 1048576, allowGet: true },
 };

@@ -65,6 +65,10 @@ export class StreamContext {
     return Action.Continue;
   }
 
+  onResponseHeaders(numHeaders: u32, endOfStream: bool): Action {
+    return Action.Continue;
+  }
+
   /** For stream contexts Envoy ignores the result. */
   onDone(): bool {
     return true;

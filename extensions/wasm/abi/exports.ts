@@ -45,6 +45,11 @@ export function proxy_on_request_trailers(context_id: u32, num_trailers: u32): u
   return streamContexts.get(context_id).onRequestTrailers(num_trailers);
 }
 
+export function proxy_on_response_headers(context_id: u32, num_headers: u32, end_of_stream: u32): u32 {
+  if (!streamContexts.has(context_id)) return Action.Continue;
+  return streamContexts.get(context_id).onResponseHeaders(num_headers, end_of_stream != 0);
+}
+
 export function proxy_on_done(context_id: u32): bool {
   if (streamContexts.has(context_id)) return streamContexts.get(context_id).onDone();
   if (rootContexts.has(context_id)) return rootContexts.get(context_id).onDone();

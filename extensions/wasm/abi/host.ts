@@ -1,11 +1,12 @@
 // Typed wrappers over the host imports. Hot-path helpers take pre-encoded UTF-8 buffers and write
 // results into a reusable HostBytes, so a request allocates nothing on the managed heap.
 import {
-  proxy_define_metric, proxy_get_buffer_bytes, proxy_get_header_map_value, proxy_get_log_level,
-  proxy_get_property, proxy_increment_metric, proxy_log, proxy_send_local_response,
+  proxy_define_metric, proxy_get_buffer_bytes, proxy_get_current_time_nanoseconds, proxy_get_header_map_value,
+  proxy_get_log_level, proxy_get_property, proxy_increment_metric, proxy_log, proxy_remove_header_map_value,
+  proxy_replace_header_map_value, proxy_send_local_response,
 } from "./imports";
 import { BufferType, LogLevel, MapType, MetricType, Status } from "./enums";
-import { HostBytes, RET_U32, clearRet, RET_PTR, RET_SIZE } from "./memory";
+import { HostBytes, RET_U32, RET_U64, clearRet, RET_PTR, RET_SIZE } from "./memory";
 
 // ---------------------------------------------------------------------------------------------- logs
 
@@ -47,7 +48,47 @@ export function getHeader(map: MapType, lowerName: ArrayBuffer, out: HostBytes):
   return status;
 }
 
+/** Sets header `lowerName` of `map` to `value` (replacing any value). */
+export function replaceHeader(map: MapType, lowerName: ArrayBuffer, value: ArrayBuffer): Status {
+  return <Status>proxy_replace_header_map_value(
+    <u32>map, changetype<usize>(lowerName), <usize>lowerName.byteLength, changetype<usize>(value), <usize>value.byteLength,
+  );
+}
+
+/** Removes header `lowerName` from `map` (Ok when it was absent too). */
+export function removeHeader(map: MapType, lowerName: ArrayBuffer): Status {
+  return <Status>proxy_remove_header_map_value(<u32>map, changetype<usize>(lowerName), <usize>lowerName.byteLength);
+}
+
+// -------------------------------------------------------------------------------------------- time
+
+/** The host's wall clock in milliseconds since the epoch (0 if the call fails). */
+export function nowMillis(): i64 {
+  store<u64>(RET_U64, 0);
+  proxy_get_current_time_nanoseconds(RET_U64);
+  return <i64>(load<u64>(RET_U64) / 1_000_000);
+}
+
 // ---------------------------------------------------------------------------------------- properties
+
+/** Property segments joined by NUL, as proxy_get_property expects them; encode once, at configure time. */
+export function propertyPath(path: string[]): ArrayBuffer {
+  let joined = "";
+  for (let i = 0; i < path.length; i++) {
+    if (i > 0) joined += "\0";
+    joined += path[i];
+  }
+  return String.UTF8.encode(joined);
+}
+
+/** A property's raw bytes into `out` (hot-path form: pre-encoded path, reusable buffer). */
+export function getProperty(path: ArrayBuffer, out: HostBytes): Status {
+  clearRet();
+  const status = <Status>proxy_get_property(changetype<usize>(path), <usize>path.byteLength, RET_PTR, RET_SIZE);
+  if (status == Status.Ok) out.take();
+  else out.release();
+  return status;
+}
 
 /** A property as raw bytes, e.g. ["plugin_root_id"] or ["request", "path"] (segments joined by NUL).
  * null when the host has no such property. */

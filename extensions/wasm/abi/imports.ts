@@ -27,6 +27,20 @@ export declare function proxy_get_header_map_value(
 ): u32;
 
 // @ts-ignore: decorator
+@external("env", "proxy_replace_header_map_value")
+export declare function proxy_replace_header_map_value(
+  map_type: u32, key_ptr: usize, key_size: usize, value_ptr: usize, value_size: usize,
+): u32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_remove_header_map_value")
+export declare function proxy_remove_header_map_value(map_type: u32, key_ptr: usize, key_size: usize): u32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_get_current_time_nanoseconds")
+export declare function proxy_get_current_time_nanoseconds(ret_time_ptr: usize): u32;
+
+// @ts-ignore: decorator
 @external("env", "proxy_get_header_map_pairs")
 export declare function proxy_get_header_map_pairs(map_type: u32, ret_ptr_ptr: usize, ret_size_ptr: usize): u32;
 

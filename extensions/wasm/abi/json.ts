@@ -111,6 +111,17 @@ export class JsonObjectReader {
     return false;
   }
 
+  /** A string (JSON escapes decoded). */
+  readStringValue(field: string): string {
+    if (this.error !== null) return "";
+    if (this.pos >= this.len || this.at(this.pos) != 0x22) {
+      this.fail("\"" + field + "\" must be a string, got " + this.describeValue());
+      return "";
+    }
+    const s = this.readString();
+    return s !== null ? s : "";
+  }
+
   /** An integer in [min, max] (a JSON number with an integral value, e.g. 4096 or 4096.0 or 4e3). */
   readInteger(field: string, min: i64, max: i64): i64 {
     if (this.error !== null) return 0;

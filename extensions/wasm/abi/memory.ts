@@ -10,10 +10,12 @@
 
 /** Out-parameter slots the host writes into: a pointer and a size (u32 each). Static data, so a host
  * call needs no allocation of its own. Only one host call is in flight at a time (single thread). */
-export const RET_PTR: usize = memory.data(16, 8);
+export const RET_PTR: usize = memory.data(24, 8);
 export const RET_SIZE: usize = RET_PTR + 4;
 /** A third slot (u32), e.g. a metric id or a log level. */
 export const RET_U32: usize = RET_PTR + 8;
+/** A u64 slot (8-aligned), e.g. the current time. */
+export const RET_U64: usize = RET_PTR + 16;
 
 /** Clears the out-parameter slots before a call, so a failed call leaves nothing to free. */
 // @ts-ignore: decorator

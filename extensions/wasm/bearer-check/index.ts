@@ -1,25 +1,87 @@
 // bearer-check (root_id `legate.bearer_check`): answers 403 itself when a request has no well-formed
 // `Authorization: Bearer <token>`, so it never costs an ext_authz call. Well-formed requests continue
-// untouched (ext_authz still validates the token). Same codes as the extauth service (docs/extauth.md).
+// (ext_authz validates the token). Same codes as the extauth service (docs/extauth.md).
 //
-// Configuration (plugin configuration, a JSON string): {"maxTokenBytes": 4096}
+// Edge cache (when `cacheEntries` > 0): a token ext_authz accepted for a route's AuthConfig version is
+// remembered (by digest) for as long as the extauth service said it may be; the next request with it
+// carries the secret `verifiedHeader` and the controller's matcher skips ext_authz. The extauth
+// service states the lifetime and the AuthConfig version it judged in ext_authz dynamic metadata; the
+// route states its version in route metadata; only equal versions are cached. See docs/wasm.md.
+//
+// Configuration (plugin configuration, a JSON string):
+//   {"maxTokenBytes": 4096, "cacheEntries": 4096, "verifiedHeader": "x-…", "verifiedValue": "<secret>"}
 import {
   Action, Counter, HostBytes, JsonObjectReader, LocalReply, MapType, Pairs, RootContext, Status,
-  StreamContext, getHeader, registerRootContext,
+  StreamContext, getHeader, getProperty, nowMillis, propertyPath, registerRootContext, removeHeader,
+  replaceHeader,
 } from "../abi";
 export {
   proxy_abi_version_0_2_1, malloc, proxy_on_context_create, proxy_on_vm_start, proxy_on_configure,
-  proxy_on_request_headers, proxy_on_done, proxy_on_delete,
+  proxy_on_request_headers, proxy_on_response_headers, proxy_on_done, proxy_on_delete,
 } from "../abi/exports";
 import { checkBearer } from "./token";
+import { Digest, TokenCache } from "./cache";
+import { Sha256 } from "./sha256";
 
 const ROOT_ID = "legate.bearer_check";
 const DEFAULT_MAX_TOKEN_BYTES: i64 = 4096;
 const MAX_MAX_TOKEN_BYTES: i64 = 65536;
+const MAX_CACHE_ENTRIES: i64 = 1048576;
 
 const AUTHORIZATION = String.UTF8.encode("authorization");
-/** Holds the header value the host writes; reused by every request (one thread per VM). */
+/** The route's AuthConfig key `<ns>.<name>@<version>`, set by the controller on protected routes. */
+const ROUTE_AUTH_KEY = propertyPath(["xds", "route_metadata", "filter_metadata", "legate.bearer_check", "auth_key"]);
+/** What the extauth service judged (`<ns>.<name>@<version>`) and for how long the answer holds (ms, decimal). */
+const CHECKED_AUTH_KEY = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_auth_key"]);
+const CHECKED_CACHE_MS = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_cache_ms"]);
+
+/** Hold the bytes the host writes; reused by every request (one thread per VM). */
 const headerValue = new HostBytes();
+const routeKey = new HostBytes();
+const checkedKey = new HostBytes();
+const checkedMs = new HostBytes();
+const sha = new Sha256();
+/** The digest of the current request's (route key, Authorization) pair. */
+const lookupDigest = new Digest();
+
+function sameBytes(a: HostBytes, b: HostBytes): bool {
+  if (a.len != b.len) return false;
+  for (let i: usize = 0; i < a.len; i++) if (a.byteAt(i) != b.byteAt(i)) return false;
+  return true;
+}
+
+/** A positive decimal integer (at most 12 digits), or -1. */
+function parseMillis(b: HostBytes): i64 {
+  if (b.len == 0 || b.len > 12) return -1;
+  let v: i64 = 0;
+  for (let i: usize = 0; i < b.len; i++) {
+    const c = b.byteAt(i);
+    if (c < 0x30 || c > 0x39) return -1;
+    v = v * 10 + <i64>(c - 0x30);
+  }
+  return v;
+}
+
+/** A header name the filter may set: lower-case RFC 9110 token characters. */
+function isHeaderName(s: string): bool {
+  if (s.length == 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ok = (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x5f || c == 0x2e;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** A secret header value: 16..256 visible ASCII characters. */
+function isSecretValue(s: string): bool {
+  if (s.length < 16 || s.length > 256) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
 
 function denial(error: string, challenge: string): LocalReply {
   return new LocalReply(
@@ -37,7 +99,12 @@ class BearerCheckRoot extends RootContext {
   allowed: Counter | null = null;
   deniedMissing: Counter | null = null;
   deniedMalformed: Counter | null = null;
-  /** The filter keeps no per-request state: every stream shares this one context. */
+  cacheHits: Counter | null = null;
+  cacheStores: Counter | null = null;
+  cache: TokenCache | null = null;
+  verifiedHeader: ArrayBuffer = new ArrayBuffer(0);
+  verifiedValue: ArrayBuffer = new ArrayBuffer(0);
+  /** Without the cache the filter keeps no per-request state: every stream shares this one context. */
   private stream: BearerCheckStream | null = null;
 
   onConfigure(configSize: u32): bool {
@@ -48,37 +115,56 @@ class BearerCheckRoot extends RootContext {
       return false;
     }
     let maxTokenBytes = DEFAULT_MAX_TOKEN_BYTES;
+    let cacheEntries: i64 = 0;
+    let verifiedHeader = "";
+    let verifiedValue = "";
     const r = new JsonObjectReader(config.ptr, config.len);
     if (!r.isBlank() && r.begin()) {
-      let seen = false;
+      let seen = new Set<string>();
       let key: string | null;
       while ((key = r.nextKey()) !== null) {
-        if (key == "maxTokenBytes") {
-          if (seen) r.duplicateField(key);
-          seen = true;
-          maxTokenBytes = r.readInteger(key, 1, MAX_MAX_TOKEN_BYTES);
-        } else {
-          r.unknownField(key);
-        }
+        if (seen.has(key!)) r.duplicateField(key!);
+        seen.add(key!);
+        if (key == "maxTokenBytes") maxTokenBytes = r.readInteger(key!, 1, MAX_MAX_TOKEN_BYTES);
+        else if (key == "cacheEntries") cacheEntries = r.readInteger(key!, 0, MAX_CACHE_ENTRIES);
+        else if (key == "verifiedHeader") verifiedHeader = r.readStringValue(key!);
+        else if (key == "verifiedValue") verifiedValue = r.readStringValue(key!);
+        else r.unknownField(key!);
       }
       r.end();
     }
     config.release();
-    if (r.error !== null) {
-      this.logError("invalid configuration: " + r.error! + " (expected {\"maxTokenBytes\": <1.." + MAX_MAX_TOKEN_BYTES.toString() + ">})");
+    let problem: string | null = r.error;
+    if (problem === null && cacheEntries > 0) {
+      if (!isHeaderName(verifiedHeader)) problem = "\"verifiedHeader\" must be a lower-case header name when \"cacheEntries\" > 0";
+      else if (!isSecretValue(verifiedValue)) problem = "\"verifiedValue\" must be 16 to 256 visible ASCII characters when \"cacheEntries\" > 0";
+    }
+    if (problem !== null) {
+      this.logError(
+        "invalid configuration: " + problem! + " (expected {\"maxTokenBytes\": <1.." + MAX_MAX_TOKEN_BYTES.toString() +
+        ">, \"cacheEntries\": <0.." + MAX_CACHE_ENTRIES.toString() + ">, \"verifiedHeader\": \"<name>\", \"verifiedValue\": \"<secret>\"})",
+      );
       return false;
     }
     this.maxTokenBytes = <usize>maxTokenBytes;
+    const cache = this.cache;
+    if (cacheEntries == 0) this.cache = null;
+    else if (cache === null || cache.capacity != <i32>cacheEntries) this.cache = new TokenCache(<i32>cacheEntries);
+    this.verifiedHeader = String.UTF8.encode(verifiedHeader);
+    this.verifiedValue = String.UTF8.encode(verifiedValue);
     if (this.allowed === null) {
       this.allowed = new Counter("legate_bearer_check_allowed");
       this.deniedMissing = new Counter("legate_bearer_check_denied_missing");
       this.deniedMalformed = new Counter("legate_bearer_check_denied_malformed");
+      this.cacheHits = new Counter("legate_bearer_check_cache_hits");
+      this.cacheStores = new Counter("legate_bearer_check_cache_stores");
     }
-    this.logInfo("configured: maxTokenBytes=" + maxTokenBytes.toString());
+    this.logInfo("configured: maxTokenBytes=" + maxTokenBytes.toString() + " cacheEntries=" + cacheEntries.toString());
     return true;
   }
 
   newStreamContext(contextId: u32): StreamContext | null {
+    if (this.cache !== null) return new BearerCheckStream(contextId, this);
     let stream = this.stream;
     if (stream === null) {
       stream = new BearerCheckStream(0, this);
@@ -89,20 +175,28 @@ class BearerCheckRoot extends RootContext {
 }
 
 class BearerCheckStream extends StreamContext {
+  /** set when the token missed the cache: the digest to store if ext_authz accepts it */
+  private pending: Digest | null = null;
+
   constructor(contextId: u32, private root: BearerCheckRoot) {
     super(contextId);
   }
 
   onRequestHeaders(numHeaders: u32, endOfStream: bool): Action {
     const root = this.root;
+    const cache = root.cache;
+    // only this filter may vouch for a request: whatever a client sent under that name goes
+    if (cache !== null) removeHeader(MapType.HttpRequestHeaders, root.verifiedHeader);
     const status = getHeader(MapType.HttpRequestHeaders, AUTHORIZATION, headerValue);
     if (status == Status.Ok) {
       const ok = checkBearer(headerValue.ptr, headerValue.len, root.maxTokenBytes);
-      headerValue.release();
       if (ok) {
         root.allowed!.increment();
+        if (cache !== null) this.lookup(cache);
+        headerValue.release();
         return Action.Continue;
       }
+      headerValue.release();
       root.deniedMalformed!.increment();
       root.malformedReply.send();
       return Action.Pause;
@@ -111,6 +205,51 @@ class BearerCheckStream extends StreamContext {
     root.deniedMissing!.increment();
     root.missingReply.send();
     return Action.Pause;
+  }
+
+  /** On a hit, marks the request verified (ext_authz is skipped); on a miss, remembers its digest. */
+  private lookup(cache: TokenCache): void {
+    // routes without a key (AuthConfig missing or rejected) are never cached
+    if (getProperty(ROUTE_AUTH_KEY, routeKey) != Status.Ok || routeKey.len == 0) return;
+    sha.update(routeKey.ptr, routeKey.len);
+    sha.updateByte(0);
+    sha.update(headerValue.ptr, headerValue.len);
+    routeKey.release();
+    lookupDigest.copyFrom(sha.finish());
+    const root = this.root;
+    if (cache.has(lookupDigest, nowMillis())) {
+      replaceHeader(MapType.HttpRequestHeaders, root.verifiedHeader, root.verifiedValue);
+      root.cacheHits!.increment();
+      return;
+    }
+    const pending = new Digest();
+    pending.d0 = lookupDigest.d0;
+    pending.d1 = lookupDigest.d1;
+    pending.d2 = lookupDigest.d2;
+    pending.d3 = lookupDigest.d3;
+    this.pending = pending;
+  }
+
+  /** After ext_authz: caches the token when the service accepted it for this route's AuthConfig version. */
+  onResponseHeaders(numHeaders: u32, endOfStream: bool): Action {
+    const pending = this.pending;
+    if (pending === null) return Action.Continue;
+    this.pending = null;
+    const cache = this.root.cache;
+    if (cache === null) return Action.Continue;
+    if (getProperty(CHECKED_CACHE_MS, checkedMs) != Status.Ok) return Action.Continue;
+    const ms = parseMillis(checkedMs);
+    checkedMs.release();
+    if (ms <= 0) return Action.Continue;
+    if (getProperty(CHECKED_AUTH_KEY, checkedKey) == Status.Ok && getProperty(ROUTE_AUTH_KEY, routeKey) == Status.Ok) {
+      if (routeKey.len > 0 && sameBytes(checkedKey, routeKey)) {
+        cache.set(pending, nowMillis() + ms);
+        this.root.cacheStores!.increment();
+      }
+    }
+    checkedKey.release();
+    routeKey.release();
+    return Action.Continue;
   }
 }
 
