@@ -131,13 +131,14 @@ ${routes.join('\n')}
 }
 
 /** The Settings resource turning the wasm hot-path checks on or off (Settings.spec.wasmChecks; on is the default). */
-export function wasmChecksSettingsYaml(o: { bearerCheck: boolean; graphqlCheck: boolean }): string {
+export function wasmChecksSettingsYaml(o: { bearerCheck: boolean; graphqlCheck: boolean; cacheEntries?: number }): string {
+  const cache = o.cacheEntries !== undefined ? `, cacheEntries: ${o.cacheEntries}` : '';
   return `apiVersion: legate.dev/v1
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
   wasmChecks:
-    bearerCheck: { enabled: ${o.bearerCheck} }
+    bearerCheck: { enabled: ${o.bearerCheck}${cache} }
     graphqlCheck: { enabled: ${o.graphqlCheck} }
 `;
 }

@@ -5,7 +5,7 @@
 // introspection throughput, straight at it.
 import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { getJson, send, waitFor } from '../lib/net.js';
-import { clientSecretYaml, introspectionAuthConfigYaml, routeYaml, upstreamYaml, vsWithRoutesYaml } from '../lib/resources.js';
+import { clientSecretYaml, introspectionAuthConfigYaml, routeYaml, upstreamYaml, vsWithRoutesYaml, wasmChecksSettingsYaml } from '../lib/resources.js';
 import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
 import type { BenchContext, LoadRequest, LoadScenario, LoadTarget, MeasuredProcess, Upstream } from '../lib/types.js';
 
@@ -69,9 +69,13 @@ interface AuthGateway {
   stop(): Promise<void>;
 }
 
-/** One `legate run` with the three routes (shared by auth-unprotected, auth-cached, auth-uncached). */
-function gateway(ctx: BenchContext, p: Provider): Promise<{ value: AuthGateway; release(): Promise<void> }> {
-  return acquire(ctx, 'auth-legate', async () => {
+/**
+ * One `legate run` with the three routes (shared by auth-unprotected, auth-cached, auth-uncached), as
+ * shipped (bearer-check's edge cache on); `edge: false` is the same with Settings
+ * wasmChecks.bearerCheck.cacheEntries 0, so every request goes through ext_authz (auth-cached-no-edge).
+ */
+function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: AuthGateway; release(): Promise<void> }> {
+  return acquire(ctx, edge ? 'auth-legate' : 'auth-legate-no-edge', async () => {
     const up = await ctx.upstream();
     const url = `http://127.0.0.1:${p.server.info.port}/token/introspection`;
     const common = { url, clientId: INTROSPECTOR.id, secretName: 'bench-introspector', scopes: [SCOPE] };
@@ -83,8 +87,9 @@ function gateway(ctx: BenchContext, p: Provider): Promise<{ value: AuthGateway; 
         introspectionAuthConfigYaml({ ...common, name: 'bench-nocache', cacheTimeout: '0s' }),
       ].join('---\n'),
       'vs.yaml': vsWithRoutesYaml('auth', [routeYaml('/open'), routeYaml('/cached', 'bench-cached'), routeYaml('/fresh', 'bench-nocache')]),
+      ...(edge ? {} : { 'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: true, graphqlCheck: true, cacheEntries: 0 }) }),
     };
-    const gw = await startLegate(ctx, 'auth', files, ctx.settings.serverCpus);
+    const gw = await startLegate(ctx, edge ? 'auth' : 'auth-no-edge', files, ctx.settings.serverCpus);
     try {
       const dead = (): string | undefined => (gw.proc.alive() ? undefined : `legate run exited:\n${gw.proc.output().slice(-4000)}`);
       await untilServed(gw.ports.http, '/open/bench', undefined, up.body, 30_000, 100, dead);
@@ -113,6 +118,8 @@ function authScenario(o: {
   aims?: Record<string, number>;
   request: (p: Provider) => LoadRequest;
   notes: string[];
+  /** bearer-check's edge cache (default on, as shipped) */
+  edge?: boolean;
 }): LoadScenario {
   return {
     kind: 'load',
@@ -123,7 +130,7 @@ function authScenario(o: {
     async setup(ctx): Promise<LoadTarget> {
       const p = await provider(ctx);
       try {
-        const g = await gateway(ctx, p.value);
+        const g = await gateway(ctx, p.value, o.edge ?? true);
         return {
           port: g.value.gw.ports.http,
           path: `${o.route}/bench`,
@@ -157,12 +164,22 @@ export const authUnprotected = authScenario({
 
 export const authCached = authScenario({
   name: 'auth-cached',
-  description: 'GET on a route protected by an AuthConfig (OAuth2 introspection, default cacheTimeout), one valid token reused: ext_authz check answered from the extauth cache',
+  description: 'GET on a route protected by an AuthConfig (OAuth2 introspection, default cacheTimeout), one valid token reused, as shipped: after the first request bearer-check answers from its edge cache and ext_authz is skipped',
   route: '/cached',
-  compareTo: ['auth-unprotected', 'legate-route'],
+  compareTo: ['auth-unprotected', 'legate-route', 'auth-cached-no-edge'],
   aims: { 'auth-unprotected': 0.45 },
   request: oneToken,
   notes: [],
+});
+
+export const authCachedNoEdge = authScenario({
+  name: 'auth-cached-no-edge',
+  description: 'auth-cached with the edge cache off (Settings bearerCheck.cacheEntries: 0): every request is an ext_authz gRPC Check, answered from the extauth service cache',
+  route: '/cached',
+  compareTo: ['auth-unprotected'],
+  request: oneToken,
+  notes: [],
+  edge: false,
 });
 
 export const authUncached = authScenario({

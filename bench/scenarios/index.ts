@@ -3,7 +3,7 @@
 // listed next to each other (rounds rotate the order, so they stay measured one right after the other),
 // and a group (LoadScenario.group) must be.
 import type { Scenario } from '../lib/types.js';
-import { authCached, authUncached, authUnprotected, providerIntrospection } from './auth.js';
+import { authCached, authCachedNoEdge, authUncached, authUnprotected, providerIntrospection } from './auth.js';
 import { configScale } from './config-scale.js';
 import { direct } from './direct.js';
 import {
@@ -33,6 +33,7 @@ export const SCENARIOS: readonly Scenario[] = [
   graphqlYogaNested,
   authUnprotected,
   authCached,
+  authCachedNoEdge,
   authUncached,
   providerIntrospection,
   missingTokenWasm,

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/log.js';
 import type { AuthConfigConfig } from '../../common/contract.js';
-import { Authorizer, type Outcome } from '../../extensions/extauth/authorizer.js';
+import { Authorizer, type EdgeGrant, type Outcome } from '../../extensions/extauth/authorizer.js';
 
 interface Seen {
   method: string;
@@ -365,5 +365,55 @@ describe('config updates', () => {
     expect(text).not.toContain('pw');
     expect(text).toContain('https://idp.example.com/introspect');
     expect(text).toContain('legate-extauth');
+  });
+});
+
+describe('edge grant (what an allow tells bearer-check edge cache)', () => {
+  const grantOf = async (configId: string, t: string): Promise<{ outcome: Outcome; grant: EdgeGrant }> => {
+    const grant: EdgeGrant = { key: '', until: 0 };
+    const outcome = await Promise.resolve(authz.check(configId, `Bearer ${t}`, false, grant));
+    return { outcome, grant };
+  };
+
+  it('names the config version and holds until the cache timeout, for fresh and cached answers alike', async () => {
+    authz.apply([{ ...cfg('ns.a', { cacheTimeoutMs: 60_000 }), version: 'v1' }]);
+    const t = token();
+    activeFor(t);
+    const before = Date.now();
+    const fresh = await grantOf('ns.a', t);
+    expect(fresh.outcome).toBe('allow');
+    expect(fresh.grant.key).toBe('ns.a@v1');
+    expect(fresh.grant.until).toBeGreaterThanOrEqual(before + 60_000);
+    expect(fresh.grant.until).toBeLessThanOrEqual(Date.now() + 60_000);
+    const cached = await grantOf('ns.a', t);
+    expect(cached.grant).toEqual(fresh.grant); // the same deadline: counted from the introspection
+    expect(calls(t)).toBe(1);
+  });
+
+  it('never holds past the token exp', async () => {
+    authz.apply([{ ...cfg('ns.a', { cacheTimeoutMs: 600_000 }), version: 'v1' }]);
+    const t = token();
+    const exp = Math.floor(Date.now() / 1000) + 30;
+    activeFor(t, { exp });
+    expect((await grantOf('ns.a', t)).grant.until).toBe(exp * 1000);
+  });
+
+  it('grants nothing without a cache timeout, without a version, or on a denial', async () => {
+    authz.apply([
+      { ...cfg('ns.nocache', { cacheTimeoutMs: 0 }), version: 'v1' },
+      cfg('ns.unversioned'),
+      { ...cfg('ns.scoped', { requiredScopes: ['admin'] }), version: 'v1' },
+    ]);
+    const t = token();
+    activeFor(t);
+    expect((await grantOf('ns.nocache', t)).grant).toEqual({ key: '', until: 0 });
+    expect((await grantOf('ns.unversioned', t)).grant).toEqual({ key: '', until: 0 });
+    const denied = await grantOf('ns.scoped', t);
+    expect(denied.outcome).toBe('insufficient_scope');
+    expect(denied.grant).toEqual({ key: '', until: 0 });
+  });
+
+  it('refuses a malformed version', () => {
+    expect(authz.apply([{ ...cfg('ns.a'), version: 'has space' }]).problems[0]).toContain('version');
   });
 });

@@ -2,7 +2,7 @@
 // the pre-encoded CheckResponses decoded back.
 import { describe, expect, it } from 'vitest';
 import { lookupService, loadEnvoyService } from '../../extensions/common/grpc.js';
-import { parseCheckRequest } from '../../extensions/extauth/wire.js';
+import { EDGE_METADATA, encodeAllowWithEdgeGrant, parseCheckRequest } from '../../extensions/extauth/wire.js';
 import { DENIAL_BODIES, encodeResponses } from '../../extensions/extauth/service.js';
 import { DENY_REASONS } from '../../extensions/extauth/authorizer.js';
 
@@ -103,6 +103,16 @@ describe('encoded CheckResponses', () => {
     expect(r['status']?.code ?? 0).toBe(0);
     expect(r['ok_response']).toBeDefined();
     expect(r['denied_response']).toBeUndefined();
+  });
+
+  it('an allow with an edge grant carries it in dynamic_metadata, as strings', () => {
+    const r = decodeResponse(encodeAllowWithEdgeGrant(responses.allow, 'legate-system.oauth@0123abcd', 59_999));
+    expect(r['status']?.code ?? 0).toBe(0);
+    expect(r['ok_response']).toBeDefined();
+    expect(r['dynamic_metadata'].fields).toEqual({
+      [EDGE_METADATA.key]: { stringValue: 'legate-system.oauth@0123abcd', kind: 'stringValue' },
+      [EDGE_METADATA.cacheMs]: { stringValue: '59999', kind: 'stringValue' },
+    });
   });
 
   it('every denial is PERMISSION_DENIED with a 403 and a JSON body naming only an error code', () => {
