@@ -17,7 +17,7 @@ import {
 } from './graphql.js';
 import { legateRoute } from './legate-route.js';
 import { staticEnvoy } from './static-envoy.js';
-import { wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
+import { wasmEnvoyGraphqlOff, wasmEnvoyGraphqlOn, wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
 import { missingTokenExtauth, missingTokenWasm, wasmAuthOff, wasmAuthOffC1, wasmAuthOn, wasmAuthOnC1, wasmGraphqlOff, wasmGraphqlOn } from './wasm.js';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -46,5 +46,7 @@ export const SCENARIOS: readonly Scenario[] = [
   wasmGraphqlOff,
   wasmEnvoyOn,
   wasmEnvoyOff,
+  wasmEnvoyGraphqlOn,
+  wasmEnvoyGraphqlOff,
   configScale,
 ];

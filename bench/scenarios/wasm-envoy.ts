@@ -1,10 +1,12 @@
-// The bearer-check wasm filter alone in Envoy (issue 5): what it costs per request, without extauth,
+// The wasm filters alone in Envoy (issue 5): what each costs per request, without extauth, ext_proc,
 // the upstream and the provider sharing the core (they make the Legate pairs' differences noisy). One
-// hand-started Envoy (same binary, flags and worker count as Legate's) whose HCM has the filter as Legate
-// renders it (same module, configuration, V8 runtime; disabled on the HCM) and the router; two routes
-// answer the same direct response: /on enables the filter, /off leaves it disabled (as Legate does on
-// routes without an AuthConfig). Both scenarios send the same GET with a well-formed bearer token, which
-// the filter passes.
+// hand-started Envoy (same binary, flags and worker count as Legate's) whose HCM has both filters as
+// Legate renders them (same modules, configuration, V8 runtime; disabled on the HCM) and the router;
+// routes answer the same direct response:
+//   /on, /off                GET with a well-formed bearer token; /on enables bearer-check (which passes
+//                            it), /off leaves it disabled (as Legate does on routes without an AuthConfig)
+//   /graphql-on, -off        POST of a GraphQL query (application/json, Content-Length); /graphql-on
+//                            enables graphql-check (which passes it, body callback included)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,18 +14,41 @@ import { envoyConcurrency, envoyPath, envoyStats } from '../lib/legate.js';
 import { freePort, get, send, waitFor } from '../lib/net.js';
 import { startProcess, type Started } from '../lib/procs.js';
 import { acquire } from '../lib/servers.js';
-import type { BenchContext, LoadScenario } from '../lib/types.js';
+import type { BenchContext, LoadRequest, LoadScenario } from '../lib/types.js';
 import { LEGATE_ENVOY_CONCURRENCY } from './legate-route.js';
 import { cpuCount } from './static-envoy.js';
 
 const FILTER = 'legate.bearer_check';
+const GRAPHQL_FILTER = 'legate.graphql_check';
+const GRAPHQL_BODY = JSON.stringify({ query: '{productsForHome{id title}}' });
 /** the same body as the bench upstream's, so the answer is the size of a proxied one */
 const BODY = JSON.stringify({ ok: true, service: 'bench-upstream', items: [1, 2, 3] });
 /** well-formed, the length of the example provider's opaque access tokens (43) */
 const TOKEN = 'bench_wasm-envoy.token~0123456789ABCDEFGH+/';
 const PASSES = 'wasmcustom.legate_bearer_check_allowed';
+const GRAPHQL_PASSES = 'wasmcustom.legate_graphql_check_allowed';
+const GRAPHQL_REQUEST: LoadRequest = { method: 'POST', headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY };
+const BEARER_REQUEST: LoadRequest = { headers: { authorization: `Bearer ${TOKEN}` } };
+const ENABLE = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', config: {} };
 
-function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string }): Record<string, unknown> {
+function wasmFilter(name: string, configuration: object, filename: string): Record<string, unknown> {
+  return {
+    name,
+    disabled: true,
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
+      config: {
+        name,
+        root_id: name,
+        configuration: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: JSON.stringify(configuration) },
+        vm_config: { vm_id: name, runtime: 'envoy.wasm.runtime.v8', code: { local: { filename } } },
+        fail_open: false,
+      },
+    },
+  };
+}
+
+function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string; graphqlWasmFile: string }): Record<string, unknown> {
   const answer = { status: 200, body: { inline_string: BODY } };
   const json = { key: 'content-type', value: 'application/json' };
   return {
@@ -54,29 +79,25 @@ function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string })
                               match: { path: '/on' },
                               direct_response: answer,
                               response_headers_to_add: [{ header: json }],
-                              typed_per_filter_config: { [FILTER]: { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', config: {} } },
+                              typed_per_filter_config: { [FILTER]: ENABLE },
                             },
                             { match: { path: '/off' }, direct_response: answer, response_headers_to_add: [{ header: json }] },
+                            {
+                              match: { path: '/graphql-on' },
+                              direct_response: answer,
+                              response_headers_to_add: [{ header: json }],
+                              typed_per_filter_config: { [GRAPHQL_FILTER]: ENABLE },
+                            },
+                            { match: { path: '/graphql-off' }, direct_response: answer, response_headers_to_add: [{ header: json }] },
                           ],
                         },
                       ],
                     },
                     http_filters: [
-                      // as controller/translate/plugins/wasm.ts renders it with the default Settings
-                      {
-                        name: FILTER,
-                        disabled: true,
-                        typed_config: {
-                          '@type': 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
-                          config: {
-                            name: FILTER,
-                            root_id: FILTER,
-                            configuration: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: JSON.stringify({ maxTokenBytes: 4096 }) },
-                            vm_config: { vm_id: FILTER, runtime: 'envoy.wasm.runtime.v8', code: { local: { filename: o.wasmFile } } },
-                            fail_open: false,
-                          },
-                        },
-                      },
+                      // as controller/translate/plugins/wasm.ts renders them (bearer-check with its edge cache off:
+                      // this measures the check itself)
+                      wasmFilter(FILTER, { maxTokenBytes: 4096 }, o.wasmFile),
+                      wasmFilter(GRAPHQL_FILTER, { maxBodyBytes: 1048576, allowGet: true }, o.graphqlWasmFile),
                       { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
                     ],
                   },
@@ -100,13 +121,14 @@ interface WasmEnvoy {
 function wasmEnvoy(ctx: BenchContext): Promise<{ value: WasmEnvoy; release(): Promise<void> }> {
   return acquire(ctx, 'wasm-envoy', async () => {
     const wasmFile = path.join(ctx.root, 'dist', 'wasm', 'bearer-check.wasm');
-    if (!fs.existsSync(wasmFile)) throw new Error(`${wasmFile} is missing: run 'make setup' (or make wasm)`);
+    const graphqlWasmFile = path.join(ctx.root, 'dist', 'wasm', 'graphql-check.wasm');
+    for (const f of [wasmFile, graphqlWasmFile]) if (!fs.existsSync(f)) throw new Error(`${f} is missing: run 'make setup' (or make wasm)`);
     const known = ctx.facts.get(LEGATE_ENVOY_CONCURRENCY);
     const concurrency = typeof known === 'number' ? known : ctx.settings.serverCpus ? cpuCount(ctx.settings.serverCpus) : os.cpus().length;
     const ports = { admin: await freePort(), http: await freePort() };
     const dir = fs.mkdtempSync(path.join(ctx.workDir, 'wasm-envoy-'));
     const file = path.join(dir, 'envoy.json');
-    fs.writeFileSync(file, JSON.stringify(bootstrap({ adminPort: ports.admin, httpPort: ports.http, wasmFile }), null, 2));
+    fs.writeFileSync(file, JSON.stringify(bootstrap({ adminPort: ports.admin, httpPort: ports.http, wasmFile, graphqlWasmFile }), null, 2));
     const proc = startProcess('wasm envoy', envoyPath(ctx.root), {
       args: ['-c', file, '--disable-hot-restart', '-l', 'info', '--drain-time-s', '1', '--concurrency', String(concurrency)],
       cpus: ctx.settings.serverCpus,
@@ -127,6 +149,20 @@ function wasmEnvoy(ctx: BenchContext): Promise<{ value: WasmEnvoy; release(): Pr
         const seen = (await passes()) - before;
         if (seen !== filtered) throw new Error(`${route}: the filter passed ${seen} request(s), expected ${filtered}`);
       }
+      const graphqlPasses = async (): Promise<number> => (await envoyStats(ports.admin, [GRAPHQL_PASSES]))[GRAPHQL_PASSES]!;
+      const put = await send(ports.http, { method: 'PUT', path: '/graphql-on', headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY });
+      if (put.status !== 405) throw new Error(`PUT /graphql-on answered ${put.status}, expected 405 from graphql-check`);
+      for (const [route, filtered] of [['/graphql-on', 1], ['/graphql-off', 0]] as const) {
+        const before = await graphqlPasses();
+        const r = await send(ports.http, { method: 'POST', path: route, headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY });
+        if (r.status !== 200 || r.text !== BODY) throw new Error(`POST ${route} answered ${r.status} ${r.text.slice(0, 200)}`);
+        // counted when the stream ends
+        const seen = await waitFor(`${route} to be counted`, async () => {
+          const n = (await graphqlPasses()) - before;
+          return n === filtered ? n : undefined;
+        }, { timeoutMs: 2000, intervalMs: 20 }).catch(async () => (await graphqlPasses()) - before);
+        if (seen !== filtered) throw new Error(`${route}: graphql-check passed ${seen} request(s), expected ${filtered}`);
+      }
       return { proc, ports, concurrency: await envoyConcurrency(ports.admin), stop: () => proc.stop() };
     } catch (err) {
       await proc.stop();
@@ -135,23 +171,30 @@ function wasmEnvoy(ctx: BenchContext): Promise<{ value: WasmEnvoy; release(): Pr
   });
 }
 
-function scenario(on: boolean): LoadScenario {
+function scenario(on: boolean, filter: 'bearer' | 'graphql'): LoadScenario {
+  const graphql = filter === 'graphql';
+  const name = `wasm-envoy${graphql ? '-graphql' : ''}-${on ? 'on' : 'off'}`;
   return {
     kind: 'load',
-    name: on ? 'wasm-envoy-on' : 'wasm-envoy-off',
-    description: on
-      ? 'GET /on with a well-formed bearer token to a hand-started Envoy whose route enables the bearer-check wasm filter (passes it) and answers a direct response: the filter alone'
-      : 'the same GET to /off on the same Envoy, where the filter stays disabled: the pair of wasm-envoy-on',
-    compareTo: on ? ['wasm-envoy-off'] : [],
+    name,
+    description: graphql
+      ? on
+        ? 'POST /graphql-on {"query":…} (application/json) to the hand-started Envoy, whose route enables the graphql-check wasm filter (passes it) and answers a direct response: the filter alone'
+        : 'the same POST to /graphql-off, where the filter stays disabled: the pair of wasm-envoy-graphql-on'
+      : on
+        ? 'GET /on with a well-formed bearer token to a hand-started Envoy whose route enables the bearer-check wasm filter (passes it) and answers a direct response: the filter alone'
+        : 'the same GET to /off on the same Envoy, where the filter stays disabled: the pair of wasm-envoy-on',
+    compareTo: on ? [`wasm-envoy${graphql ? '-graphql' : ''}-off`] : [],
     async setup(ctx) {
       const e = await wasmEnvoy(ctx);
       const admin = e.value.ports.admin;
+      const counter = graphql ? GRAPHQL_PASSES : PASSES;
       return {
         port: e.value.ports.http,
-        path: on ? '/on' : '/off',
-        request: { headers: { authorization: `Bearer ${TOKEN}` } },
+        path: graphql ? (on ? '/graphql-on' : '/graphql-off') : on ? '/on' : '/off',
+        request: graphql ? GRAPHQL_REQUEST : BEARER_REQUEST,
         processes: [{ label: 'envoy', role: 'proxy', pid: e.value.proc.pid }],
-        counters: async () => ({ 'bearer-check passes': (await envoyStats(admin, [PASSES]))[PASSES]! }),
+        counters: async () => ({ [graphql ? 'graphql-check passes' : 'bearer-check passes']: (await envoyStats(admin, [counter]))[counter]! }),
         notes: [`Envoy concurrency ${e.value.concurrency}; direct response of ${BODY.length} bytes, no upstream`],
         stop: () => e.release(),
       };
@@ -159,5 +202,7 @@ function scenario(on: boolean): LoadScenario {
   };
 }
 
-export const wasmEnvoyOn = scenario(true);
-export const wasmEnvoyOff = scenario(false);
+export const wasmEnvoyOn = scenario(true, 'bearer');
+export const wasmEnvoyOff = scenario(false, 'bearer');
+export const wasmEnvoyGraphqlOn = scenario(true, 'graphql');
+export const wasmEnvoyGraphqlOff = scenario(false, 'graphql');

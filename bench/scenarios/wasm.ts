@@ -299,7 +299,7 @@ export const wasmGraphqlOn = scenario({
   route: 'graphql',
   compareTo: ['wasm-graphql-off'],
   // issue 5's throughput bound, applied to graphql-check
-  aims: { 'wasm-graphql-off': { minRps: 0.95, alsoByCpu: true } },
+  aims: { 'wasm-graphql-off': { minRps: 0.95, alsoByCpu: true, isolated: ['wasm-envoy-graphql-on', 'wasm-envoy-graphql-off'] } },
   group: 'wasm-graphql',
   connections: HALF,
 });
