@@ -1,4 +1,10 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
+
+// One `graphql` module for our code and graphql-jit, as under Node: vite would resolve our imports to
+// graphql's index.mjs (its "module" field) while Node gives graphql-jit index.js, and graphql-js refuses
+// schema objects from "another module or realm".
+const graphqlMain = createRequire(import.meta.url).resolve('graphql');
 
 export default defineConfig({
   test: {
@@ -6,6 +12,7 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       {
+        resolve: { alias: [{ find: /^graphql$/, replacement: graphqlMain }] },
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts'],

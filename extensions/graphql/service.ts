@@ -112,7 +112,9 @@ const JSON_CONTENT_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const DETAILS = 'legate_graphql';
 const EMPTY_BODY = Buffer.alloc(0);
 
-function processStream(
+/** One Process stream: collects the request (headers, then the buffered body), executes it on the API named
+ * in the metadata and answers with an immediate response. Exported for extproc-bench.ts. */
+export function processStream(
   call: ProcessCall,
   engines: () => Map<string, Engine>,
   log: Logger,

@@ -237,8 +237,10 @@ function lastHit(match: (h: Hit) => boolean): Hit {
   return hit;
 }
 
+/** Engines of this suite compile every operation with graphql-jit on first use (the engine's default waits for
+ * the second); 'graphql-jit and graphql-js' below checks graphql-js answers the same. */
 function make(over: Partial<GraphQLApiConfig> = {}, options: EngineOptions = {}): Engine {
-  const e = createEngine(apiConfig(backend.port, downPort, over), { upstreamPools: pools, ...options });
+  const e = createEngine(apiConfig(backend.port, downPort, over), { upstreamPools: pools, compileAfter: 0, ...options });
   engines.push(e);
   return e;
 }
@@ -669,6 +671,78 @@ describe('maxDepth', () => {
     const res = await post(limited, { query: cyclic }, { accept: GR });
     expect(res.status).toBe(400);
     expect(json(res).errors!.map((e) => e.message).join('\n')).toMatch(/Cannot spread fragment "A" within itself/);
+  });
+});
+
+describe('graphql-jit and graphql-js', () => {
+  // every request shape the suite uses that executes something: answers must be the same, byte for byte
+  const corpus: { name: string; request: () => Parameters<Engine['handle']>[0] }[] = [
+    ['flat', { query: '{productsForHome{id title}}' }],
+    ['nested with dedup', { query: '{productsForHome{id author pages year details{author}}}' }],
+    ['aliases, fragments, __typename', { query: 'query Q { a: product(id: 1) { ...F } b: product(id: 2) { ...F __typename } } fragment F on Product { id title: author }' }],
+    ['variables and operationName', { query: 'query P($id: Int!){product(id: $id){id pages}} query Other{__typename}', variables: { id: 3 }, operationName: 'P' }],
+    ['skip and include', { query: 'query($s: Boolean!){product(id: 1){id author @skip(if: $s) pages @include(if: $s)}}', variables: { s: true } }],
+    ['templates: path, query, headers, input object', { query: '{echo(q: "a b", ids: [1, 2], input: {a: 1, b: "x"}){url auth}}' }],
+    ['templated JSON body', { query: '{echoPost(q: "x", n: 2, input: {a: 5}){contentType n a body missing}}' }],
+    ['resultRoot and setters', { query: '{authors{id name lastname} firstAuthor{id first}}' }],
+    ['mutation', { query: 'mutation{addProduct(title: "New"){id title}}' }],
+    ['partial data, resolver error', { query: '{productsForHome{id} failing(code: 503){id}}' }],
+    ['nested error with list index', { query: '{productsForHome{id author} product(id: 404){id author}}' }],
+    ['bad body, refused connection, empty body', { query: '{notJson{id} down{id} nothing{id}}' }],
+    ['non-null propagation to the root', { query: '{mustHave{id}}' }],
+    ['Int coercion of a string backend value', { query: '{product(id: 2){year}}' }],
+    ['variable coercion error', { query: 'query Q($id: Int!){ product(id: $id){id} }', variables: { id: 'x' } }],
+    ['missing variable', { query: 'query Q($id: Int!){ product(id: $id){id} }' }],
+    ['unknown operationName', { query: 'query A{__typename}', operationName: 'B' }],
+    ['several operations, no name', { query: 'query A{__typename} query B{__typename}' }],
+  ].map(([name, body]) => ({
+    name: name as string,
+    request: () => ({ method: 'POST', path: '/graphql', headers: { 'content-type': 'application/json', accept: GR, authorization: 'Bearer t' }, body: Buffer.from(JSON.stringify(body)) }),
+  }));
+  let jit: Engine;
+  let js: Engine;
+  beforeAll(() => {
+    jit = make({ version: 'v-jit' }, { compileAfter: 0 });
+    js = make({ version: 'v-js' }, { compileAfter: -1 });
+  });
+
+  for (const c of corpus) {
+    it(`answer the same: ${c.name}`, async () => {
+      const calls = (e: Engine) => e.stats().upstreamCalls + e.stats().upstreamCallsDeduplicated;
+      const [jsCalls0, jitCalls0] = [calls(js), calls(jit)];
+      const viaJs = await js.handle(c.request());
+      const viaJit = await jit.handle(c.request());
+      expect({ ...viaJit, body: JSON.parse(viaJit.body) as unknown }).toEqual({ ...viaJs, body: JSON.parse(viaJs.body) as unknown });
+      expect(viaJit.body).toBe(viaJs.body);
+      expect(calls(jit) - jitCalls0).toBe(calls(js) - jsCalls0);
+    });
+  }
+
+  it('each engine ran on its executor', () => {
+    expect(js.stats()).toMatchObject({ compilations: 0, compileFailures: 0, jitExecutions: 0 });
+    expect(jit.stats().compileFailures).toBe(0);
+    expect(jit.stats().compilations).toBeGreaterThan(0);
+    // one compilation for the two variable error cases (one document), none for a missing or ambiguous operation
+    expect(jit.stats().compilations).toBe(corpus.length - 3);
+  });
+
+  it('by default, compiles an operation on its second use, once', async () => {
+    const e = make({ version: 'v-default' }, { compileAfter: undefined });
+    const q = { query: '{product(id: 1){id author}}' };
+    expect(json(await post(e, q))).toEqual({ data: { product: { id: 1, author: 'William Shakespeare' } } });
+    expect(e.stats()).toMatchObject({ compilations: 0, jitExecutions: 0 });
+    for (let i = 0; i < 3; i++) expect(json(await post(e, q))).toEqual({ data: { product: { id: 1, author: 'William Shakespeare' } } });
+    expect(e.stats()).toMatchObject({ compilations: 1, jitExecutions: 3 });
+  });
+
+  it('compiles each operation of a document on its own; an unknown operationName compiles nothing', async () => {
+    const e = make({ version: 'v-ops' }, { compileAfter: 0 });
+    const query = 'query A{product(id: 1){id}} query B{product(id: 2){id}}';
+    expect(json(await post(e, { query, operationName: 'A' })).data).toEqual({ product: { id: 1 } });
+    expect(json(await post(e, { query, operationName: 'B' })).data).toEqual({ product: { id: 2 } });
+    expect(json(await post(e, { query, operationName: 'A' })).data).toEqual({ product: { id: 1 } });
+    for (let i = 0; i < 3; i++) expect(json(await post(e, { query, operationName: `C${i}` })).errors![0]!.message).toMatch(/Unknown operation named "C/);
+    expect(e.stats()).toMatchObject({ compilations: 2, jitExecutions: 3 });
   });
 });
 

@@ -3,15 +3,15 @@
 //
 //   npx tsx extensions/graphql/engine/bench.ts [--n 5000] [--concurrency 8] [--rounds 3]   (median of the rounds)
 //
-// Optional comparisons, when the packages are installed somewhere (they are not project dependencies):
-//   GRAPHQL_JIT=/path/to/node_modules/graphql-jit/dist/index.mjs   graphql-jit instead of graphql-js execute
+// The engine scenarios run twice: with graphql-jit (compiled after the first use, the default) and on
+// graphql-js alone (compileAfter -1). Optional comparison of the backend clients:
 //   UNDICI=/path/to/node_modules/undici/index.js                    undici Pool vs node:http Agent for the calls
-// graphql-jit must resolve the same `graphql` module instance as this project (symlink its graphql to ours).
 
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { parse, validate, specifiedRules, execute, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream } from '../../../common/contract.js';
 import { createEngine, UpstreamPools, type Engine } from './index.js';
 import { makeRestResolver, type RequestContext } from './rest.js';
@@ -145,7 +145,7 @@ async function engineScenarios(engine: Engine): Promise<Result[]> {
 }
 
 /** The same resolution outside the engine: graphql-js execute vs graphql-jit on a cached document. */
-async function executorScenarios(port: number, jitPath: string | undefined): Promise<Result[]> {
+async function executorScenarios(port: number): Promise<Result[]> {
   const prepared = prepareApi(config(port));
   const schema = prepared.schema as GraphQLSchema;
   const pools = new UpstreamPools(0);
@@ -167,19 +167,14 @@ async function executorScenarios(port: number, jitPath: string | undefined): Pro
         JSON.stringify(r);
       }),
     );
-    if (jitPath !== undefined) {
-      const jit = (await import(pathToFileURL(jitPath).href)) as {
-        compileQuery: (s: GraphQLSchema, d: DocumentNode) => { query: (root: unknown, ctx: unknown, vars: unknown) => unknown; stringify: (r: unknown) => string } | { errors: unknown[] };
-      };
-      const compiled = jit.compileQuery(schema, document);
-      if ('errors' in compiled) throw new Error(`graphql-jit: ${JSON.stringify(compiled.errors)}`);
-      out.push(
-        await measure(`${label} graphql-jit query + stringify`, N, async () => {
-          const r = await compiled.query(undefined, ctx(), {});
-          compiled.stringify(r);
-        }),
-      );
-    }
+    const compiled = compileQuery(schema, document, undefined, { disablingCapturingStackErrors: true });
+    if (!isCompiledQuery(compiled)) throw new Error(`graphql-jit: ${JSON.stringify(compiled.errors)}`);
+    out.push(
+      await measure(`${label} graphql-jit query + stringify`, N, async () => {
+        const r = await compiled.query(undefined, ctx(), {});
+        JSON.stringify(r);
+      }),
+    );
   }
   pools.close();
   return out;
@@ -224,13 +219,19 @@ async function main(): Promise<void> {
   const backend = await startBackend();
   const pools = new UpstreamPools(0);
   try {
-    const engine = createEngine(config(backend.port), { upstreamPools: pools });
     console.log(`node ${process.version}, n=${N}, concurrency=${CONCURRENCY}; CPU is this process only (backend is a child process)\n`);
-    await engineScenarios(engine); // warm-up pass: every code path compiled before anything is measured
-    print(await engineScenarios(engine));
-    console.log(`\nengine stats: ${JSON.stringify(engine.stats())}\n`);
-    engine.close();
-    print(await executorScenarios(backend.port, process.env['GRAPHQL_JIT']));
+    for (const [label, compileAfter] of [
+      ['graphql-jit (default)', undefined],
+      ['graphql-js only', -1],
+    ] as const) {
+      const engine = createEngine(config(backend.port), { upstreamPools: pools, ...(compileAfter !== undefined ? { compileAfter } : {}) });
+      await engineScenarios(engine); // warm-up pass: every code path compiled before anything is measured
+      console.log(`engine, ${label}:`);
+      print(await engineScenarios(engine));
+      console.log(`engine stats: ${JSON.stringify(engine.stats())}\n`);
+      engine.close();
+    }
+    print(await executorScenarios(backend.port));
     console.log('');
     print(await clientScenarios(backend.port, process.env['UNDICI']));
   } finally {

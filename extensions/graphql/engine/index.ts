@@ -12,8 +12,10 @@ import {
   type DocumentNode,
   type ExecutionResult,
   type GraphQLSchema,
+  type OperationDefinitionNode,
   type ValidationRule,
 } from 'graphql';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { GraphQLApiConfig } from '../../../common/contract.js';
 import type { Logger } from '../../../common/log.js';
 import {
@@ -64,6 +66,12 @@ export interface EngineStats {
   upstreamCalls: number;
   /** backend calls saved by per-request dedup */
   upstreamCallsDeduplicated: number;
+  /** operations compiled by graphql-jit */
+  compilations: number;
+  /** operations graphql-jit could not compile (they run on graphql-js) */
+  compileFailures: number;
+  /** requests executed by graphql-jit compiled code (the others by graphql-js execute) */
+  jitExecutions: number;
   documentCacheSize: number;
   errorCacheSize: number;
 }
@@ -87,10 +95,14 @@ export interface EngineOptions {
   maxBodyBytes?: number;
   /** Pool registry shared across engines; default: a process-wide one. */
   upstreamPools?: UpstreamPools;
+  /** Executions of a cached operation on graphql-js before it is compiled with graphql-jit: 0 compiles on
+   * first use; default 1 (a one-off query never pays for a compilation); a negative value never compiles. */
+  compileAfter?: number;
 }
 
 export const DEFAULT_DOCUMENT_CACHE_SIZE = 1000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_COMPILE_AFTER = 1;
 /** Total query text held by the document cache (its ASTs are roughly ten times bigger). */
 const DOCUMENT_CACHE_MAX_CHARS = 8 * 1024 * 1024;
 /** Parser token limit: a guard against pathological documents before validation even starts. */
@@ -112,7 +124,17 @@ const silentLogger: Logger = {
   child: () => silentLogger,
 };
 
-type CachedDocument = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
+/** How one operation of a cached document executes: on graphql-js until it has been used `compileAfter`
+ * times, then with its graphql-jit compiled query (or on graphql-js for good when compiling failed). */
+interface OperationPlan {
+  uses: number;
+  /** undefined: not compiled (yet); null: graphql-jit refused it */
+  compiled: CompiledQuery | null | undefined;
+}
+
+type CachedDocument =
+  | { document: DocumentNode; errors?: undefined; operations: Map<OperationDefinitionNode, OperationPlan> }
+  | { document?: undefined; errors: readonly GraphQLError[] };
 
 export function createEngine(config: GraphQLApiConfig, options: EngineOptions = {}): Engine {
   const prepared = prepareApi(config);
@@ -154,7 +176,18 @@ class GraphQLEngine implements Engine {
   private readonly failures: Lru<CachedDocument>;
   private readonly maxBodyBytes: number;
   private closed = false;
-  private readonly counters = { requests: 0, documentCacheHits: 0, validations: 0, errorCacheHits: 0, upstreamCalls: 0, upstreamCallsDeduplicated: 0 };
+  private readonly compileAfter: number;
+  private readonly counters = {
+    requests: 0,
+    documentCacheHits: 0,
+    validations: 0,
+    errorCacheHits: 0,
+    upstreamCalls: 0,
+    upstreamCallsDeduplicated: 0,
+    compilations: 0,
+    compileFailures: 0,
+    jitExecutions: 0,
+  };
 
   constructor(
     readonly name: string,
@@ -173,6 +206,8 @@ class GraphQLEngine implements Engine {
     this.failures = new Lru(entries === 0 ? 0 : Math.max(16, Math.floor(entries / 10)), DOCUMENT_CACHE_MAX_CHARS / 8);
     const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.maxBodyBytes = Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_BODY_BYTES;
+    const after = options.compileAfter ?? DEFAULT_COMPILE_AFTER;
+    this.compileAfter = after < 0 ? Number.POSITIVE_INFINITY : Number.isFinite(after) ? Math.floor(after) : DEFAULT_COMPILE_AFTER;
   }
 
   stats(): EngineStats {
@@ -224,7 +259,7 @@ class GraphQLEngine implements Engine {
       this.failures.set(query, entry);
       return entry;
     }
-    const entry = { document };
+    const entry = { document, operations: new Map<OperationDefinitionNode, OperationPlan>() };
     this.documents.set(query, entry);
     return entry;
   }
@@ -246,6 +281,7 @@ class GraphQLEngine implements Engine {
     const document = doc.document;
 
     const operation = getOperationAST(document, params.operationName);
+    let plan: OperationPlan | undefined;
     if (operation !== null && operation !== undefined) {
       if (operation.operation === 'mutation' && method === 'GET') {
         return reply(405, media, { errors: [{ message: 'Mutations are not allowed over GET: use POST.' }] }, { allow: 'POST' });
@@ -253,20 +289,60 @@ class GraphQLEngine implements Engine {
       if (operation.operation === 'subscription') {
         return requestErrors(media, [new GraphQLError('Subscriptions are not supported by this API.', { nodes: operation })]);
       }
+      // keyed by the operation node, so the plans of a document are bounded by its operations (an unknown
+      // operationName finds no operation and runs on graphql-js, which reports it)
+      plan = doc.operations.get(operation);
+      if (plan === undefined) {
+        plan = { uses: 0, compiled: undefined };
+        doc.operations.set(operation, plan);
+      }
     }
-    return this.execute(document, params, req, media);
+    return this.execute(document, plan, params, req, media);
   }
 
-  private async execute(document: DocumentNode, params: GraphQLParams, req: GraphQLHttpRequest, media: MediaType): Promise<GraphQLHttpResponse> {
+  /** The plan's compiled query, compiling it once the operation has been used often enough; null: use graphql-js. */
+  private compiledFor(document: DocumentNode, plan: OperationPlan | undefined, operationName: string | undefined): CompiledQuery | null {
+    if (plan === undefined) return null;
+    if (plan.compiled !== undefined) return plan.compiled;
+    if (plan.uses++ < this.compileAfter) return null;
+    try {
+      const compiled = compileQuery(this.schema, document, operationName, { disablingCapturingStackErrors: true });
+      if (isCompiledQuery(compiled)) {
+        this.counters.compilations++;
+        plan.compiled = compiled;
+        return compiled;
+      }
+      this.compileRefused(operationName, compiled.errors);
+    } catch (err) {
+      this.compileRefused(operationName, err);
+    }
+    plan.compiled = null;
+    return null;
+  }
+
+  private compileRefused(operationName: string | undefined, reason: unknown): void {
+    this.counters.compileFailures++;
+    this.log.warn('graphql-jit cannot compile an operation; it runs on graphql-js', { api: this.name, operationName, reason: reason instanceof Error ? reason.message : JSON.stringify(reason) });
+  }
+
+  private executeOnGraphqlJs(document: DocumentNode, context: RequestContext, params: GraphQLParams): Promise<ExecutionResult> | ExecutionResult {
+    return execute({ schema: this.schema, document, contextValue: context, variableValues: params.variables, operationName: params.operationName });
+  }
+
+  private async execute(document: DocumentNode, plan: OperationPlan | undefined, params: GraphQLParams, req: GraphQLHttpRequest, media: MediaType): Promise<GraphQLHttpResponse> {
     const context: RequestContext = { headers: req.headers, memo: new Map(), calls: 0, deduplicated: 0 };
     const started = this.log.enabled('debug') ? process.hrtime.bigint() : 0n;
-    let result: ExecutionResult = await execute({
-      schema: this.schema,
-      document,
-      contextValue: context,
-      variableValues: params.variables,
-      operationName: params.operationName,
-    });
+    const compiled = this.compiledFor(document, plan, params.operationName);
+    let result: ExecutionResult;
+    if (compiled !== null) {
+      this.counters.jitExecutions++;
+      result = await compiled.query(undefined, context, params.variables);
+      // no data: nothing ran (the variables did not coerce); graphql-js words these errors as clients have
+      // seen them so far (graphql-jit adds "Expected type ...;"), and runs the operation if it accepts them
+      if (result.data === undefined) result = await this.executeOnGraphqlJs(document, context, params);
+    } else {
+      result = await this.executeOnGraphqlJs(document, context, params);
+    }
     this.counters.upstreamCalls += context.calls;
     this.counters.upstreamCallsDeduplicated += context.deduplicated;
     if (result.data === undefined) {
@@ -282,7 +358,8 @@ class GraphQLEngine implements Engine {
         micros: Number((process.hrtime.bigint() - started) / 1000n),
       });
     }
-    if (result.extensions !== undefined) result = { data: result.data, errors: result.errors };
+    // errors first when present, as graphql-js orders them (graphql-jit puts data first)
+    result = result.errors !== undefined ? { errors: result.errors, data: result.data } : { data: result.data };
     // 200 also for partial results ({data, errors}); see docs/graphql.md for why not 294
     return { status: 200, headers: { 'content-type': CONTENT_TYPE[media] }, body: JSON.stringify(result) };
   }
