@@ -140,14 +140,29 @@ describe.each([
   });
 
   it('serves a token ext_authz accepted from the edge cache: no ext_authz call, nothing forged gets through', async () => {
-    const auth = { headers: { authorization: `Bearer ${await token()}` } };
-    expect((await gw().request('/secure/a', auth)).status).toBe(200); // first time: ext_authz decides
-    expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_stores')).toBeGreaterThanOrEqual(1);
+    const auth = { authorization: `Bearer ${await token()}` };
+    // one connection, so one Envoy worker: each worker's VM has its own cache
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: gw().ports.http, path, headers: auth, agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+    try {
+      expect(await get('/secure/a')).toBe(200); // first time: ext_authz decides
+      expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_stores')).toBeGreaterThanOrEqual(1);
+      const checks = await stat(gw(), 'cluster.legate-extauth.upstream_rq_total');
+      const hits = await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits');
+      for (let i = 0; i < 5; i++) expect(await get('/secure/b')).toBe(200);
+      expect(await stat(gw(), 'cluster.legate-extauth.upstream_rq_total')).toBe(checks);
+      expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits')).toBe(hits + 5);
+    } finally {
+      agent.destroy();
+    }
     const checks = await stat(gw(), 'cluster.legate-extauth.upstream_rq_total');
-    const hits = await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits');
-    for (let i = 0; i < 5; i++) expect((await gw().request('/secure/b', auth)).status).toBe(200);
-    expect(await stat(gw(), 'cluster.legate-extauth.upstream_rq_total')).toBe(checks);
-    expect(await stat(gw(), 'wasmcustom.legate_bearer_check_cache_hits')).toBe(hits + 5);
     // a client cannot vouch for itself: the filter drops the header, and only the secret value skips
     const forged = { headers: { authorization: 'Bearer not-known-anywhere', 'x-legate-token-verified': 'anything-at-all-0123456789' } };
     expect((await gw().request('/secure', forged)).status).toBe(403);
