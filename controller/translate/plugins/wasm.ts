@@ -59,8 +59,16 @@ function bearerConfiguration(options: WasmOptions): object {
   return { maxTokenBytes: b.maxTokenBytes, cacheEntries: b.cacheEntries, verifiedHeader: skip.header, verifiedValue: skip.value };
 }
 
+const bearerUse = new WeakMap<ProxyIR, boolean>();
+
+/** Whether any route of the proxy is protected; memoised, as it is asked once per virtual host. */
 function usesBearer(proxy: ProxyIR): boolean {
-  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth))));
+  let uses = bearerUse.get(proxy);
+  if (uses === undefined) {
+    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth))));
+    bearerUse.set(proxy, uses);
+  }
+  return uses;
 }
 
 function usesGraphql(proxy: ProxyIR): boolean {
