@@ -428,7 +428,7 @@ function holdsUntil(step: Step, result: ActiveToken): number {
 }
 
 function grantEdge(grant: EdgeGrant, config: CompiledConfig, until: number): void {
-  if (config.edgeKey === undefined || !Number.isFinite(until)) return;
+  if (config.edgeKey === undefined || !Number.isFinite(until) || until <= 0) return;
   grant.key = config.edgeKey;
   grant.until = until;
 }
