@@ -17,6 +17,7 @@ import { startGraphQLService } from '../extensions/graphql/service.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, packageRoot, runStatePath, type RunState } from './paths.js';
 import { DEFAULT_WASM_OPTIONS } from '../controller/translate/plugins/wasm.js';
 import { Supervisor } from './run/supervisor.js';
+import { loadOrCreateEdgeSecret } from './edge-secret.js';
 import { readValues } from './run/values.js';
 
 const USAGE = `Usage: legate <command> [flags]
@@ -212,13 +213,14 @@ async function controller(args: string[]): Promise<number> {
       'dev-port': { type: 'string' },
       'wasm-dir': { type: 'string' },
       'wasm-source': { type: 'string', default: 'local' },
+      'edge-secret-file': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--stats-port 9091] [--dev-port 10010] [--wasm-dir DIR] [--wasm-source local|remote] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
+      'Usage: legate controller --config DIR [--graphql-address 127.0.0.1:8084] [--extauth-address 127.0.0.1:8083] [--stats-port 9091] [--dev-port 10010] [--wasm-dir DIR] [--wasm-source local|remote] [--edge-secret-file PATH] [--xds-host H] [--xds-port 9977] [--api-port 9095] [--http-port 8080] [--https-port 8443] [--bind-address ::] [--write-namespace NS] [--log-level info]\n',
     );
     return 0;
   }
@@ -229,6 +231,7 @@ async function controller(args: string[]): Promise<number> {
   const wasmSource = values['wasm-source'];
   if (wasmSource !== 'local' && wasmSource !== 'remote') throw new UsageError('--wasm-source: expected local or remote');
   const logger = createLogger('controller', level ? { level } : {});
+  const edgeSecretFile = values['edge-secret-file'];
   const ctl = await startController({
     configDir: path.resolve(values.config),
     xds: { host: values['xds-host'], port: intFlag(values['xds-port'], 'xds-port', DEFAULTS.xdsPort) },
@@ -239,7 +242,10 @@ async function controller(args: string[]): Promise<number> {
     render: {
       graphql: hostPort(values['graphql-address'], 'graphql-address'),
       extauth: hostPort(values['extauth-address'], 'extauth-address'),
-      wasm: DEFAULT_WASM_OPTIONS,
+      // without a file the controller picks a new secret at every start
+      wasm: edgeSecretFile
+        ? { ...DEFAULT_WASM_OPTIONS, bearerCheck: { ...DEFAULT_WASM_OPTIONS.bearerCheck, verifiedValue: loadOrCreateEdgeSecret(path.resolve(edgeSecretFile)) } }
+        : DEFAULT_WASM_OPTIONS,
     },
     wasm: { dir: path.resolve(values['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')), source: wasmSource },
     ...(statsServerEnabled() ? { admin: { host: '127.0.0.1', port: intFlag(values['stats-port'], 'stats-port', DEFAULTS.stats.controller) } } : {}),
@@ -373,6 +379,7 @@ async function run(args: string[]): Promise<number> {
         '--stats-port', String(ports.controllerStats),
         '--dev-port', String(ports.dev),
         '--wasm-source', values['wasm-source'],
+        '--edge-secret-file', path.join(stateDir, 'edge-secret'),
       ],
       env: runValues.controller?.logLevel ? { LOG_LEVEL: runValues.controller.logLevel } : {},
     });

@@ -29,7 +29,7 @@ export interface WasmOptions {
     maxTokenBytes: number;
     /** edge cache slots per Envoy worker; 0 turns the edge cache off */
     cacheEntries: number;
-    /** the secret value of VERIFIED_HEADER; '' turns the edge cache off (the controller generates one) */
+    /** the secret value of VERIFIED_HEADER; '' turns the edge cache off (startController then generates one) */
     verifiedValue: string;
   };
   graphqlCheck: { enabled: boolean; maxBodyBytes: number; allowGet: boolean };
