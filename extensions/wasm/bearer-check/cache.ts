@@ -10,6 +10,15 @@ export class Digest {
   d2: u64 = 0;
   d3: u64 = 0;
 
+  clone(): Digest {
+    const d = new Digest();
+    d.d0 = this.d0;
+    d.d1 = this.d1;
+    d.d2 = this.d2;
+    d.d3 = this.d3;
+    return d;
+  }
+
   /** Copies the 32 bytes at `bytes`. */
   copyFrom(bytes: StaticArray<u8>): void {
     const p = changetype<usize>(bytes);

@@ -120,7 +120,7 @@ class BearerCheckRoot extends RootContext {
     let verifiedValue = "";
     const r = new JsonObjectReader(config.ptr, config.len);
     if (!r.isBlank() && r.begin()) {
-      let seen = new Set<string>();
+      const seen = new Set<string>();
       let key: string | null;
       while ((key = r.nextKey()) !== null) {
         if (seen.has(key!)) r.duplicateField(key!);
@@ -222,12 +222,7 @@ class BearerCheckStream extends StreamContext {
       root.cacheHits!.increment();
       return;
     }
-    const pending = new Digest();
-    pending.d0 = lookupDigest.d0;
-    pending.d1 = lookupDigest.d1;
-    pending.d2 = lookupDigest.d2;
-    pending.d3 = lookupDigest.d3;
-    this.pending = pending;
+    this.pending = lookupDigest.clone();
   }
 
   /** After ext_authz: caches the token when the service accepted it for this route's AuthConfig version. */
