@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { BEARER_CHECK, GRAPHQL_CHECK, wasmFilter } from '../../controller/translate/plugins/wasm.js';
 import { envoyConcurrency, envoyPath, envoyStats } from '../lib/legate.js';
 import { freePort, get, send, waitFor } from '../lib/net.js';
 import { startProcess, type Started } from '../lib/procs.js';
@@ -18,8 +19,8 @@ import type { BenchContext, LoadRequest, LoadScenario } from '../lib/types.js';
 import { LEGATE_ENVOY_CONCURRENCY } from './legate-route.js';
 import { cpuCount } from './static-envoy.js';
 
-const FILTER = 'legate.bearer_check';
-const GRAPHQL_FILTER = 'legate.graphql_check';
+const FILTER = BEARER_CHECK;
+const GRAPHQL_FILTER = GRAPHQL_CHECK;
 const GRAPHQL_BODY = JSON.stringify({ query: '{productsForHome{id title}}' });
 /** the same body as the bench upstream's, so the answer is the size of a proxied one */
 const BODY = JSON.stringify({ ok: true, service: 'bench-upstream', items: [1, 2, 3] });
@@ -30,23 +31,6 @@ const GRAPHQL_PASSES = 'wasmcustom.legate_graphql_check_allowed';
 const GRAPHQL_REQUEST: LoadRequest = { method: 'POST', headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY };
 const BEARER_REQUEST: LoadRequest = { headers: { authorization: `Bearer ${TOKEN}` } };
 const ENABLE = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', config: {} };
-
-function wasmFilter(name: string, configuration: object, filename: string): Record<string, unknown> {
-  return {
-    name,
-    disabled: true,
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
-      config: {
-        name,
-        root_id: name,
-        configuration: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: JSON.stringify(configuration) },
-        vm_config: { vm_id: name, runtime: 'envoy.wasm.runtime.v8', code: { local: { filename } } },
-        fail_open: false,
-      },
-    },
-  };
-}
 
 function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string; graphqlWasmFile: string }): Record<string, unknown> {
   const answer = { status: 200, body: { inline_string: BODY } };
@@ -96,8 +80,8 @@ function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string; g
                     http_filters: [
                       // as controller/translate/plugins/wasm.ts renders them (bearer-check with its edge cache off:
                       // this measures the check itself)
-                      wasmFilter(FILTER, { maxTokenBytes: 4096 }, o.wasmFile),
-                      wasmFilter(GRAPHQL_FILTER, { maxBodyBytes: 1048576, allowGet: true }, o.graphqlWasmFile),
+                      wasmFilter(FILTER, { maxTokenBytes: 4096 }, { type: 'local', files: { 'bearer-check': o.wasmFile } }),
+                      wasmFilter(GRAPHQL_FILTER, { maxBodyBytes: 1048576, allowGet: true }, { type: 'local', files: { 'graphql-check': o.graphqlWasmFile } }),
                       { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
                     ],
                   },

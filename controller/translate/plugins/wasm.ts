@@ -88,7 +88,8 @@ function codeFor(name: string, code: WasmCodeSource): EnvoyJson {
   };
 }
 
-function wasmFilter(name: string, configuration: object, code: WasmCodeSource): EnvoyJson {
+/** A filter of the HCM chain, disabled (routes enable it). Exported for the benchmarks, which must render it the same way. */
+export function wasmFilter(name: string, configuration: object, code: WasmCodeSource): EnvoyJson {
   return {
     name,
     disabled: true,
