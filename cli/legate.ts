@@ -15,7 +15,7 @@ import { startController } from '../controller/controller.js';
 import { startExtauthService, type RunningExtauthService as RunningExtauth } from '../extensions/extauth/service.js';
 import { startGraphQLService } from '../extensions/graphql/service.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, packageRoot, runStatePath, type RunState } from './paths.js';
-import { DEFAULT_WASM_OPTIONS } from '../controller/translate/plugins/wasm.js';
+import { DEFAULT_WASM_OPTIONS } from '../controller/translate/features/wasm/index.js';
 import { Supervisor } from './run/supervisor.js';
 import { loadOrCreateEdgeSecret } from './edge-secret.js';
 import { readValues } from './run/values.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { stringify } from 'yaml';
 import { VERSION } from '../common/version.js';
-import { KINDS, kindFromUserInput } from '../controller/api/meta.js';
+import { KINDS, kindFromUserInput } from '../controller/api/kinds.js';
 import { CliError, FileBackend, type Backend, type ListedResource, type ProxyInfo } from './ctl/backend.js';
 import { EXCLUDE_NAMES, runCheck } from './ctl/check.js';
 import { follow, readLog } from './ctl/logs.js';

@@ -18,7 +18,7 @@ import { controllerMetrics } from './admin/metrics.js';
 import { runPipeline, type PipelineOutput } from './pipeline.js';
 import { FileSource, type SourceSnapshot } from './source/file/source.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
-import type { WasmCodeSource } from './translate/plugins/wasm.js';
+import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer, type NackEvent } from './xds/server.js';
 

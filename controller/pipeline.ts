@@ -1,13 +1,14 @@
 // The whole pure path from raw resources to statuses and per-proxy xDS snapshots:
 // validate -> discover -> translate (stage 1) -> render (stage 2). No I/O; the controller and the
 // golden tests call the same function.
-import { LEGATE_NAMESPACE, REPORTER, canonicalApiVersion, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
+import { canonicalApiVersion } from './api/kinds.js';
+import { LEGATE_NAMESPACE, REPORTER, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
 import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR } from './translate/ir.js';
-import { ExtensionRoles, ExtensionTypeUrls } from '../common/contract.js';
 import type { WasmChecks } from './api/schemas.js';
-import { DEFAULT_RENDER_OPTIONS, proxyRole, renderPlugins, renderProxy, type RenderOptions } from './translate/render.js';
+import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
+import { proxyRole, renderPlugins, renderProxy } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
 import { sameRef } from './translate/reporter.js';
 import { translate } from './translate/translate.js';
@@ -71,7 +72,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const discovered = discoverUpstreams(typed.filter(isKind('Service')), writeNamespace).filter((u) => !userKeys.has(keyOf(u)));
   const all = [...typed, ...discovered];
 
+  const featureList = features(withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks));
   const out = translate({
+    features: featureList,
     resources: all,
     lastAccepted: input.lastAccepted,
     options: {
@@ -103,10 +106,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });
 
   const xds = new Map<string, XdsSnapshot>();
-  const plugins = renderPlugins(withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks));
+  const plugins = renderPlugins(featureList);
   // the extensions subscribe as their own roles; an empty set is served too, so they know
-  xds.set(ExtensionRoles.graphql, new Map([[ExtensionTypeUrls.graphqlApi, out.graphqlApis.map((api) => ({ name: api.name, resource: { ...api } }))]]));
-  xds.set(ExtensionRoles.extauth, new Map([[ExtensionTypeUrls.authConfig, out.authConfigs.map((ac) => ({ name: ac.name, resource: { ...ac } }))]]));
+  for (const ext of out.extensions) xds.set(ext.role, new Map([[ext.typeUrl, ext.resources]]));
   for (const proxy of out.proxies) {
     xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams, plugins));
     const metadata = { name: proxy.name, namespace: proxy.namespace };

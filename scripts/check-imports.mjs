@@ -50,9 +50,14 @@ for (const file of files) {
         problems.push(`${rel} imports ${target}: ${why}`);
       }
     }
-    // plugins never import each other (only the shared hook types)
-    if (rel.startsWith('controller/translate/plugins/') && target.startsWith('controller/translate/plugins/') && !target.endsWith('plugins/types.ts')) {
-      problems.push(`${rel} imports ${target}: plugins never import each other`);
+    // features never import each other; only the composition list (features/index.ts) imports them all
+    const feature = (p) => p.match(/^controller\/translate\/features\/([^/]+)\//)?.[1];
+    if (feature(rel) && feature(target) && feature(rel) !== feature(target)) {
+      problems.push(`${rel} imports ${target}: features never import each other`);
+    }
+    if (target.startsWith('controller/translate/features/') && !rel.startsWith('controller/translate/features/')) {
+      const entry = /^controller\/translate\/features\/(index|[^/]+\/index)\.ts$/.test(target);
+      if (!entry) problems.push(`${rel} imports ${target}: outside code uses a feature through its index.ts`);
     }
   }
   graph.set(rel, deps);

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BEARER_CHECK, GRAPHQL_CHECK, wasmFilter } from '../../controller/translate/plugins/wasm.js';
+import { BEARER_CHECK, GRAPHQL_CHECK, wasmFilter } from '../../controller/translate/features/wasm/index.js';
 import { envoyConcurrency, envoyPath, envoyStats } from '../lib/legate.js';
 import { freePort, get, send, waitFor } from '../lib/net.js';
 import { startProcess, type Started } from '../lib/procs.js';
@@ -78,7 +78,7 @@ function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string; g
                       ],
                     },
                     http_filters: [
-                      // as controller/translate/plugins/wasm.ts renders them (bearer-check with its edge cache off:
+                      // as controller/translate/features/wasm renders them (bearer-check with its edge cache off:
                       // this measures the check itself)
                       wasmFilter(FILTER, { maxTokenBytes: 4096 }, { type: 'local', files: { 'bearer-check': o.wasmFile } }),
                       wasmFilter(GRAPHQL_FILTER, { maxBodyBytes: 1048576, allowGet: true }, { type: 'local', files: { 'graphql-check': o.graphqlWasmFile } }),

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sendError, sendOk } from '../../common/envelope.js';
 import type { Logger } from '../../common/log.js';
-import { kindFromUserInput } from '../api/meta.js';
+import { kindFromUserInput } from '../api/kinds.js';
 
 export interface ControllerView {
   version: string;

@@ -1,37 +1,9 @@
-// Typed resources: a RawResource whose spec passed its kind's schema. `validateResource` is pure.
-import { z } from 'zod';
-import {
-  acceptsApiVersion,
-  canonicalApiVersion,
-  isKnownKind,
-  resourceKey,
-  type KindName,
-  type ObjectMeta,
-  type RawResource,
-} from './meta.js';
-import {
-  AuthConfigSpecSchema,
-  EndpointsBodySchema,
-  GatewaySpecSchema,
-  GraphQLApiSpecSchema,
-  GraphQLSchemaSpecSchema,
-  SecretBodySchema,
-  ServiceBodySchema,
-  SettingsSpecSchema,
-  UpstreamSpecSchema,
-  VirtualServiceSpecSchema,
-  formatIssues,
-  type AuthConfigSpec,
-  type EndpointsBody,
-  type GatewaySpec,
-  type GraphQLApiSpec,
-  type GraphQLSchemaSpec,
-  type SecretBody,
-  type ServiceBody,
-  type SettingsSpec,
-  type UpstreamSpec,
-  type VirtualServiceSpec,
-} from './schemas.js';
+// Typed resources: a RawResource whose spec passed its kind's schema (controller/api/kinds.ts).
+// `validateResource` is pure.
+import type { z } from 'zod';
+import { acceptsApiVersion, canonicalApiVersion, isKnownKind, kindInfo, type KindName, type ShapeOf } from './kinds.js';
+import { resourceKey, type ObjectMeta, type RawResource } from './meta.js';
+import { formatIssues } from './schemas.js';
 
 interface Typed<K extends KindName, S> {
   readonly kind: K;
@@ -41,51 +13,24 @@ interface Typed<K extends KindName, S> {
   readonly raw: RawResource;
 }
 
-export type VirtualService = Typed<'VirtualService', VirtualServiceSpec>;
-export type Gateway = Typed<'Gateway', GatewaySpec>;
-export type Upstream = Typed<'Upstream', UpstreamSpec>;
-export type Settings = Typed<'Settings', SettingsSpec>;
-export type Service = Typed<'Service', ServiceBody>;
-export type Endpoints = Typed<'Endpoints', EndpointsBody>;
-export type Secret = Typed<'Secret', SecretBody>;
-export type GraphQLApi = Typed<'GraphQLApi', GraphQLApiSpec>;
-export type GraphQLSchema = Typed<'GraphQLSchema', GraphQLSchemaSpec>;
-export type AuthConfig = Typed<'AuthConfig', AuthConfigSpec>;
-/** A kind Legate stores and lists but does not act on yet. */
-export type StoredOnly = Typed<Exclude<KindName, TypedKind>, unknown>;
+/** A validated resource of kind K; `spec` is what the kind's schema produced (unknown for stored-only kinds). */
+export type ResourceOf<K extends KindName> = Typed<K, ShapeOf<K>>;
 
-type TypedKind = 'VirtualService' | 'Gateway' | 'Upstream' | 'Settings' | 'Service' | 'Endpoints' | 'Secret' | 'GraphQLApi' | 'GraphQLSchema' | 'AuthConfig';
+/** Any validated resource, discriminated by `kind`. */
+export type LegateResource = { [K in KindName]: ResourceOf<K> }[KindName];
 
-export type LegateResource =
-  | VirtualService
-  | Gateway
-  | Upstream
-  | Settings
-  | Service
-  | Endpoints
-  | Secret
-  | GraphQLApi
-  | GraphQLSchema
-  | AuthConfig
-  | StoredOnly;
+export type VirtualService = ResourceOf<'VirtualService'>;
+export type Gateway = ResourceOf<'Gateway'>;
+export type Upstream = ResourceOf<'Upstream'>;
+export type Settings = ResourceOf<'Settings'>;
+export type Service = ResourceOf<'Service'>;
+export type Endpoints = ResourceOf<'Endpoints'>;
+export type Secret = ResourceOf<'Secret'>;
+export type GraphQLApi = ResourceOf<'GraphQLApi'>;
+export type GraphQLSchema = ResourceOf<'GraphQLSchema'>;
+export type AuthConfig = ResourceOf<'AuthConfig'>;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
-
-const specSchemas = {
-  VirtualService: VirtualServiceSpecSchema,
-  Gateway: GatewaySpecSchema,
-  Upstream: UpstreamSpecSchema,
-  Settings: SettingsSpecSchema,
-  GraphQLApi: GraphQLApiSpecSchema,
-  GraphQLSchema: GraphQLSchemaSpecSchema,
-  AuthConfig: AuthConfigSpecSchema,
-} as const;
-
-const bodySchemas = {
-  Service: ServiceBodySchema,
-  Endpoints: EndpointsBodySchema,
-  Secret: SecretBodySchema,
-} as const;
 
 export function keyOf(r: { kind: string; metadata: { namespace: string; name: string } }): string {
   return resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
@@ -99,22 +44,21 @@ export function validateResource(raw: RawResource): ValidationResult {
     return { ok: false, reason: `apiVersion ${JSON.stringify(raw.apiVersion)} is not valid for ${kind} (use ${canonicalApiVersion(kind)})` };
   }
   const base = { apiVersion: raw.apiVersion, metadata: raw.metadata, raw };
-  if (kind in specSchemas) {
-    const schema = specSchemas[kind as keyof typeof specSchemas];
+  const info = kindInfo(kind);
+  if (info.spec) {
     if (raw.spec === undefined) return { ok: false, reason: 'spec: required' };
-    const parsed = (schema as z.ZodType).safeParse(raw.spec);
+    const parsed = (info.spec as z.ZodType).safeParse(raw.spec);
     if (!parsed.success) return { ok: false, reason: formatIssues('spec', parsed.error) };
     return { ok: true, resource: { ...base, kind, spec: parsed.data } as LegateResource };
   }
-  if (kind in bodySchemas) {
-    const schema = bodySchemas[kind as keyof typeof bodySchemas];
-    const parsed = (schema as z.ZodType).safeParse(raw.spec === undefined ? raw.body : { ...raw.body, spec: raw.spec });
+  if (info.body) {
+    const parsed = (info.body as z.ZodType).safeParse(raw.spec === undefined ? raw.body : { ...raw.body, spec: raw.spec });
     if (!parsed.success) return { ok: false, reason: formatIssues('', parsed.error) };
     return { ok: true, resource: { ...base, kind, spec: parsed.data } as LegateResource };
   }
-  return { ok: true, resource: { ...base, kind, spec: raw.spec } as StoredOnly };
+  return { ok: true, resource: { ...base, kind, spec: raw.spec } as LegateResource };
 }
 
-export function isKind<K extends LegateResource['kind']>(kind: K) {
+export function isKind<K extends KindName>(kind: K) {
   return (r: LegateResource): r is Extract<LegateResource, { kind: K }> => r.kind === kind;
 }

@@ -1,7 +1,7 @@
 // Upstream discovery (spec 1.5, 2.3): every port of every Service becomes an Upstream named
 // `<namespace>-<service>-<port>` in the write namespace. Pure: the caller supplies the Services.
 import type { Service, Upstream } from '../api/resources.js';
-import { canonicalApiVersion } from '../api/meta.js';
+import { canonicalApiVersion } from '../api/kinds.js';
 
 export const DISCOVERED_BY_LABEL = 'discovered_by';
 export const DISCOVERED_BY = 'kubernetesplugin';

@@ -1,36 +1,20 @@
-// Stage 2: IR -> Envoy xDS resources per proxy role. Pure rendering through the plugin list below.
+// Stage 2: IR -> Envoy xDS resources per proxy role. Pure. The core renders the skeleton (clusters,
+// listeners with one HCM, route configs, one route per matcher); each feature's RenderPlugin fills in
+// its part, in the order of features/index.ts.
 import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
-import type { DataSourceIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
-import { loadAssignment, upstreamsPlugin } from './plugins/upstreams.js';
-import { extauthPlugin } from './plugins/extauth.js';
-import { graphqlPlugin } from './plugins/graphql.js';
-import { matchFor, routingPlugin } from './plugins/routing.js';
-import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmPlugin, type WasmOptions } from './plugins/wasm.js';
-import { FilterStage, type EnvoyJson, type RenderPlugin, type ServiceAddress, type StagedHttpFilter } from './plugins/types.js';
+import type { EnvoyJson } from './envoy-json.js';
+import { FilterStage, comparePositions, during, type Feature, type RenderPlugin, type StagedHttpFilter } from './feature.js';
+import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './features/index.js';
+import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
+import { matchFor } from './matchers.js';
 
-export interface RenderOptions {
-  /** Where Envoy reaches Legate's extension services. */
-  graphql: ServiceAddress;
-  extauth: ServiceAddress;
-  wasm: WasmOptions;
-}
+export { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './features/index.js';
 
-export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
-  graphql: { host: '127.0.0.1', port: 8084 },
-  extauth: { host: '127.0.0.1', port: 8083 },
-  wasm: DEFAULT_WASM_OPTIONS,
-};
-
-/** The frozen, ordered list of stage-2 plugins. */
-export function renderPlugins(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
-  return Object.freeze([
-    routingPlugin,
-    upstreamsPlugin,
-    wasmPlugin(options.wasm),
-    extauthPlugin(options.extauth, edgeCacheSkip(options.wasm)),
-    graphqlPlugin(options.graphql),
-  ]);
+/** The stage-2 plugins of a feature list, in its order. */
+export function renderPlugins(from: readonly Feature[] | RenderOptions = DEFAULT_RENDER_OPTIONS): readonly RenderPlugin[] {
+  const list = Array.isArray(from) ? (from as readonly Feature[]) : features(from as RenderOptions);
+  return Object.freeze(list.flatMap((f) => (f.render ? [f.render] : [])));
 }
 
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -52,7 +36,11 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
     const cluster: EnvoyJson = { name: up.cluster };
     for (const p of plugins) p.patchCluster?.(up, cluster);
     clusters.push({ name: up.cluster, resource: cluster });
-    if (up.discovery === 'EDS') endpoints.push({ name: up.cluster, resource: loadAssignment(up) });
+    if (up.discovery !== 'EDS') continue;
+    for (const p of plugins) {
+      const assignment = p.loadAssignment?.(up);
+      if (assignment) endpoints.push({ name: up.cluster, resource: assignment });
+    }
   }
   for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: String(c['name']), resource: c });
 
@@ -77,10 +65,11 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   const staged: StagedHttpFilter[] = [];
   for (const p of plugins) staged.push(...(p.httpFilters?.(proxy, listener) ?? []));
   staged.push({
-    stage: FilterStage.Route,
+    position: during(FilterStage.Route),
     filter: { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
   });
-  staged.sort((a, b) => a.stage - b.stage);
+  // stable: filters at one position keep the feature order
+  staged.sort((a, b) => comparePositions(a.position, b.position));
   const hcm: EnvoyJson = {
     '@type': HCM_TYPE,
     stat_prefix: 'http',
@@ -92,51 +81,13 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   };
   const socket: EnvoyJson = { address: listener.bindAddress, port_value: listener.bindPort };
   if (listener.bindAddress === '::') socket['ipv4_compat'] = true;
-  const filters = [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }];
-  if (!listener.ssl) return { name: listener.name, address: { socket_address: socket }, filter_chains: [{ filters }] };
-  // ssl: one filter chain per certificate, chosen by SNI; all share the listener's route config.
-  return {
+  const rendered: EnvoyJson = {
     name: listener.name,
     address: { socket_address: socket },
-    listener_filters: [
-      {
-        name: 'envoy.filters.listener.tls_inspector',
-        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector' },
-      },
-    ],
-    filter_chains: tlsFilterChains(listener, filters),
+    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }],
   };
-}
-
-function dataSource(d: DataSourceIR): EnvoyJson {
-  return 'inline' in d ? { inline_string: d.inline } : { filename: d.filename };
-}
-
-function tlsFilterChains(listener: ListenerIR, filters: EnvoyJson[]): EnvoyJson[] {
-  const chains = new Map<string, EnvoyJson>();
-  for (const vh of listener.virtualHosts) {
-    if (!vh.tls) continue;
-    const serverNames = [...new Set(vh.tls.sniDomains)].sort();
-    const key = JSON.stringify([serverNames, vh.tls.certChain, vh.tls.privateKey]);
-    if (chains.has(key)) continue;
-    const chain: EnvoyJson = {
-      name: `${vh.name}-tls`,
-      filters,
-      transport_socket: {
-        name: 'envoy.transport_sockets.tls',
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
-          common_tls_context: {
-            tls_certificates: [{ certificate_chain: dataSource(vh.tls.certChain), private_key: dataSource(vh.tls.privateKey) }],
-            alpn_protocols: ['h2', 'http/1.1'],
-          },
-        },
-      },
-    };
-    if (serverNames.length) chain['filter_chain_match'] = { server_names: serverNames };
-    chains.set(key, chain);
-  }
-  return [...chains.values()];
+  for (const p of plugins) p.patchListener?.(listener, rendered, hcm);
+  return rendered;
 }
 
 function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {

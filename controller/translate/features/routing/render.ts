@@ -1,43 +1,13 @@
-// Route matching and actions: the core of every Envoy route.
-import type { MatcherIR, RouteIR, StringMatchIR } from '../ir.js';
-import { duration, type EnvoyJson, type RenderPlugin } from './types.js';
+// Stage 2 for routing: the action of every Envoy route.
+import { duration, type EnvoyJson } from '../../envoy-json.js';
+import type { RenderPlugin } from '../../feature.js';
+import type { RouteIR } from '../../ir.js';
 
-export const routingPlugin: RenderPlugin = {
-  name: 'routing',
+export const routingRender: RenderPlugin = {
   patchRoute(ir, route) {
     Object.assign(route, actionFor(ir));
   },
 };
-
-/** One Envoy route per matcher (as Gloo does); the renderer calls this per matcher. */
-export function matchFor(m: MatcherIR | undefined): EnvoyJson {
-  if (!m) return { prefix: '/' };
-  const match: EnvoyJson = {};
-  if ('prefix' in m.path) match['prefix'] = m.path.prefix;
-  else if ('exact' in m.path) match['path'] = m.path.exact;
-  else match['safe_regex'] = { regex: m.path.regex };
-  if (!m.caseSensitive && !('regex' in m.path)) match['case_sensitive'] = false;
-  const headers: EnvoyJson[] = m.headers.map((h) => {
-    const header: EnvoyJson = { name: h.name };
-    if (h.match) header['string_match'] = stringMatcher(h.match);
-    else header['present_match'] = true;
-    if (h.invert) header['invert_match'] = true;
-    return header;
-  });
-  if (m.methods.length === 1) headers.push({ name: ':method', string_match: { exact: m.methods[0] } });
-  else if (m.methods.length > 1) headers.push({ name: ':method', string_match: { safe_regex: { regex: `^(${m.methods.join('|')})$` } } });
-  if (headers.length) match['headers'] = headers;
-  if (m.queryParameters.length) {
-    match['query_parameters'] = m.queryParameters.map((q) =>
-      q.match ? { name: q.name, string_match: stringMatcher(q.match) } : { name: q.name, present_match: true },
-    );
-  }
-  return match;
-}
-
-function stringMatcher(s: StringMatchIR): EnvoyJson {
-  return s.regex !== undefined ? { safe_regex: { regex: s.regex } } : { exact: s.exact ?? '' };
-}
 
 function actionFor(ir: RouteIR): EnvoyJson {
   const a = ir.action;

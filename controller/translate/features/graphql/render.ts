@@ -1,9 +1,10 @@
 // GraphQL routes: Envoy's ext_proc filter hands the request to Legate's graphql service, which
 // answers with an immediate response. The filter sits on every HCM of a proxy that has a GraphQL route,
 // disabled; each GraphQL route enables it and names its API in the stream's gRPC initial metadata.
-import { GRAPHQL_API_METADATA_KEY } from '../../../common/contract.js';
-import type { ProxyIR } from '../ir.js';
-import { FilterStage, extensionCluster, type EnvoyJson, type RenderPlugin, type ServiceAddress } from './types.js';
+import { GRAPHQL_API_METADATA_KEY } from '../../../../common/contract.js';
+import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
+import { FilterStage, during, type RenderPlugin } from '../../feature.js';
+import type { ProxyIR } from '../../ir.js';
 
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 export const GRAPHQL_CLUSTER = 'legate-graphql';
@@ -12,14 +13,13 @@ function hasGraphqlRoutes(proxy: ProxyIR): boolean {
   return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
 }
 
-export function graphqlPlugin(service: ServiceAddress): RenderPlugin {
+export function graphqlRender(service: ServiceAddress): RenderPlugin {
   return {
-    name: 'graphql',
     httpFilters(proxy) {
       if (!hasGraphqlRoutes(proxy)) return [];
       return [
         {
-          stage: FilterStage.Processing,
+          position: during(FilterStage.Processing),
           filter: {
             name: EXT_PROC_FILTER,
             disabled: true,
@@ -45,15 +45,14 @@ export function graphqlPlugin(service: ServiceAddress): RenderPlugin {
     },
     patchRoute(ir, route) {
       if (ir.action.type !== 'graphql') return;
-      const perFilter = (route['typed_per_filter_config'] ??= {}) as EnvoyJson;
-      perFilter[EXT_PROC_FILTER] = {
+      setPerFilterConfig(route, EXT_PROC_FILTER, {
         '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig',
         disabled: false,
         config: {
           '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
           overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: `${ir.action.api.namespace}.${ir.action.api.name}` }] },
         },
-      };
+      });
     },
     extraClusters(proxy) {
       return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];

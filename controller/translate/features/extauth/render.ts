@@ -1,9 +1,10 @@
 // Access-token authentication: Envoy's ext_authz filter asks Legate's extauth service. The filter is on
 // the HCM of every proxy that protects anything; each virtual host and route says which AuthConfig
 // applies (context_extensions.config_id) or that auth is off there (disabled).
-import { AuthContextKeys } from '../../../common/contract.js';
-import type { AuthBindingIR, ProxyIR } from '../ir.js';
-import { FilterStage, extensionCluster, type EnvoyJson, type RenderPlugin, type ServiceAddress } from './types.js';
+import { AuthContextKeys } from '../../../../common/contract.js';
+import { extensionCluster, setPerFilterConfig, type EnvoyJson, type ServiceAddress } from '../../envoy-json.js';
+import { FilterStage, during, type RenderPlugin } from '../../feature.js';
+import type { AuthBindingIR, ProxyIR } from '../../ir.js';
 
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
@@ -54,15 +55,9 @@ function skippable(filter: EnvoyJson, skip: { header: string; value: string }): 
   };
 }
 
-function setPerFilter(target: EnvoyJson, config: EnvoyJson): void {
-  const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
-  perFilter[EXT_AUTHZ_FILTER] = config;
-}
-
 /** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
-export function extauthPlugin(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
+export function extauthRender(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
   return {
-    name: 'extauth',
     httpFilters(proxy) {
       if (!protectsAnything(proxy)) return [];
       const filter: EnvoyJson = {
@@ -79,15 +74,15 @@ export function extauthPlugin(service: ServiceAddress, skip?: { header: string; 
           allowed_headers: { patterns: [{ exact: 'authorization' }] },
         },
       };
-      return [{ stage: FilterStage.AuthN, filter: skip ? skippable(filter, skip) : filter }];
+      return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];
     },
     patchVirtualHost(ir, vhost, proxy) {
       if (!protectsAnything(proxy)) return;
       // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on
-      setPerFilter(vhost, perFilterConfig(ir.auth ?? { disabled: true }));
+      setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));
     },
     patchRoute(ir, route) {
-      if (ir.auth) setPerFilter(route, perFilterConfig(ir.auth));
+      if (ir.auth) setPerFilterConfig(route, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth));
     },
     extraClusters(proxy) {
       return protectsAnything(proxy) ? [extensionCluster(EXTAUTH_CLUSTER, service)] : [];

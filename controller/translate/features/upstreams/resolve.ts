@@ -1,37 +1,14 @@
 // Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
 import { isIP } from 'node:net';
-import type { Endpoints, Secret, Service, Upstream } from '../api/resources.js';
-import { parseDuration } from './duration.js';
-import type { EndpointIR, SourceRef, UpstreamIR, UpstreamTlsIR } from './ir.js';
-import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
-import type { ReportCode } from './reporter.js';
+import type { Endpoints, Service, Upstream } from '../../../api/resources.js';
+import { parseDuration } from '../../duration.js';
+import type { Attempt, ResourceIndex } from '../../feature.js';
+import type { EndpointIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
+import { clusterName, nsName, sourceOf } from '../../names.js';
+import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 
-export interface UpstreamIndex {
-  services: ReadonlyMap<string, Service>;
-  endpoints: ReadonlyMap<string, Endpoints>;
-  secrets: ReadonlyMap<string, Secret>;
-}
-
-export interface Problem {
-  code: ReportCode;
-  message: string;
-}
-
-export function nsName(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
-}
-
-/** Envoy cluster name for an upstream, as Gloo users know it: `<upstream>_<namespace>`. */
-export function clusterName(namespace: string, name: string): string {
-  return `${name}_${namespace}`;
-}
-
-export function sourceOf(r: { kind: string; metadata: { namespace: string; name: string } }): SourceRef {
-  return { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
-}
-
-export function resolveUpstream(upstream: Upstream, index: UpstreamIndex): { ir?: UpstreamIR; problems: Problem[] } {
-  const problems: Problem[] = [];
+export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attempt<UpstreamIR> {
+  const problems: Attempt<UpstreamIR>['problems'] = [];
   const spec = upstream.spec;
   const ns = upstream.metadata.namespace;
   let endpoints: EndpointIR[] = [];

@@ -8,8 +8,9 @@
 // accepted for that version with VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
 // a matcher that skips it for exactly that header value. Virtual hosts drop the header before
 // anything goes upstream. See docs/wasm.md "Edge cache".
-import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../ir.js';
-import { FilterStage, type EnvoyJson, type RenderPlugin } from './types.js';
+import { setPerFilterConfig, type EnvoyJson } from '../../envoy-json.js';
+import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
+import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../../ir.js';
 
 export const BEARER_CHECK = 'legate.bearer_check';
 export const GRAPHQL_CHECK = 'legate.graphql_check';
@@ -88,7 +89,7 @@ function codeFor(name: string, code: WasmCodeSource): EnvoyJson {
   };
 }
 
-/** A filter of the HCM chain, disabled (routes enable it). Exported for the benchmarks, which must render it the same way. */
+/** A filter of the HCM chain, disabled (routes enable it). Public: the wasm benchmark renders its filters with it. */
 export function wasmFilter(name: string, configuration: object, code: WasmCodeSource): EnvoyJson {
   return {
     name,
@@ -107,42 +108,36 @@ export function wasmFilter(name: string, configuration: object, code: WasmCodeSo
   };
 }
 
-function setPerFilter(target: EnvoyJson, name: string, config: EnvoyJson): void {
-  const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
-  perFilter[name] = config;
-}
-
-export function wasmPlugin(options: WasmOptions): RenderPlugin {
+export function wasmRender(options: WasmOptions): RenderPlugin {
   return {
-    name: 'wasm',
     httpFilters(proxy) {
-      const filters = [];
+      const filters: StagedHttpFilter[] = [];
       if (options.bearerCheck.enabled && usesBearer(proxy)) {
-        filters.push({ stage: FilterStage.Early, filter: wasmFilter(BEARER_CHECK, bearerConfiguration(options), options.code) });
+        filters.push({ position: during(FilterStage.Early), filter: wasmFilter(BEARER_CHECK, bearerConfiguration(options), options.code) });
       }
       if (options.graphqlCheck.enabled && usesGraphql(proxy)) {
         const { maxBodyBytes, allowGet } = options.graphqlCheck;
-        filters.push({ stage: FilterStage.Early + 1, filter: wasmFilter(GRAPHQL_CHECK, { maxBodyBytes, allowGet }, options.code) });
+        filters.push({ position: during(FilterStage.Early), filter: wasmFilter(GRAPHQL_CHECK, { maxBodyBytes, allowGet }, options.code) });
       }
       return filters;
     },
     patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
-      if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilter(vhost, BEARER_CHECK, { ...ENABLE });
+      if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, { ...ENABLE });
       if (edgeCacheSkip(options) && usesBearer(proxy)) {
         const remove = (vhost['request_headers_to_remove'] ??= []) as string[];
         remove.push(VERIFIED_HEADER);
       }
     },
     patchRoute(ir: RouteIR, route, vh) {
-      if (options.bearerCheck.enabled && ir.auth) setPerFilter(route, BEARER_CHECK, { ...(protects(ir.auth) ? ENABLE : DISABLE) });
+      if (options.bearerCheck.enabled && ir.auth) setPerFilterConfig(route, BEARER_CHECK, { ...(protects(ir.auth) ? ENABLE : DISABLE) });
       const auth = ir.auth ?? vh.auth;
       if (edgeCacheSkip(options) && auth && 'configId' in auth && auth.configVersion !== undefined) {
         const metadata = (route['metadata'] ??= {}) as EnvoyJson;
         const byFilter = (metadata['filter_metadata'] ??= {}) as EnvoyJson;
         byFilter[BEARER_CHECK] = { auth_key: `${auth.configId}@${auth.configVersion}` };
       }
-      if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilter(route, GRAPHQL_CHECK, { ...ENABLE });
+      if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilterConfig(route, GRAPHQL_CHECK, { ...ENABLE });
     },
     extraClusters(proxy) {
       const code = options.code;

@@ -1,9 +1,10 @@
-// Clusters and endpoints for upstreams, including upstream TLS.
-import type { DataSourceIR, UpstreamIR } from '../ir.js';
-import { duration, type EnvoyJson, type RenderPlugin } from './types.js';
+// Stage 2 for upstreams: clusters and endpoints, including upstream TLS.
+import { dataSource, duration, type EnvoyJson } from '../../envoy-json.js';
+import type { RenderPlugin } from '../../feature.js';
+import type { UpstreamIR } from '../../ir.js';
 
-export const upstreamsPlugin: RenderPlugin = {
-  name: 'upstreams',
+export const upstreamsRender: RenderPlugin = {
+  loadAssignment,
   patchCluster(ir, cluster) {
     cluster['connect_timeout'] = duration(ir.connectTimeout);
     if (ir.discovery === 'EDS') {
@@ -26,7 +27,7 @@ export const upstreamsPlugin: RenderPlugin = {
   },
 };
 
-export function loadAssignment(ir: UpstreamIR): EnvoyJson {
+function loadAssignment(ir: UpstreamIR): EnvoyJson {
   return {
     cluster_name: ir.cluster,
     endpoints: ir.endpoints.length
@@ -41,10 +42,6 @@ export function loadAssignment(ir: UpstreamIR): EnvoyJson {
         ]
       : [],
   };
-}
-
-function dataSource(d: DataSourceIR): EnvoyJson {
-  return 'inline' in d ? { inline_string: d.inline } : { filename: d.filename };
 }
 
 function upstreamTls(ir: UpstreamIR): EnvoyJson {

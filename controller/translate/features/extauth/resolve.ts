@@ -2,12 +2,13 @@
 // Implemented step: oauth2.accessTokenValidation by introspection (RFC 7662); other step kinds are
 // rejected with a reason rather than silently letting requests through.
 import { createHash } from 'node:crypto';
-import type { AuthConfigConfig, IntrospectionStepConfig } from '../../common/contract.js';
-import type { AuthConfig, Secret } from '../api/resources.js';
-import { AUTH_STEP_KINDS } from '../api/schemas.js';
-import { parseDuration } from './duration.js';
-import { secretValue } from './secrets.js';
-import { nsName, type Problem } from './upstreams.js';
+import type { AuthConfigConfig, IntrospectionStepConfig } from '../../../../common/contract.js';
+import type { AuthConfig, Secret } from '../../../api/resources.js';
+import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
+import { parseDuration } from '../../duration.js';
+import type { Attempt, Problem } from '../../feature.js';
+import { nsName } from '../../names.js';
+import { secretValue } from '../../secrets.js';
 
 export const DEFAULT_AUTH_CACHE_TIMEOUT = '10m';
 /** Keys of a Secret that may hold an OAuth2 client secret. */
@@ -35,7 +36,7 @@ export function authConfigVersion(name: string, steps: readonly IntrospectionSte
   return createHash('sha256').update(JSON.stringify([name, judged])).digest('hex').slice(0, 16);
 }
 
-export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): { ir?: AuthConfigConfig; problems: Problem[] } {
+export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const ns = ac.metadata.namespace;
   const steps: IntrospectionStepConfig[] = [];

@@ -4,12 +4,12 @@
 // rejected upstreams, templates naming arguments the field does not have.
 import { createHash } from 'node:crypto';
 import { buildSchema, isInterfaceType, isObjectType, type GraphQLField, type GraphQLSchema as Schema } from 'graphql';
-import type { GraphQLApiConfig, ResolverConfig } from '../../common/contract.js';
-import type { GraphQLApi, GraphQLSchema } from '../api/resources.js';
-import type { Resolution } from '../api/schemas.js';
-import { parseDuration } from './duration.js';
-import type { UpstreamIR } from './ir.js';
-import { nsName, type Problem } from './upstreams.js';
+import type { GraphQLApiConfig, ResolverConfig } from '../../../../common/contract.js';
+import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
+import type { Resolution } from '../../../api/schemas.js';
+import { parseDuration } from '../../duration.js';
+import type { Attempt, Problem, UpstreamLookup } from '../../feature.js';
+import { nsName } from '../../names.js';
 
 /** Directives Legate understands; declared for the user when the SDL does not declare them. */
 const DIRECTIVES: Record<string, string> = {
@@ -35,11 +35,6 @@ function templatesIn(value: unknown, out: string[] = []): string[] {
     for (const v of Object.values(value)) templatesIn(v, out);
   }
   return out;
-}
-
-export interface GraphQLContext {
-  upstreams: ReadonlyMap<string, UpstreamIR>;
-  rejectedUpstreams: ReadonlySet<string>;
 }
 
 interface Normalized {
@@ -88,7 +83,7 @@ function resolveBindings(schema: Schema): Map<string, Binding[]> {
   return bindings;
 }
 
-export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, ctx: GraphQLContext): { ir?: GraphQLApiConfig; problems: Problem[] } {
+export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: UpstreamLookup): Attempt<GraphQLApiConfig> {
   const problems: Problem[] = [];
   const n = normalize(api);
   const ns = api.metadata.namespace;
@@ -139,11 +134,11 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, ctx: GraphQ
     }
     const upNs = rest.upstreamRef.namespace ?? ns;
     const upKey = nsName(upNs, rest.upstreamRef.name);
-    if (ctx.rejectedUpstreams.has(upKey)) {
+    if (upstreams.rejected.has(upKey)) {
       problems.push({ code: 'UpstreamRejected', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} is rejected` });
       continue;
     }
-    const upstream = ctx.upstreams.get(upKey);
+    const upstream = upstreams.resolved.get(upKey);
     if (!upstream) {
       problems.push({ code: 'UpstreamNotFound', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} not found` });
       continue;

@@ -1,0 +1,177 @@
+// The seam every feature plugs into. A feature (features/<name>/) owns its resource kinds, resolves
+// them in stage 1, binds its options on virtual hosts and routes, and renders its Envoy config in
+// stage 2. Features never import each other; what one offers another goes through ResolveContext
+// (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
+import type { KindName } from '../api/kinds.js';
+import type { LegateResource, VirtualService } from '../api/resources.js';
+import type { Route } from '../api/schemas.js';
+import type { EnvoyJson } from './envoy-json.js';
+import type { ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
+import type { ReportCode } from './reporter.js';
+
+export type { EnvoyJson } from './envoy-json.js';
+
+/** A user error found while resolving or binding; it becomes the status of the resource at fault. */
+export interface Problem {
+  code: ReportCode;
+  message: string;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Stage 1: resources -> IR
+
+/** Resources by `<namespace>/<name>` (nsName), for kinds other features look things up in. */
+export interface ResourceIndex {
+  services: ReadonlyMap<string, LegateResource & { kind: 'Service' }>;
+  endpoints: ReadonlyMap<string, LegateResource & { kind: 'Endpoints' }>;
+  secrets: ReadonlyMap<string, LegateResource & { kind: 'Secret' }>;
+}
+
+/** What the upstreams feature offers every feature after it: resolved and rejected upstreams. */
+export interface UpstreamLookup {
+  /** by nsName */
+  readonly resolved: ReadonlyMap<string, UpstreamIR>;
+  /** nsNames of upstreams that failed (and have no last accepted version) */
+  readonly rejected: ReadonlySet<string>;
+}
+
+/** The outcome of resolving every resource of a feature's kinds with "keep last good". */
+export interface Resolved<T> {
+  /** served result by nsName (the current version, or the last accepted one when the current fails) */
+  readonly results: ReadonlyMap<string, T>;
+  /** nsNames of resources that serve nothing */
+  readonly rejected: ReadonlySet<string>;
+}
+
+export interface ResolveContext {
+  readonly writeNamespace: string;
+  readonly index: ResourceIndex;
+  /** This translation's resources of `kind`. */
+  ofKind<K extends KindName>(kind: K): Extract<LegateResource, { kind: K }>[];
+  /**
+   * Resolves each resource with `attempt`; a resource with problems is reported and, if an earlier
+   * version was accepted, that version is resolved instead. Served versions are marked accepted.
+   */
+  resolveEach<R extends LegateResource, T>(resources: readonly R[], attempt: (r: R) => Attempt<T>): Resolved<T>;
+  /** Reports an error on a resource outside resolveEach (e.g. a name clash between two kinds). */
+  reportError(resource: SourceRef, code: ReportCode, message: string): void;
+  /** Upstreams, once the upstreams feature (first in the list) has published them. */
+  upstreams(): UpstreamLookup;
+  publishUpstreams(lookup: UpstreamLookup): void;
+}
+
+/** One resolution attempt: the IR when there are no problems; warnings are reported either way. */
+export interface Attempt<T> {
+  ir?: T;
+  problems: Problem[];
+  warnings?: Problem[];
+}
+
+/** Where a route sits, for messages (`virtualHost.routes[2]`) and lookups (the VirtualService's namespace). */
+export interface RouteSite {
+  vs: VirtualService;
+  index: number;
+  /** e.g. `virtualHost.routes[2]` */
+  where: string;
+}
+
+/** Problems and warnings of the virtual service being translated. */
+export interface BindSink {
+  problems: Problem[];
+  warnings: Problem[];
+}
+
+/** An extension role's resources (e.g. the graphql service's GraphQL APIs), served over xDS. */
+export interface ExtensionResources {
+  role: string;
+  typeUrl: string;
+  resources: { name: string; resource: Record<string, unknown> }[];
+}
+
+/** What a feature resolved, and how it binds virtual services with it. Created once per translation. */
+export interface FeatureBinding {
+  /** The route's action, when this feature owns the field that sets it (e.g. graphqlApiRef). */
+  routeAction?(route: Route, site: RouteSite, sink: BindSink): RouteActionIR | undefined;
+  /** Apply route options this feature owns to a translated route. */
+  bindRoute?(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void;
+  /** Apply virtual-host options this feature owns (after every route is bound). */
+  bindVirtualHost?(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void;
+  /** A route got its final per-proxy name; adjust what refers to it. Returns the route to serve. */
+  routeNamed?(route: RouteIR): RouteIR;
+  /** Resources for an extension service's role (served even when empty, so the service knows). */
+  extensionResources?(): ExtensionResources[];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Stage 2: IR -> xDS
+
+/**
+ * Named HTTP filter stages (as Gloo's staged filters): a filter says where it belongs relative to a
+ * well-known stage, so the chain has a stable order whatever the feature order.
+ */
+export const FilterStage = {
+  /** fault injection, CORS */
+  Fault: 100,
+  /** cheap checks that reject early */
+  Early: 200,
+  /** authentication (ext_authz, JWT) */
+  AuthN: 300,
+  /** authorization */
+  AuthZ: 400,
+  /** rate limiting */
+  RateLimit: 500,
+  /** request processing that may answer itself (ext_proc GraphQL) */
+  Processing: 600,
+  /** always last */
+  Route: 1000,
+} as const;
+export type WellKnownStage = (typeof FilterStage)[keyof typeof FilterStage];
+
+/** A position in the chain: a stage and a side of it. Filters at one position keep feature order. */
+export interface FilterPosition {
+  stage: WellKnownStage;
+  /** -1 before the stage, 0 during it, 1 after it */
+  side: -1 | 0 | 1;
+}
+
+export const before = (stage: WellKnownStage): FilterPosition => ({ stage, side: -1 });
+export const during = (stage: WellKnownStage): FilterPosition => ({ stage, side: 0 });
+export const after = (stage: WellKnownStage): FilterPosition => ({ stage, side: 1 });
+
+/** Orders positions: by stage, then before < during < after. */
+export function comparePositions(a: FilterPosition, b: FilterPosition): number {
+  return a.stage - b.stage || a.side - b.side;
+}
+
+export interface StagedHttpFilter {
+  position: FilterPosition;
+  filter: EnvoyJson;
+}
+
+/** Stage-2 hooks. Each receives the IR and the Envoy object rendered so far, and fills in its part. */
+export interface RenderPlugin {
+  /** HTTP filters this plugin needs on every HCM of the proxy (usually disabled, enabled per route). */
+  httpFilters?(proxy: ProxyIR, listener: ListenerIR): StagedHttpFilter[];
+  /** Fill in or adjust an Envoy listener rendered from `ir` (its filter chains already hold `hcm`). */
+  patchListener?(ir: ListenerIR, listener: EnvoyJson, hcm: EnvoyJson): void;
+  /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
+  patchVirtualHost?(ir: VirtualHostIR, vhost: EnvoyJson, proxy: ProxyIR): void;
+  /** Fill in or adjust an Envoy route rendered from `ir` (in virtual host `vh`). */
+  patchRoute?(ir: RouteIR, route: EnvoyJson, vh: VirtualHostIR): void;
+  /** Fill in or adjust an Envoy cluster rendered from `ir`. */
+  patchCluster?(ir: UpstreamIR, cluster: EnvoyJson): void;
+  /** The ClusterLoadAssignment of an EDS upstream. */
+  loadAssignment?(ir: UpstreamIR): EnvoyJson | undefined;
+  /** Extra clusters (e.g. for extension services). */
+  extraClusters?(proxy: ProxyIR): EnvoyJson[];
+}
+
+export interface Feature {
+  readonly name: string;
+  /** The kinds this feature resolves; every validated kind is the core's or exactly one feature's. */
+  readonly kinds: readonly KindName[];
+  /** Stage 1: resolve this feature's resources and return how it binds virtual services. */
+  resolve?(ctx: ResolveContext): FeatureBinding;
+  /** Stage 2. */
+  readonly render?: RenderPlugin;
+}

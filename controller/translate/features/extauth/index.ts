@@ -1,0 +1,77 @@
+// Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
+// `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, or none).
+import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
+import type { ExtauthOptions } from '../../../api/schemas.js';
+import type { ServiceAddress } from '../../envoy-json.js';
+import type { BindSink, Feature, Resolved } from '../../feature.js';
+import type { AuthBindingIR } from '../../ir.js';
+import { nsName } from '../../names.js';
+import { extauthRender } from './render.js';
+import { translateAuthConfig } from './resolve.js';
+
+/** `skip`: the header and value with which a request skips ext_authz (the wasm edge cache). */
+export function extauthFeature(service: ServiceAddress, skip?: { header: string; value: string }): Feature {
+  return {
+    name: 'extauth',
+    kinds: ['AuthConfig'],
+    resolve(ctx) {
+      const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
+      return {
+        bindRoute(route, ir, site, sink) {
+          const ext = route.options?.extauth;
+          if (!ext) return;
+          const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, site.vs.metadata.namespace, authConfigs, sink);
+          if (auth) ir.auth = auth;
+        },
+        bindVirtualHost(vs, ir, sink) {
+          const ext = vs.spec.virtualHost.options?.extauth;
+          if (!ext) return;
+          const auth = authBinding(ext, 'virtualHost.options.extauth', 'virtual_host', ir.name, vs.metadata.namespace, authConfigs, sink);
+          if (auth && !('disabled' in auth)) ir.auth = auth;
+        },
+        routeNamed(route) {
+          // the route's final name is what the extauth service logs as the source of a check
+          return route.auth && 'configId' in route.auth ? { ...route, auth: { ...route.auth, sourceName: route.name } } : route;
+        },
+        extensionResources() {
+          const configs = [...authConfigs.results.values()].sort((a, b) => a.name.localeCompare(b.name));
+          return [
+            { role: ExtensionRoles.extauth, typeUrl: ExtensionTypeUrls.authConfig, resources: configs.map((ac) => ({ name: ac.name, resource: { ...ac } })) },
+          ];
+        },
+      };
+    },
+    render: extauthRender(service, skip),
+  };
+}
+
+/**
+ * extauth options -> binding. A missing or rejected AuthConfig is reported but the binding stays: the
+ * extauth service denies an unknown config, so the route stays closed until the reference is fixed.
+ */
+function authBinding(
+  ext: ExtauthOptions,
+  where: string,
+  sourceType: 'virtual_host' | 'route',
+  sourceName: string,
+  ns: string,
+  authConfigs: Resolved<AuthConfigConfig>,
+  sink: BindSink,
+): AuthBindingIR | undefined {
+  if (ext.disable) return { disabled: true };
+  if (ext.customAuth) {
+    sink.problems.push({ code: 'NotSupported', message: `${where}.customAuth: custom auth servers are not supported; use configRef` });
+    return undefined;
+  }
+  if (!ext.configRef) return undefined;
+  const acNs = ext.configRef.namespace ?? ns;
+  const key = nsName(acNs, ext.configRef.name);
+  const name = `${acNs}.${ext.configRef.name}`;
+  if (authConfigs.rejected.has(key)) {
+    sink.warnings.push({ code: 'AuthConfigRejected', message: `${where}.configRef: AuthConfig ${name} is rejected; requests are denied until it is fixed` });
+  } else if (!authConfigs.results.has(key)) {
+    sink.warnings.push({ code: 'AuthConfigNotFound', message: `${where}.configRef: AuthConfig ${name} not found; requests are denied until it exists` });
+  }
+  const version = authConfigs.results.get(key)?.version;
+  return { configId: name, ...(version !== undefined ? { configVersion: version } : {}), sourceType, sourceName };
+}

@@ -1,0 +1,35 @@
+// The one explicit, ordered list of features. Order matters in stage 1 (upstreams publish the lookup
+// others use; a virtual service's options are bound in this order, so its status lists problems in
+// it) and breaks ties between HTTP filters at one stage position in stage 2.
+import type { ServiceAddress } from '../envoy-json.js';
+import type { Feature } from '../feature.js';
+import { extauthFeature } from './extauth/index.js';
+import { graphqlFeature } from './graphql/index.js';
+import { routingFeature } from './routing/index.js';
+import { tlsFeature } from './tls/index.js';
+import { upstreamsFeature } from './upstreams/index.js';
+import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmFeature, type WasmOptions } from './wasm/index.js';
+
+export interface RenderOptions {
+  /** Where Envoy reaches Legate's extension services. */
+  graphql: ServiceAddress;
+  extauth: ServiceAddress;
+  wasm: WasmOptions;
+}
+
+export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
+  graphql: { host: '127.0.0.1', port: 8084 },
+  extauth: { host: '127.0.0.1', port: 8083 },
+  wasm: DEFAULT_WASM_OPTIONS,
+};
+
+export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly Feature[] {
+  return Object.freeze([
+    upstreamsFeature,
+    routingFeature,
+    tlsFeature,
+    wasmFeature(options.wasm),
+    extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
+    graphqlFeature(options.graphql),
+  ]);
+}

@@ -1,0 +1,86 @@
+// TLS termination: a VirtualService's sslConfig (secretRef or sslFiles, sniDomains) -> a certificate on
+// the ssl gateway's listener, one filter chain per certificate chosen by SNI.
+import type { VirtualService } from '../../../api/resources.js';
+import { dataSource, type EnvoyJson } from '../../envoy-json.js';
+import type { Feature, Problem, ResolveContext } from '../../feature.js';
+import type { DownstreamTlsIR, ListenerIR } from '../../ir.js';
+import { nsName } from '../../names.js';
+import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
+
+export const tlsFeature: Feature = {
+  name: 'tls',
+  kinds: [],
+  resolve(ctx) {
+    return {
+      bindVirtualHost(vs, ir, sink) {
+        const tls = vs.spec.sslConfig ? downstreamTls(vs, ctx, sink.problems) : undefined;
+        if (tls) ir.tls = tls;
+      },
+    };
+  },
+  render: {
+    patchListener(ir, listener, hcm) {
+      if (!ir.ssl) return;
+      // rebuilt in this order so the listener reads name, address, listener_filters, filter_chains
+      const { filter_chains: _plain, ...rest } = listener;
+      for (const k of Object.keys(listener)) delete listener[k];
+      Object.assign(listener, rest, {
+        listener_filters: [
+          {
+            name: 'envoy.filters.listener.tls_inspector',
+            typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector' },
+          },
+        ],
+        filter_chains: tlsFilterChains(ir, [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }]),
+      });
+    },
+  },
+};
+
+function downstreamTls(vs: VirtualService, ctx: ResolveContext, problems: Problem[]): DownstreamTlsIR | undefined {
+  const ssl = vs.spec.sslConfig;
+  if (!ssl) return undefined;
+  const sniDomains = ssl.sniDomains ?? [];
+  if (ssl.sslFiles) return { certChain: { filename: ssl.sslFiles.tlsCert }, privateKey: { filename: ssl.sslFiles.tlsKey }, sniDomains };
+  if (!ssl.secretRef) return undefined;
+  const secretNs = ssl.secretRef.namespace ?? vs.metadata.namespace;
+  const secret = ctx.index.secrets.get(nsName(secretNs, ssl.secretRef.name));
+  if (!secret) {
+    problems.push({ code: 'SecretNotFound', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
+    return undefined;
+  }
+  const material = tlsMaterialFromSecret(secret);
+  const where = `sslConfig.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`;
+  const found = checkTlsMaterial(material, where);
+  if (!material.certChain || !material.privateKey) found.unshift(`${where}: needs tls.crt and tls.key`);
+  for (const message of [...new Set(found)]) problems.push({ code: 'InvalidTls', message });
+  if (found.length || !material.certChain || !material.privateKey) return undefined;
+  return { certChain: { inline: material.certChain }, privateKey: { inline: material.privateKey }, sniDomains };
+}
+
+function tlsFilterChains(listener: ListenerIR, filters: EnvoyJson[]): EnvoyJson[] {
+  const chains = new Map<string, EnvoyJson>();
+  for (const vh of listener.virtualHosts) {
+    if (!vh.tls) continue;
+    const serverNames = [...new Set(vh.tls.sniDomains)].sort();
+    const key = JSON.stringify([serverNames, vh.tls.certChain, vh.tls.privateKey]);
+    if (chains.has(key)) continue;
+    const chain: EnvoyJson = {
+      name: `${vh.name}-tls`,
+      filters,
+      transport_socket: {
+        name: 'envoy.transport_sockets.tls',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+          common_tls_context: {
+            tls_certificates: [{ certificate_chain: dataSource(vh.tls.certChain), private_key: dataSource(vh.tls.privateKey) }],
+            alpn_protocols: ['h2', 'http/1.1'],
+          },
+        },
+      },
+    };
+    if (serverNames.length) chain['filter_chain_match'] = { server_names: serverNames };
+    chains.set(key, chain);
+  }
+  return [...chains.values()];
+}
