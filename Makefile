@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: setup run test test-unit test-e2e typecheck bench build envoy clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e typecheck bench bench-micro build envoy clean wasm wasm-debug
 
 setup: $(NODE_MODULES_STAMP) envoy build
 
@@ -51,6 +51,12 @@ test-e2e: setup
 
 bench: setup
 	node --import tsx bench/run.ts $(BENCH_ARGS)
+
+# one component at a time, without Envoy (bench/micro/*.ts; each takes its own flags, see its header)
+bench-micro: setup
+	node --import tsx bench/micro/extauth.ts
+	node --import tsx bench/micro/graphql-engine.ts
+	node --import tsx bench/micro/graphql-extproc.ts
 
 clean:
 	rm -rf dist .legate

@@ -1,7 +1,7 @@
 // Micro-benchmark of the extauth service (not a test): Check calls per second and the service's own
 // CPU time per call, through a grpc-js client on loopback.
 //
-//   npx tsx extensions/extauth/bench.ts [--seconds 5] [--concurrency 32] [--oidc]
+//   npx tsx bench/micro/extauth.ts [--seconds 5] [--concurrency 32] [--oidc]
 //
 // Two processes, so the CPU figure is the service's alone: this one runs the extauth service (fed by
 // a minimal in-process ADS server); a forked child runs the load generator (requests pre-encoded,
@@ -21,11 +21,11 @@ import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { ExtensionTypeUrls, encodeExtensionConfig, type AuthConfigConfig } from '../../common/contract.js';
 import { createLogger } from '../../common/log.js';
-import { bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
-import { Authorizer } from './authorizer.js';
-import { tokenHash } from './introspect.js';
-import { startExtauthService } from './service.js';
-import { parseCheckRequest } from './wire.js';
+import { bindServer, loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
+import { Authorizer } from '../../extensions/extauth/authorizer.js';
+import { tokenHash } from '../../extensions/extauth/introspect.js';
+import { startExtauthService } from '../../extensions/extauth/service.js';
+import { parseCheckRequest } from '../../extensions/extauth/wire.js';
 
 const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 

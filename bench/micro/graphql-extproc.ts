@@ -4,7 +4,7 @@
 // bench's products backend. Reports the service process's CPU per request: the figure `make bench` shows
 // for "graphql", minus Envoy's noise. Server and backend on CPU 0, this client on CPU 1 (taskset).
 //
-//   npx tsx extensions/graphql/extproc-bench.ts [--query flat|nested] [--seconds 4] [--rounds 3] [--concurrency 32]
+//   npx tsx bench/micro/graphql-extproc.ts [--query flat|nested] [--seconds 4] [--rounds 3] [--concurrency 32]
 //   (COMPILE_AFTER=-1 in the environment: the engine on graphql-js only)
 import { spawn, type ChildProcess } from 'node:child_process';
 import http2 from 'node:http2';
@@ -12,10 +12,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
-import { loadEnvoyService, lookupService } from '../common/grpc.js';
-import { createEngine, type Engine } from './engine/index.js';
-import { PROCESS_PATH, frameMessage, startExtProcServer } from './extproc-server.js';
-import { processStream } from './service.js';
+import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
+import { createEngine, type Engine } from '../../extensions/graphql/engine/index.js';
+import { PROCESS_PATH, frameMessage, startExtProcServer } from '../../extensions/graphql/extproc-server.js';
+import { processStream } from '../../extensions/graphql/process-stream.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');

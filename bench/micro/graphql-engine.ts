@@ -1,7 +1,7 @@
 // Micro-benchmark of the engine (not a test): server CPU per request for cached vs uncached documents,
 // on the reference queries, with the product backend in a child process (its CPU is not counted).
 //
-//   npx tsx extensions/graphql/engine/bench.ts [--n 5000] [--concurrency 8] [--rounds 3]   (median of the rounds)
+//   npx tsx bench/micro/graphql-engine.ts [--n 5000] [--concurrency 8] [--rounds 3]   (median of the rounds)
 //
 // The engine scenarios run twice: with graphql-jit (compiled after the first use, the default) and on
 // graphql-js alone (compileAfter -1). Optional comparison of the backend clients:
@@ -12,10 +12,10 @@ import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { parse, validate, specifiedRules, execute, type DocumentNode, type GraphQLSchema } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
-import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream } from '../../../common/contract.js';
-import { createEngine, UpstreamPools, type Engine } from './index.js';
-import { makeRestResolver, type RequestContext } from './rest.js';
-import { prepareApi } from './schema.js';
+import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream } from '../../common/contract.js';
+import { createEngine, UpstreamPools, type Engine } from '../../extensions/graphql/engine/index.js';
+import { makeRestResolver, type RequestContext } from '../../extensions/graphql/engine/rest.js';
+import { prepareApi } from '../../extensions/graphql/engine/schema.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: number): number => {

@@ -1,0 +1,131 @@
+// The handler of one ext_proc Process stream of the graphql service: Envoy sends the request headers
+// and the buffered body; the handler executes the query on the route's API and ends the stream with an
+// immediate response. Independent of xDS and of the server, so it can be driven directly.
+import { performance } from 'node:perf_hooks';
+import { GRAPHQL_API_METADATA_KEY } from '../../common/contract.js';
+import type { Logger } from '../../common/log.js';
+import type { Engine } from './engine/index.js';
+import { framePrefix, frameMessage, type ProcessCall, type ProcessStreamHandler } from './extproc-server.js';
+import {
+  CONTINUE_REQUEST_BODY,
+  CONTINUE_REQUEST_HEADERS,
+  CONTINUE_RESPONSE_BODY,
+  CONTINUE_RESPONSE_HEADERS,
+  CONTINUE_RESPONSE_TRAILERS,
+  Phase,
+  encodeImmediateResponse,
+  type ProcessingRequestIn,
+} from './wire.js';
+
+// The CONTINUE answers, framed once.
+const FRAMED = {
+  requestHeaders: frameMessage(CONTINUE_REQUEST_HEADERS),
+  requestBody: frameMessage(CONTINUE_REQUEST_BODY),
+  responseHeaders: frameMessage(CONTINUE_RESPONSE_HEADERS),
+  responseBody: frameMessage(CONTINUE_RESPONSE_BODY),
+  responseTrailers: frameMessage(CONTINUE_RESPONSE_TRAILERS),
+};
+const JSON_CONTENT_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+const DETAILS = 'legate_graphql';
+const EMPTY_BODY = Buffer.alloc(0);
+
+/** Called once per answered request: the API, the HTTP status, and the seconds it took. */
+export type ObserveRequest = (api: string, status: number, seconds: number) => void;
+
+/**
+ * One Process stream: collects the request (headers, then the buffered body), executes it on the API
+ * named in the metadata and answers with an immediate response.
+ */
+export function processStream(
+  call: ProcessCall,
+  engines: () => Map<string, Engine>,
+  log: Logger,
+  observe: ObserveRequest | undefined,
+): ProcessStreamHandler {
+  const apiName = call.metadata(GRAPHQL_API_METADATA_KEY);
+  let method = 'GET';
+  let path = '/';
+  const headers: Record<string, string> = {};
+  let chunks: Buffer[] | undefined;
+  let answered = false;
+
+  const t0 = observe ? performance.now() : 0;
+  const answer = (status: number, responseHeaders: Record<string, string>, body: string): void => {
+    if (answered) return;
+    answered = true;
+    observe?.(apiName, status, (performance.now() - t0) / 1000);
+    call.end(framePrefix(encodeImmediateResponse(status, responseHeaders, body, DETAILS, 5)));
+  };
+
+  const execute = (): void => {
+    const engine = engines().get(apiName);
+    if (!engine) {
+      log.error('request for a GraphQL API that is not loaded', { api: apiName });
+      answer(503, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: `GraphQL API ${JSON.stringify(apiName)} is not loaded` }] }));
+      return;
+    }
+    const body = chunks === undefined ? EMPTY_BODY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    engine.handle({ method, path, headers, body }).then(
+      (res) => answer(res.status, res.headers, res.body),
+      (err: unknown) => {
+        log.error('GraphQL execution failed', { api: apiName, error: err });
+        answer(500, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: 'internal error' }] }));
+      },
+    );
+  };
+
+  return {
+    message(msg: ProcessingRequestIn): void {
+      if (answered) return;
+      if (msg.malformed) {
+        log.error('unparsable ProcessingRequest', { api: apiName });
+        answer(500, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: 'internal error' }] }));
+        return;
+      }
+      switch (msg.phase) {
+        case Phase.requestHeaders: {
+          const hs = msg.headers;
+          for (let i = 0; i < hs.length; i += 2) {
+            const key = hs[i]!;
+            const value = hs[i + 1]!;
+            if (key === ':method') method = value;
+            else if (key === ':path') path = value;
+            else headers[key] = value;
+          }
+          if (msg.endOfStream) execute();
+          else call.write(FRAMED.requestHeaders);
+          return;
+        }
+        case Phase.requestBody:
+          if (msg.body !== undefined) (chunks ??= []).push(msg.body);
+          if (msg.endOfStream) execute();
+          else call.write(FRAMED.requestBody);
+          return;
+        case Phase.requestTrailers:
+          execute();
+          return;
+        // phases this filter does not ask for; let them pass
+        case Phase.responseHeaders:
+          call.write(FRAMED.responseHeaders);
+          return;
+        case Phase.responseBody:
+          call.write(FRAMED.responseBody);
+          return;
+        case Phase.responseTrailers:
+          call.write(FRAMED.responseTrailers);
+          return;
+        default:
+        // no phase: nothing to do
+      }
+    },
+    end(): void {
+      if (!answered) {
+        answered = true;
+        call.end();
+      }
+    },
+    error(): void {
+      answered = true;
+    },
+  };
+}
