@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: setup run test test-unit test-e2e typecheck bench bench-micro build envoy clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e typecheck bench bench-micro build envoy envoy-types clean wasm wasm-debug
 
 setup: $(NODE_MODULES_STAMP) envoy build
 
@@ -12,6 +12,11 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 
 envoy:
 	./envoy/install.sh
+
+# TypeScript types of the Envoy messages Legate writes, from the pinned protos (committed; a unit
+# test fails when they are stale)
+envoy-types: $(NODE_MODULES_STAMP)
+	node --import tsx scripts/gen-envoy-types.ts
 
 build: $(NODE_MODULES_STAMP) wasm
 	node scripts/build.mjs

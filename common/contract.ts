@@ -24,7 +24,7 @@ export const AuthContextKeys = {
   sourceName: 'source_name',
 } as const;
 
-export function encodeExtensionConfig(resource: Readonly<Record<string, unknown>>): Uint8Array {
+export function encodeExtensionConfig(resource: object): Uint8Array {
   return Buffer.from(JSON.stringify(resource), 'utf8');
 }
 

@@ -52,7 +52,7 @@ export interface RunningController {
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   const log = options.logger;
-  const extensionEncoder = (_typeUrl: string, resource: Readonly<Record<string, unknown>>): Uint8Array => encodeExtensionConfig(resource);
+  const extensionEncoder = (_typeUrl: string, resource: object): Uint8Array => encodeExtensionConfig(resource);
   const cache = new SnapshotCache({
     encoders: Object.fromEntries(Object.values(ExtensionTypeUrls).map((t) => [t, extensionEncoder])),
     onListenerError: (error, role) => log.error('xDS subscriber failed', { role, error }),

@@ -1,22 +1,20 @@
-// Small helpers for rendering Envoy messages in their JSON form, shared by the core and the features.
+// Small helpers for rendering Envoy messages (typed by envoy/types.generated.ts), shared by the core
+// and the features.
+import { typed, type Cluster, type DataSource, type Duration, type TypedConfig } from '../../envoy/typed.js';
 import type { DataSourceIR, DurationIR } from './ir.js';
 
-/** An Envoy message in JSON form (snake_case; Any as {'@type': …}). */
-export type EnvoyJson = Record<string, unknown>;
-
 /** A Duration in Envoy's JSON form. */
-export function duration(d: DurationIR): EnvoyJson {
+export function duration(d: DurationIR): Duration {
   return d.nanos ? { seconds: d.seconds, nanos: d.nanos } : { seconds: d.seconds };
 }
 
-export function dataSource(d: DataSourceIR): EnvoyJson {
+export function dataSource(d: DataSourceIR): DataSource {
   return 'inline' in d ? { inline_string: d.inline } : { filename: d.filename };
 }
 
 /** Adds `config` under `name` in the object's typed_per_filter_config. */
-export function setPerFilterConfig(target: EnvoyJson, name: string, config: EnvoyJson): void {
-  const perFilter = (target['typed_per_filter_config'] ??= {}) as EnvoyJson;
-  perFilter[name] = config;
+export function setPerFilterConfig(target: { typed_per_filter_config?: Record<string, TypedConfig> }, name: string, config: TypedConfig): void {
+  (target.typed_per_filter_config ??= {})[name] = config;
 }
 
 export interface ServiceAddress {
@@ -25,20 +23,19 @@ export interface ServiceAddress {
 }
 
 /** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
-export function extensionCluster(name: string, address: ServiceAddress): EnvoyJson {
+export function extensionCluster(name: string, address: ServiceAddress): Cluster {
   return {
     name,
     type: 'STATIC',
     connect_timeout: { seconds: 1 },
     typed_extension_protocol_options: {
-      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
-        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed('type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions', {
         explicit_http_config: { http2_protocol_options: {} },
         // Envoy resets each ext_proc stream after an immediate response; Node's HTTP/2 server sends
         // GOAWAY after 1000 resets on one connection (rapid-reset protection, CVE-2023-44487) and
         // refuses the streams in flight. New connections well before that keep every request whole.
         common_http_protocol_options: { max_requests_per_connection: 500 },
-      },
+      }),
     },
     circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
     load_assignment: {

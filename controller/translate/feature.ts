@@ -5,11 +5,9 @@
 import type { KindName } from '../api/kinds.js';
 import type { LegateResource, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/schemas.js';
-import type { EnvoyJson } from './envoy-json.js';
+import type { Cluster, ClusterLoadAssignment, EnvoyRoute, HttpFilter, Listener, NetworkFilter, VirtualHost } from '../../envoy/typed.js';
 import type { ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
 import type { ReportCode } from './reporter.js';
-
-export type { EnvoyJson } from './envoy-json.js';
 
 /** A user error found while resolving or binding; it becomes the status of the resource at fault. */
 export interface Problem {
@@ -145,25 +143,25 @@ export function comparePositions(a: FilterPosition, b: FilterPosition): number {
 
 export interface StagedHttpFilter {
   position: FilterPosition;
-  filter: EnvoyJson;
+  filter: HttpFilter;
 }
 
 /** Stage-2 hooks. Each receives the IR and the Envoy object rendered so far, and fills in its part. */
 export interface RenderPlugin {
   /** HTTP filters this plugin needs on every HCM of the proxy (usually disabled, enabled per route). */
   httpFilters?(proxy: ProxyIR, listener: ListenerIR): StagedHttpFilter[];
-  /** Fill in or adjust an Envoy listener rendered from `ir` (its filter chains already hold `hcm`). */
-  patchListener?(ir: ListenerIR, listener: EnvoyJson, hcm: EnvoyJson): void;
+  /** Fill in or adjust an Envoy listener rendered from `ir`; `filters` is its filter chain (the HCM). */
+  patchListener?(ir: ListenerIR, listener: Listener, filters: NetworkFilter[]): void;
   /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
-  patchVirtualHost?(ir: VirtualHostIR, vhost: EnvoyJson, proxy: ProxyIR): void;
+  patchVirtualHost?(ir: VirtualHostIR, vhost: VirtualHost, proxy: ProxyIR): void;
   /** Fill in or adjust an Envoy route rendered from `ir` (in virtual host `vh`). */
-  patchRoute?(ir: RouteIR, route: EnvoyJson, vh: VirtualHostIR): void;
+  patchRoute?(ir: RouteIR, route: EnvoyRoute, vh: VirtualHostIR): void;
   /** Fill in or adjust an Envoy cluster rendered from `ir`. */
-  patchCluster?(ir: UpstreamIR, cluster: EnvoyJson): void;
+  patchCluster?(ir: UpstreamIR, cluster: Cluster): void;
   /** The ClusterLoadAssignment of an EDS upstream. */
-  loadAssignment?(ir: UpstreamIR): EnvoyJson | undefined;
+  loadAssignment?(ir: UpstreamIR): ClusterLoadAssignment | undefined;
   /** Extra clusters (e.g. for extension services). */
-  extraClusters?(proxy: ProxyIR): EnvoyJson[];
+  extraClusters?(proxy: ProxyIR): Cluster[];
 }
 
 export interface Feature {

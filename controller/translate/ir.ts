@@ -2,6 +2,9 @@
 // the resolved upstreams. Stage 1 (resources -> IR) resolves every reference and rejects what is broken;
 // stage 2 (IR -> xDS) only renders. Everything here is plain data, readable with `legatectl get proxies`.
 
+/** Envoy's redirect response codes (Gloo's RedirectAction uses the same names). */
+export type RedirectCode = 'MOVED_PERMANENTLY' | 'FOUND' | 'SEE_OTHER' | 'TEMPORARY_REDIRECT' | 'PERMANENT_REDIRECT';
+
 export interface SourceRef {
   kind: string;
   namespace: string;
@@ -43,7 +46,7 @@ export type RouteActionIR =
       prefixRewrite?: string;
       httpsRedirect?: boolean;
       stripQuery?: boolean;
-      responseCode?: string;
+      responseCode?: RedirectCode;
     }
   | { type: 'graphql'; api: SourceRef };
 

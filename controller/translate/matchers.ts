@@ -1,7 +1,7 @@
 // Route matchers, both stages: Gloo matchers -> MatcherIR (stage 1, regexes checked with RE2) and
 // MatcherIR -> Envoy RouteMatch (stage 2). Core, not a feature: every route has matchers.
 import type { Matcher } from '../api/schemas.js';
-import type { EnvoyJson } from './envoy-json.js';
+import type { HeaderMatcher, RouteMatch, StringMatcher } from '../../envoy/typed.js';
 import type { Problem } from './feature.js';
 import type { MatcherIR, StringMatchIR } from './ir.js';
 import { re2Error } from './regex.js';
@@ -42,32 +42,32 @@ export function translateMatcher(m: Matcher, where: string, problems: Problem[])
 }
 
 /** One Envoy route per matcher (as Gloo does); the renderer calls this per matcher. */
-export function matchFor(m: MatcherIR | undefined): EnvoyJson {
+export function matchFor(m: MatcherIR | undefined): RouteMatch {
   if (!m) return { prefix: '/' };
-  const match: EnvoyJson = {};
-  if ('prefix' in m.path) match['prefix'] = m.path.prefix;
-  else if ('exact' in m.path) match['path'] = m.path.exact;
-  else match['safe_regex'] = { regex: m.path.regex };
-  if (!m.caseSensitive && !('regex' in m.path)) match['case_sensitive'] = false;
-  const headers: EnvoyJson[] = m.headers.map((h) => {
-    const header: EnvoyJson = { name: h.name };
-    if (h.match) header['string_match'] = stringMatcher(h.match);
-    else header['present_match'] = true;
-    if (h.invert) header['invert_match'] = true;
+  const match: RouteMatch = {};
+  if ('prefix' in m.path) match.prefix = m.path.prefix;
+  else if ('exact' in m.path) match.path = m.path.exact;
+  else match.safe_regex = { regex: m.path.regex };
+  if (!m.caseSensitive && !('regex' in m.path)) match.case_sensitive = false;
+  const headers: HeaderMatcher[] = m.headers.map((h) => {
+    const header: HeaderMatcher = { name: h.name };
+    if (h.match) header.string_match = stringMatcher(h.match);
+    else header.present_match = true;
+    if (h.invert) header.invert_match = true;
     return header;
   });
   if (m.methods.length === 1) headers.push({ name: ':method', string_match: { exact: m.methods[0] } });
   else if (m.methods.length > 1) headers.push({ name: ':method', string_match: { safe_regex: { regex: `^(${m.methods.join('|')})$` } } });
-  if (headers.length) match['headers'] = headers;
+  if (headers.length) match.headers = headers;
   if (m.queryParameters.length) {
-    match['query_parameters'] = m.queryParameters.map((q) =>
+    match.query_parameters = m.queryParameters.map((q) =>
       q.match ? { name: q.name, string_match: stringMatcher(q.match) } : { name: q.name, present_match: true },
     );
   }
   return match;
 }
 
-function stringMatcher(s: StringMatchIR): EnvoyJson {
+function stringMatcher(s: StringMatchIR): StringMatcher {
   return s.regex !== undefined ? { safe_regex: { regex: s.regex } } : { exact: s.exact ?? '' };
 }
 

@@ -3,7 +3,11 @@
 // its part, in the order of features/index.ts.
 import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
-import type { EnvoyJson } from './envoy-json.js';
+import {
+  typed,
+  type Cluster, type EnvoyRoute, type HttpConnectionManager, type Listener, type NetworkFilter, type RouteConfiguration, type SocketAddress, type VirtualHost,
+  type envoy_config_core_v3_ConfigSource,
+} from '../../envoy/typed.js';
 import { FilterStage, comparePositions, during, type Feature, type RenderPlugin, type StagedHttpFilter } from './feature.js';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './features/index.js';
 import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
@@ -17,8 +21,8 @@ export function renderPlugins(from: readonly Feature[] | RenderOptions = DEFAULT
   return Object.freeze(list.flatMap((f) => (f.render ? [f.render] : [])));
 }
 
-export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
-const ADS_SOURCE = { ads: {}, resource_api_version: 'V3' };
+export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager' as const;
+const ADS_SOURCE: envoy_config_core_v3_ConfigSource = { ads: {}, resource_api_version: 'V3' };
 
 /** Node role of a proxy, matched against Envoy's node.metadata.role: `<namespace>~<name>`. */
 export function proxyRole(proxy: { namespace: string; name: string }): string {
@@ -33,7 +37,7 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
   const clusters: XdsResource[] = [];
   const endpoints: XdsResource[] = [];
   for (const up of upstreams) {
-    const cluster: EnvoyJson = { name: up.cluster };
+    const cluster: Cluster = { name: up.cluster };
     for (const p of plugins) p.patchCluster?.(up, cluster);
     clusters.push({ name: up.cluster, resource: cluster });
     if (up.discovery !== 'EDS') continue;
@@ -42,7 +46,7 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
       if (assignment) endpoints.push({ name: up.cluster, resource: assignment });
     }
   }
-  for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: String(c['name']), resource: c });
+  for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: c.name ?? '', resource: c });
 
   const listeners: XdsResource[] = [];
   const routes: XdsResource[] = [];
@@ -61,17 +65,16 @@ export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], pl
   ]);
 }
 
-function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
+function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): Listener {
   const staged: StagedHttpFilter[] = [];
   for (const p of plugins) staged.push(...(p.httpFilters?.(proxy, listener) ?? []));
   staged.push({
     position: during(FilterStage.Route),
-    filter: { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+    filter: { name: 'envoy.filters.http.router', typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.router.v3.Router', {}) },
   });
   // stable: filters at one position keep the feature order
   staged.sort((a, b) => comparePositions(a.position, b.position));
-  const hcm: EnvoyJson = {
-    '@type': HCM_TYPE,
+  const hcm: HttpConnectionManager = {
     stat_prefix: 'http',
     codec_type: 'AUTO',
     // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`.
@@ -79,22 +82,19 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
     rds: { route_config_name: routeConfigName(listener), config_source: ADS_SOURCE },
     http_filters: staged.map((s) => s.filter),
   };
-  const socket: EnvoyJson = { address: listener.bindAddress, port_value: listener.bindPort };
-  if (listener.bindAddress === '::') socket['ipv4_compat'] = true;
-  const rendered: EnvoyJson = {
-    name: listener.name,
-    address: { socket_address: socket },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }],
-  };
-  for (const p of plugins) p.patchListener?.(listener, rendered, hcm);
+  const socket: SocketAddress = { address: listener.bindAddress, port_value: listener.bindPort };
+  if (listener.bindAddress === '::') socket.ipv4_compat = true;
+  const filters: NetworkFilter[] = [{ name: 'envoy.filters.network.http_connection_manager', typed_config: typed(HCM_TYPE, hcm) }];
+  const rendered: Listener = { name: listener.name, address: { socket_address: socket }, filter_chains: [{ filters }] };
+  for (const p of plugins) p.patchListener?.(listener, rendered, filters);
   return rendered;
 }
 
-function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): EnvoyJson {
+function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): RouteConfiguration {
   return {
     name: routeConfigName(listener),
     virtual_hosts: listener.virtualHosts.map((vh) => {
-      const vhost: EnvoyJson = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
+      const vhost: VirtualHost = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
       for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);
       return vhost;
     }),
@@ -102,11 +102,11 @@ function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readon
 }
 
 /** One Envoy route per matcher, all sharing the action. */
-function renderRoutes(ir: RouteIR, vh: VirtualHostIR, plugins: readonly RenderPlugin[]): EnvoyJson[] {
-  const single = (matcherIndex: number): EnvoyJson => {
-    const route: EnvoyJson = { name: ir.matchers.length > 1 ? `${ir.name}-${matcherIndex}` : ir.name };
+function renderRoutes(ir: RouteIR, vh: VirtualHostIR, plugins: readonly RenderPlugin[]): EnvoyRoute[] {
+  const single = (matcherIndex: number): EnvoyRoute => {
+    const route: EnvoyRoute = { name: ir.matchers.length > 1 ? `${ir.name}-${matcherIndex}` : ir.name };
     for (const p of plugins) p.patchRoute?.(ir, route, vh);
-    route['match'] = matchFor(ir.matchers[matcherIndex]);
+    route.match = matchFor(ir.matchers[matcherIndex]);
     return route;
   };
   return ir.matchers.map((_, i) => single(i));

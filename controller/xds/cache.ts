@@ -14,7 +14,7 @@ import { TypeUrls, encodeAny } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from './types.js';
 
 /** Turns one resource (JSON shape) into the bytes of its protobuf message (the Any's `value`). */
-export type ResourceEncoder = (typeUrl: string, resource: Readonly<Record<string, unknown>>) => Uint8Array;
+export type ResourceEncoder = (typeUrl: string, resource: object) => Uint8Array;
 
 /** Encoders per type URL. */
 export type ResourceEncoders = Readonly<Record<string, ResourceEncoder>> | ReadonlyMap<string, ResourceEncoder>;
@@ -22,7 +22,7 @@ export type ResourceEncoders = Readonly<Record<string, ResourceEncoder>> | Reado
 export interface EncodedResource {
   readonly name: string;
   /** The resource as given to set() (Envoy JSON form). Do not mutate. */
-  readonly resource: Readonly<Record<string, unknown>>;
+  readonly resource: object;
   /** Serialized google.protobuf.Any {type_url, value}, ready to be copied into a DiscoveryResponse. */
   readonly any: Buffer;
   /** The serialized resource message (a view into `any`, not a copy). */

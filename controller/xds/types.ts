@@ -3,7 +3,7 @@
 
 export interface XdsResource {
   readonly name: string;
-  readonly resource: Readonly<Record<string, unknown>>;
+  readonly resource: object;
 }
 
 /** type URL -> resources of that type. A missing type means "no resources of this type". */

@@ -195,7 +195,7 @@ describe('SnapshotCache encoding', () => {
 
   it('uses a caller-provided encoder for custom type URLs, once per set', () => {
     const typeUrl = 'type.googleapis.com/legate.extauth.v1.AuthConfig';
-    const encoder = vi.fn((_t: string, r: Readonly<Record<string, unknown>>) => Buffer.from(JSON.stringify(r)));
+    const encoder = vi.fn((_t: string, r: object) => Buffer.from(JSON.stringify(r)));
     const cache = new SnapshotCache({ encoders: { [typeUrl]: encoder } });
     const subscribers = [vi.fn(), vi.fn(), vi.fn()];
     for (const s of subscribers) cache.subscribe('extauth', s);

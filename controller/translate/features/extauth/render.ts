@@ -2,22 +2,22 @@
 // the HCM of every proxy that protects anything; each virtual host and route says which AuthConfig
 // applies (context_extensions.config_id) or that auth is off there (disabled).
 import { AuthContextKeys } from '../../../../common/contract.js';
-import { extensionCluster, setPerFilterConfig, type EnvoyJson, type ServiceAddress } from '../../envoy-json.js';
+import { typed, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
+import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR } from '../../ir.js';
 
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
-const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute';
+const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute' as const;
 
 function protectsAnything(proxy: ProxyIR): boolean {
   return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => r.auth && 'configId' in r.auth)));
 }
 
-function perFilterConfig(auth: AuthBindingIR): EnvoyJson {
-  if ('disabled' in auth) return { '@type': PER_ROUTE, disabled: true };
-  return {
-    '@type': PER_ROUTE,
+function perFilterConfig(auth: AuthBindingIR): TypedConfig {
+  if ('disabled' in auth) return typed(PER_ROUTE, { disabled: true });
+  return typed(PER_ROUTE, {
     check_settings: {
       context_extensions: {
         [AuthContextKeys.configId]: auth.configId,
@@ -25,33 +25,25 @@ function perFilterConfig(auth: AuthBindingIR): EnvoyJson {
         [AuthContextKeys.sourceName]: auth.sourceName,
       },
     },
-  };
+  });
 }
 
 /** ext_authz wrapped in a matcher that skips it when `skip.header` carries exactly `skip.value`. */
-function skippable(filter: EnvoyJson, skip: { header: string; value: string }): EnvoyJson {
+function skippable(filter: HttpFilter, skip: { header: string; value: string }): HttpFilter {
+  const input = typed('type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput', { header_name: skip.header });
+  const skipAction = typed('type.googleapis.com/envoy.extensions.filters.common.matcher.action.v3.SkipFilter', {});
   return {
     // the wrapper keeps the filter's name, so per-route ExtAuthzPerRoute configs still apply
     name: EXT_AUTHZ_FILTER,
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher',
+    typed_config: typed('type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher', {
       extension_config: filter,
       xds_matcher: {
         matcher_tree: {
-          input: {
-            name: 'legate-token-verified',
-            typed_config: { '@type': 'type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput', header_name: skip.header },
-          },
-          exact_match_map: {
-            map: {
-              [skip.value]: {
-                action: { name: 'skip-ext-authz', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.common.matcher.action.v3.SkipFilter' } },
-              },
-            },
-          },
+          input: { name: 'legate-token-verified', typed_config: input },
+          exact_match_map: { map: { [skip.value]: { action: { name: 'skip-ext-authz', typed_config: skipAction } } } },
         },
       },
-    },
+    }),
   };
 }
 
@@ -60,10 +52,9 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
   return {
     httpFilters(proxy) {
       if (!protectsAnything(proxy)) return [];
-      const filter: EnvoyJson = {
+      const filter: HttpFilter = {
         name: EXT_AUTHZ_FILTER,
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+        typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', {
           transport_api_version: 'V3',
           // longer than the service's own introspection timeout, so it can answer (deny) itself
           grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
@@ -72,7 +63,7 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
           // the service reads only the bearer token: sending one header instead of all of them
           // halves what Envoy encodes and the service decodes per check
           allowed_headers: { patterns: [{ exact: 'authorization' }] },
-        },
+        }),
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];
     },

@@ -2,6 +2,7 @@
 // answers with an immediate response. The filter sits on every HCM of a proxy that has a GraphQL route,
 // disabled; each GraphQL route enables it and names its API in the stream's gRPC initial metadata.
 import { GRAPHQL_API_METADATA_KEY } from '../../../../common/contract.js';
+import { typed } from '../../../../envoy/typed.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
 import type { ProxyIR } from '../../ir.js';
@@ -23,8 +24,7 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
           filter: {
             name: EXT_PROC_FILTER,
             disabled: true,
-            typed_config: {
-              '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor',
+            typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor', {
               grpc_service: { envoy_grpc: { cluster_name: GRAPHQL_CLUSTER }, timeout: { seconds: 30 } },
               // the body arrives whole; the service answers with an immediate response
               processing_mode: {
@@ -38,21 +38,18 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
               // resolvers may call several backends in sequence (default timeout 1 s each)
               message_timeout: { seconds: 10 },
               failure_mode_allow: false,
-            },
+            }),
           },
         },
       ];
     },
     patchRoute(ir, route) {
       if (ir.action.type !== 'graphql') return;
-      setPerFilterConfig(route, EXT_PROC_FILTER, {
-        '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig',
-        disabled: false,
-        config: {
-          '@type': 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
-          overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: `${ir.action.api.namespace}.${ir.action.api.name}` }] },
-        },
+      const api = `${ir.action.api.namespace}.${ir.action.api.name}`;
+      const perRoute = typed('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute', {
+        overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: api }] },
       });
+      setPerFilterConfig(route, EXT_PROC_FILTER, typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: false, config: perRoute }));
     },
     extraClusters(proxy) {
       return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];

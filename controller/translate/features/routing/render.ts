@@ -1,5 +1,6 @@
 // Stage 2 for routing: the action of every Envoy route.
-import { duration, type EnvoyJson } from '../../envoy-json.js';
+import type { EnvoyRoute, RedirectAction, RouteAction } from '../../../../envoy/typed.js';
+import { duration } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
 import type { RouteIR } from '../../ir.js';
 
@@ -9,37 +10,37 @@ export const routingRender: RenderPlugin = {
   },
 };
 
-function actionFor(ir: RouteIR): EnvoyJson {
+function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 'redirect'> {
   const a = ir.action;
   switch (a.type) {
     case 'route': {
-      const route: EnvoyJson = {};
+      const route: RouteAction = {};
       const first = a.clusters[0];
-      if (a.clusters.length === 1 && first) route['cluster'] = first.cluster;
-      else route['weighted_clusters'] = { clusters: a.clusters.map((c) => ({ name: c.cluster, weight: c.weight })) };
-      if (ir.prefixRewrite !== undefined) route['prefix_rewrite'] = ir.prefixRewrite;
-      route['timeout'] = duration(ir.timeout);
+      if (a.clusters.length === 1 && first) route.cluster = first.cluster;
+      else route.weighted_clusters = { clusters: a.clusters.map((c) => ({ name: c.cluster, weight: c.weight })) };
+      if (ir.prefixRewrite !== undefined) route.prefix_rewrite = ir.prefixRewrite;
+      route.timeout = duration(ir.timeout);
       if (ir.retries) {
-        const retry: EnvoyJson = { retry_on: ir.retries.retryOn, num_retries: ir.retries.numRetries };
-        if (ir.retries.perTryTimeout) retry['per_try_timeout'] = duration(ir.retries.perTryTimeout);
-        route['retry_policy'] = retry;
+        const retry: NonNullable<RouteAction['retry_policy']> = { retry_on: ir.retries.retryOn, num_retries: ir.retries.numRetries };
+        if (ir.retries.perTryTimeout) retry.per_try_timeout = duration(ir.retries.perTryTimeout);
+        route.retry_policy = retry;
       }
       return { route };
     }
     case 'directResponse': {
-      const direct: EnvoyJson = { status: a.status };
-      if (a.body !== undefined) direct['body'] = { inline_string: a.body };
+      const direct: NonNullable<EnvoyRoute['direct_response']> = { status: a.status };
+      if (a.body !== undefined) direct.body = { inline_string: a.body };
       return { direct_response: direct };
     }
     case 'redirect': {
-      const redirect: EnvoyJson = {};
-      if (a.hostRedirect !== undefined) redirect['host_redirect'] = a.hostRedirect;
-      if (a.portRedirect !== undefined) redirect['port_redirect'] = a.portRedirect;
-      if (a.pathRedirect !== undefined) redirect['path_redirect'] = a.pathRedirect;
-      if (a.prefixRewrite !== undefined) redirect['prefix_rewrite'] = a.prefixRewrite;
-      if (a.httpsRedirect) redirect['https_redirect'] = true;
-      if (a.stripQuery) redirect['strip_query'] = true;
-      if (a.responseCode !== undefined) redirect['response_code'] = a.responseCode;
+      const redirect: RedirectAction = {};
+      if (a.hostRedirect !== undefined) redirect.host_redirect = a.hostRedirect;
+      if (a.portRedirect !== undefined) redirect.port_redirect = a.portRedirect;
+      if (a.pathRedirect !== undefined) redirect.path_redirect = a.pathRedirect;
+      if (a.prefixRewrite !== undefined) redirect.prefix_rewrite = a.prefixRewrite;
+      if (a.httpsRedirect) redirect.https_redirect = true;
+      if (a.stripQuery) redirect.strip_query = true;
+      if (a.responseCode !== undefined) redirect.response_code = a.responseCode;
       return { redirect };
     }
     case 'graphql':

@@ -1,7 +1,8 @@
 // TLS termination: a VirtualService's sslConfig (secretRef or sslFiles, sniDomains) -> a certificate on
 // the ssl gateway's listener, one filter chain per certificate chosen by SNI.
 import type { VirtualService } from '../../../api/resources.js';
-import { dataSource, type EnvoyJson } from '../../envoy-json.js';
+import { typed, type FilterChain, type NetworkFilter } from '../../../../envoy/typed.js';
+import { dataSource } from '../../envoy-json.js';
 import type { Feature, Problem, ResolveContext } from '../../feature.js';
 import type { DownstreamTlsIR, ListenerIR } from '../../ir.js';
 import { nsName } from '../../names.js';
@@ -19,20 +20,17 @@ export const tlsFeature: Feature = {
     };
   },
   render: {
-    patchListener(ir, listener, hcm) {
+    patchListener(ir, listener, filters) {
       if (!ir.ssl) return;
-      // rebuilt in this order so the listener reads name, address, listener_filters, filter_chains
-      const { filter_chains: _plain, ...rest } = listener;
-      for (const k of Object.keys(listener)) delete listener[k];
-      Object.assign(listener, rest, {
-        listener_filters: [
-          {
-            name: 'envoy.filters.listener.tls_inspector',
-            typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector' },
-          },
-        ],
-        filter_chains: tlsFilterChains(ir, [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }]),
-      });
+      // re-added in this order, so the listener reads name, address, listener_filters, filter_chains
+      delete listener.filter_chains;
+      listener.listener_filters = [
+        {
+          name: 'envoy.filters.listener.tls_inspector',
+          typed_config: typed('type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector', {}),
+        },
+      ];
+      listener.filter_chains = tlsFilterChains(ir, filters);
     },
   },
 };
@@ -58,28 +56,27 @@ function downstreamTls(vs: VirtualService, ctx: ResolveContext, problems: Proble
   return { certChain: { inline: material.certChain }, privateKey: { inline: material.privateKey }, sniDomains };
 }
 
-function tlsFilterChains(listener: ListenerIR, filters: EnvoyJson[]): EnvoyJson[] {
-  const chains = new Map<string, EnvoyJson>();
+function tlsFilterChains(listener: ListenerIR, filters: NetworkFilter[]): FilterChain[] {
+  const chains = new Map<string, FilterChain>();
   for (const vh of listener.virtualHosts) {
     if (!vh.tls) continue;
     const serverNames = [...new Set(vh.tls.sniDomains)].sort();
     const key = JSON.stringify([serverNames, vh.tls.certChain, vh.tls.privateKey]);
     if (chains.has(key)) continue;
-    const chain: EnvoyJson = {
+    const chain: FilterChain = {
       name: `${vh.name}-tls`,
       filters,
       transport_socket: {
         name: 'envoy.transport_sockets.tls',
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+        typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', {
           common_tls_context: {
             tls_certificates: [{ certificate_chain: dataSource(vh.tls.certChain), private_key: dataSource(vh.tls.privateKey) }],
             alpn_protocols: ['h2', 'http/1.1'],
           },
-        },
+        }),
       },
     };
-    if (serverNames.length) chain['filter_chain_match'] = { server_names: serverNames };
+    if (serverNames.length) chain.filter_chain_match = { server_names: serverNames };
     chains.set(key, chain);
   }
   return [...chains.values()];

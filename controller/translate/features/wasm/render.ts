@@ -8,7 +8,8 @@
 // accepted for that version with VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
 // a matcher that skips it for exactly that header value. Virtual hosts drop the header before
 // anything goes upstream. See docs/wasm.md "Edge cache".
-import { setPerFilterConfig, type EnvoyJson } from '../../envoy-json.js';
+import { typed, type HttpFilter, type TypedConfig, type envoy_config_core_v3_AsyncDataSource as AsyncDataSource } from '../../../../envoy/typed.js';
+import { setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../../ir.js';
 
@@ -39,8 +40,10 @@ export interface WasmOptions {
 /** module name (file stem) per filter */
 const MODULES: Record<string, string> = { [BEARER_CHECK]: 'bearer-check', [GRAPHQL_CHECK]: 'graphql-check' };
 
-const ENABLE: EnvoyJson = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', config: {} };
-const DISABLE: EnvoyJson = { '@type': 'type.googleapis.com/envoy.config.route.v3.FilterConfig', disabled: true };
+// an Any without a type: Envoy 1.40 wants `config` set, and the filters read no per-route config
+const NO_CONFIG = {} as TypedConfig;
+const ENABLE = (): TypedConfig => typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { config: { ...NO_CONFIG } });
+const DISABLE = (): TypedConfig => typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: true });
 
 function protects(auth: AuthBindingIR | undefined): boolean {
   return auth !== undefined && 'configId' in auth;
@@ -76,7 +79,7 @@ function usesGraphql(proxy: ProxyIR): boolean {
   return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
 }
 
-function codeFor(name: string, code: WasmCodeSource): EnvoyJson {
+function codeFor(name: string, code: WasmCodeSource): AsyncDataSource {
   const module = MODULES[name] ?? name;
   if (code.type === 'local') return { local: { filename: code.files[module] ?? `${module}.wasm` } };
   const m = code.modules[module];
@@ -90,21 +93,20 @@ function codeFor(name: string, code: WasmCodeSource): EnvoyJson {
 }
 
 /** A filter of the HCM chain, disabled (routes enable it). Public: the wasm benchmark renders its filters with it. */
-export function wasmFilter(name: string, configuration: object, code: WasmCodeSource): EnvoyJson {
+export function wasmFilter(name: string, configuration: object, code: WasmCodeSource): HttpFilter {
   return {
     name,
     disabled: true,
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm',
+    typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm', {
       config: {
         name,
         root_id: name,
-        configuration: { '@type': 'type.googleapis.com/google.protobuf.StringValue', value: JSON.stringify(configuration) },
+        configuration: typed('type.googleapis.com/google.protobuf.StringValue', { value: JSON.stringify(configuration) }),
         vm_config: { vm_id: name, runtime: 'envoy.wasm.runtime.v8', code: codeFor(name, code) },
         // a broken module must not open anything up
         fail_open: false,
       },
-    },
+    }),
   };
 }
 
@@ -123,21 +125,19 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
     },
     patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
-      if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, { ...ENABLE });
+      if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, ENABLE());
       if (edgeCacheSkip(options) && usesBearer(proxy)) {
-        const remove = (vhost['request_headers_to_remove'] ??= []) as string[];
-        remove.push(VERIFIED_HEADER);
+        (vhost.request_headers_to_remove ??= []).push(VERIFIED_HEADER);
       }
     },
     patchRoute(ir: RouteIR, route, vh) {
-      if (options.bearerCheck.enabled && ir.auth) setPerFilterConfig(route, BEARER_CHECK, { ...(protects(ir.auth) ? ENABLE : DISABLE) });
+      if (options.bearerCheck.enabled && ir.auth) setPerFilterConfig(route, BEARER_CHECK, protects(ir.auth) ? ENABLE() : DISABLE());
       const auth = ir.auth ?? vh.auth;
       if (edgeCacheSkip(options) && auth && 'configId' in auth && auth.configVersion !== undefined) {
-        const metadata = (route['metadata'] ??= {}) as EnvoyJson;
-        const byFilter = (metadata['filter_metadata'] ??= {}) as EnvoyJson;
+        const byFilter = ((route.metadata ??= {}).filter_metadata ??= {});
         byFilter[BEARER_CHECK] = { auth_key: `${auth.configId}@${auth.configVersion}` };
       }
-      if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilterConfig(route, GRAPHQL_CHECK, { ...ENABLE });
+      if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilterConfig(route, GRAPHQL_CHECK, ENABLE());
     },
     extraClusters(proxy) {
       const code = options.code;
