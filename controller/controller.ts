@@ -67,9 +67,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     logger: log.child('xds'),
     // extension services always get their full set of configs
     wildcardTypes: [TypeUrls.listener, TypeUrls.cluster, ...Object.values(ExtensionTypeUrls)],
-    onNack: (event) => {
-      nacks.set(`${event.role}|${event.typeUrl}`, event);
-    },
+    observers: [{ onNack: (event) => void nacks.set(`${event.role}|${event.typeUrl}`, event) }],
   });
 
   const registry = new Registry();

@@ -150,7 +150,7 @@ describe.sequential('AdsServer with a real Envoy', () => {
   const cache = new SnapshotCache();
   const nacks: NackEvent[] = [];
   const logger = createLogger('xds-e2e', { level: process.env['LOG_LEVEL'] === 'debug' ? 'debug' : 'error' });
-  const server = new AdsServer(cache, { logger, onNack: (e) => nacks.push(e), stopGraceMs: 500 });
+  const server = new AdsServer(cache, { logger, observers: [{ onNack: (e) => void nacks.push(e) }], stopGraceMs: 500 });
   const envoys: RunningEnvoy[] = [];
   let upstream: http.Server | undefined;
   let upstreamPort = 0;

@@ -114,7 +114,7 @@ const names = (r: ResponseMsg): string[] =>
 describe('AdsServer (protocol, no Envoy)', () => {
   const cache = new SnapshotCache({ encoders: { [CUSTOM]: (_t, r) => Buffer.from(JSON.stringify(r)) } });
   const nacks: NackEvent[] = [];
-  const server = new AdsServer(cache, { logger: createLogger('xds-test', { level: 'error' }), onNack: (e) => nacks.push(e), stopGraceMs: 500 });
+  const server = new AdsServer(cache, { logger: createLogger('xds-test', { level: 'error' }), observers: [{ onNack: (e) => void nacks.push(e) }], stopGraceMs: 500 });
   let client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   let port = 0;
   const streams: TestStream[] = [];
