@@ -1,0 +1,61 @@
+// `legate controller`: watch a directory of resources, serve xDS and the controller API.
+import fs from 'node:fs';
+import path from 'node:path';
+import { statsServerEnabled } from '../../common/admin.js';
+import { VERSION } from '../../common/version.js';
+import { startController } from '../../controller/controller.js';
+import { DEFAULT_WASM_OPTIONS } from '../../controller/translate/features/wasm/index.js';
+import { loadOrCreateEdgeSecret } from '../edge-secret.js';
+import { UsageError, command } from '../flags.js';
+import { packageRoot } from '../paths.js';
+import { DEFAULTS, LOG_LEVEL_FLAG, componentLogger, waitForSignal } from './common.js';
+
+export const controllerCommand = command({
+  name: 'controller',
+  summary: 'run the controller: watch a directory, serve xDS and the controller API',
+  flags: {
+    config: { type: 'string', short: 'c', required: true, placeholder: 'DIR', description: 'the directory of resources to watch' },
+    'graphql-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.graphqlPort}`, description: 'where Envoy reaches the graphql extension' },
+    'extauth-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.extauthPort}`, description: 'where Envoy reaches the extauth extension' },
+    'stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: 'admin interface port (with START_STATS_SERVER=1)' },
+    'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'dev-mode endpoint port (Settings devMode: true)' },
+    'wasm-dir': { type: 'string', placeholder: 'DIR', description: 'where the .wasm filters are (default dist/wasm)' },
+    'wasm-source': { type: 'choice', choices: ['local', 'remote'], default: 'local', description: 'Envoy reads the filters from disk, or fetches them from the API' },
+    'edge-secret-file': { type: 'string', placeholder: 'PATH', description: "keeps the edge cache's secret across restarts (default: a new one each start)" },
+    'xds-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the xDS server binds' },
+    'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: 'port of the xDS server' },
+    'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'port of the controller API (loopback), which legatectl reads' },
+    'http-port': { type: 'port', default: DEFAULTS.httpPort, description: 'port of the default HTTP gateway (when no Gateway exists)' },
+    'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: 'port of the default HTTPS gateway' },
+    'bind-address': { type: 'string', default: '::', placeholder: 'ADDR', description: "the default gateways' bind address" },
+    'write-namespace': { type: 'string', placeholder: 'NS', description: 'namespace of generated resources (default legate-system, or Settings)' },
+    'log-level': LOG_LEVEL_FLAG,
+  },
+  async run(flags) {
+    if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
+    const logger = componentLogger('controller', flags['log-level']);
+    const edgeSecretFile = flags['edge-secret-file'];
+    // without a file the controller picks a new secret at every start
+    const wasm = edgeSecretFile
+      ? { ...DEFAULT_WASM_OPTIONS, bearerCheck: { ...DEFAULT_WASM_OPTIONS.bearerCheck, verifiedValue: loadOrCreateEdgeSecret(path.resolve(edgeSecretFile)) } }
+      : DEFAULT_WASM_OPTIONS;
+    const ctl = await startController({
+      configDir: path.resolve(flags.config),
+      xds: { host: flags['xds-host'], port: flags['xds-port'] },
+      api: { host: '127.0.0.1', port: flags['api-port'] },
+      ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
+      defaultGateway: { bindAddress: flags['bind-address'], bindPort: flags['http-port'] },
+      defaultSslPort: flags['https-port'],
+      render: { graphql: flags['graphql-address'], extauth: flags['extauth-address'], wasm },
+      wasm: { dir: path.resolve(flags['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')), source: flags['wasm-source'] },
+      ...(statsServerEnabled() ? { admin: { host: '127.0.0.1', port: flags['stats-port'] } } : {}),
+      devMode: { host: '127.0.0.1', port: flags['dev-port'] },
+      logger,
+    });
+    logger.info('controller started', { version: VERSION });
+    await waitForSignal();
+    logger.info('controller stopping');
+    await ctl.stop();
+    return 0;
+  },
+});

@@ -1,0 +1,64 @@
+// `legate graphql` and `legate extauth`: the extension services, each its own process (a Deployment
+// on Kubernetes), fed over xDS by the controller.
+import { VERSION } from '../../common/version.js';
+import { extauthMetrics } from '../../extensions/extauth/metrics.js';
+import { startExtauthService, type RunningExtauthService } from '../../extensions/extauth/service.js';
+import { graphqlMetrics } from '../../extensions/graphql/metrics.js';
+import { startGraphQLService } from '../../extensions/graphql/service.js';
+import { command, type FlagValues } from '../flags.js';
+import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
+
+function extensionFlags(servicePort: number, statsPort: number) {
+  return {
+    host: { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the gRPC service binds' },
+    port: { type: 'port', default: servicePort, description: 'port of the gRPC service Envoy calls' },
+    'xds-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.xdsPort}`, description: "the controller's xDS server" },
+    'stats-port': { type: 'port', default: statsPort, description: 'admin interface port (with START_STATS_SERVER=1)' },
+    'log-level': LOG_LEVEL_FLAG,
+  } as const;
+}
+
+const graphqlFlags = extensionFlags(DEFAULTS.graphqlPort, DEFAULTS.stats.graphql);
+const extauthFlags = extensionFlags(DEFAULTS.extauthPort, DEFAULTS.stats.extauth);
+
+export const graphqlCommand = command({
+  name: 'graphql',
+  summary: 'run the GraphQL extension (Envoy ext_proc service)',
+  flags: graphqlFlags,
+  async run(flags: FlagValues<typeof graphqlFlags>) {
+    const logger = componentLogger('graphql', flags['log-level']);
+    const admin = componentAdmin('graphql', flags['stats-port']);
+    let apis = (): Record<string, string> => ({});
+    const metrics = graphqlMetrics(admin.registry, admin.spans, () => apis());
+    const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
+    const svc = await startGraphQLService({ host: flags.host, port: flags.port, xdsAddress, logger, observe: metrics.observe });
+    apis = svc.apis;
+    const adminServer = await admin.start(logger, { '/apis': () => svc.apis() });
+    logger.info('graphql extension started', { version: VERSION });
+    await waitForSignal();
+    await adminServer?.stop();
+    await svc.stop();
+    return 0;
+  },
+});
+
+export const extauthCommand = command({
+  name: 'extauth',
+  summary: 'run the access-token extension (Envoy ext_authz service)',
+  flags: extauthFlags,
+  async run(flags: FlagValues<typeof extauthFlags>) {
+    const logger = componentLogger('extauth', flags['log-level']);
+    const admin = componentAdmin('extauth', flags['stats-port']);
+    let stats: (() => ReturnType<RunningExtauthService['stats']>) | undefined;
+    const metrics = extauthMetrics(admin.registry, admin.spans, () => stats?.());
+    const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
+    const svc = await startExtauthService({ host: flags.host, port: flags.port, xdsAddress, logger, observe: metrics.observe });
+    stats = svc.stats;
+    const adminServer = await admin.start(logger, { '/configs': () => svc.configs() });
+    logger.info('extauth extension started', { version: VERSION });
+    await waitForSignal();
+    await adminServer?.stop();
+    await svc.stop();
+    return 0;
+  },
+});

@@ -1,0 +1,22 @@
+// The `legate` commands, in the order help lists them (an explicit list; nothing registers itself).
+import type { Command } from '../flags.js';
+import { bootstrapCommand } from './bootstrap.js';
+import { controllerCommand } from './controller.js';
+import { extauthCommand, graphqlCommand } from './extensions.js';
+import { runCommand } from './run.js';
+import { versionCommand } from './version.js';
+
+export const COMMANDS: readonly Command[] = [runCommand, controllerCommand, graphqlCommand, extauthCommand, bootstrapCommand, versionCommand];
+
+/** `legate --help`, from the commands' summaries. */
+export function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'Usage: legate <command> [flags]',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    "Run 'legate <command> --help' for its flags.",
+  ].join('\n');
+}

@@ -1,0 +1,233 @@
+// `legate run`: the whole gateway on one machine. Starts the controller, the extension services,
+// Envoy and the processes of DIR/legate.values.yaml as supervised children (restarted with backoff),
+// records where everything is in <state-dir>/run.json for legatectl, and stops it all on Ctrl-C.
+import fs from 'node:fs';
+import path from 'node:path';
+import { statsServerEnabled } from '../../common/admin.js';
+import { createLogger } from '../../common/log.js';
+import { VERSION } from '../../common/version.js';
+import { LEGATE_NAMESPACE } from '../../controller/api/meta.js';
+import { renderBootstrap } from '../../controller/bootstrap/bootstrap.js';
+import { UsageError, command, type FlagValues } from '../flags.js';
+import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from '../paths.js';
+import { Supervisor } from '../run/supervisor.js';
+import { readValues, type RunValues } from '../run/values.js';
+import { DEFAULTS, waitForSignal } from './common.js';
+
+const runFlags = {
+  config: { type: 'string', short: 'c', default: 'examples', placeholder: 'DIR', description: 'the directory of resources (and legate.values.yaml)' },
+  'http-port': { type: 'port', default: DEFAULTS.httpPort, description: "the gateway's HTTP port" },
+  'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: "the gateway's HTTPS port (virtual services with sslConfig)" },
+  'admin-port': { type: 'port', default: DEFAULTS.adminPort, description: "Envoy's admin interface" },
+  'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: "the controller's xDS server" },
+  'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'the controller API, which legatectl reads' },
+  'graphql-port': { type: 'port', default: DEFAULTS.graphqlPort, description: 'the graphql extension (ext_proc)' },
+  'extauth-port': { type: 'port', default: DEFAULTS.extauthPort, description: 'the extauth extension (ext_authz)' },
+  'controller-stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: "the controller's admin interface (START_STATS_SERVER=1)" },
+  'extauth-stats-port': { type: 'port', default: DEFAULTS.stats.extauth, description: "extauth's admin interface (START_STATS_SERVER=1)" },
+  'graphql-stats-port': { type: 'port', default: DEFAULTS.stats.graphql, description: "graphql's admin interface (START_STATS_SERVER=1)" },
+  'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'the dev-mode endpoint (Settings devMode: true)' },
+  'wasm-source': { type: 'choice', choices: ['local', 'remote'], default: 'local', description: 'Envoy reads the wasm filters from disk, or fetches them' },
+  'state-dir': { type: 'string', placeholder: 'DIR', description: 'logs, run.json, the bootstrap (default LEGATE_STATE_DIR, else ./.legate)' },
+  envoy: { type: 'string', placeholder: 'PATH', description: 'the Envoy binary (default LEGATE_ENVOY, else .venv/bin/envoy)' },
+} as const;
+
+type RunFlags = FlagValues<typeof runFlags>;
+
+export const runCommand = command({
+  name: 'run',
+  summary: 'start the whole gateway (controller, Envoy, extra processes) on a config directory',
+  flags: runFlags,
+  async run(flags: RunFlags) {
+    const configDir = path.resolve(flags.config);
+    if (!fs.existsSync(configDir)) throw new UsageError(`--config: directory ${configDir} does not exist`);
+    const envoyPath = flags.envoy ?? defaultEnvoyPath();
+    if (!fs.existsSync(envoyPath)) throw new UsageError(`Envoy not found at ${envoyPath}; run 'make setup' (installs it into .venv)`);
+    const stateDir = path.resolve(flags['state-dir'] ?? defaultStateDir());
+    const logDir = path.join(stateDir, 'logs');
+    fs.mkdirSync(logDir, { recursive: true });
+    const logger = createLogger('run');
+    const gateway: Gateway = { flags, configDir, stateDir, logDir, values: readValues(configDir), sup: new Supervisor(logDir, logger) };
+
+    const shutdown = async (): Promise<void> => {
+      logger.info('stopping all components');
+      await gateway.sup.stopAll();
+      fs.rmSync(runStatePath(stateDir), { force: true });
+    };
+    try {
+      const role = await startController(gateway);
+      startExtensions(gateway);
+      const envoy = startEnvoy(gateway, role, envoyPath);
+      startExtraProcesses(gateway);
+      await waitForHttp(`http://127.0.0.1:${flags['admin-port']}/ready`, 30_000, () => envoy.exitCode === null);
+      fs.writeFileSync(runStatePath(stateDir), JSON.stringify(runState(gateway, role), null, 2));
+      process.stdout.write(banner(gateway));
+    } catch (err) {
+      await shutdown();
+      throw err;
+    }
+    await waitForSignal();
+    await shutdown();
+    return 0;
+  },
+});
+
+/** What the steps of a run share. */
+interface Gateway {
+  flags: RunFlags;
+  configDir: string;
+  stateDir: string;
+  logDir: string;
+  values: RunValues;
+  sup: Supervisor;
+}
+
+function logLevelEnv(level: string | undefined): Record<string, string> {
+  return level ? { LOG_LEVEL: level } : {};
+}
+
+/** Starts the controller, waits for its API, and returns the role of the proxy it serves. */
+async function startController(g: Gateway): Promise<string> {
+  const f = g.flags;
+  const ctl = g.sup.start({
+    name: 'controller',
+    command: process.execPath,
+    args: [
+      legateEntry(),
+      'controller',
+      ...['--config', g.configDir, '--xds-port', String(f['xds-port']), '--api-port', String(f['api-port'])],
+      ...['--http-port', String(f['http-port']), '--https-port', String(f['https-port'])],
+      ...['--graphql-address', `127.0.0.1:${f['graphql-port']}`, '--extauth-address', `127.0.0.1:${f['extauth-port']}`],
+      ...['--stats-port', String(f['controller-stats-port']), '--dev-port', String(f['dev-port'])],
+      ...['--wasm-source', f['wasm-source'], '--edge-secret-file', path.join(g.stateDir, 'edge-secret')],
+    ],
+    env: logLevelEnv(g.values.controller?.logLevel),
+  });
+  await waitForHttp(`http://127.0.0.1:${f['api-port']}/healthz`, 15_000, () => ctl.exitCode === null);
+  // The proxy's role follows the write namespace, which a Settings resource may change (Gloo's
+  // manifests use gloo-system): ask the controller which roles it serves.
+  return servedRole(f['api-port']);
+}
+
+function startExtensions(g: Gateway): void {
+  const f = g.flags;
+  const xds = `127.0.0.1:${f['xds-port']}`;
+  for (const [name, port, statsPort, level] of [
+    ['graphql', f['graphql-port'], f['graphql-stats-port'], g.values.graphql?.logLevel],
+    ['extauth', f['extauth-port'], f['extauth-stats-port'], g.values.extauth?.logLevel],
+  ] as const) {
+    g.sup.start({
+      name,
+      command: process.execPath,
+      args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort)],
+      env: logLevelEnv(level),
+    });
+  }
+}
+
+function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: number | null } {
+  const bootstrapFile = path.join(g.stateDir, 'envoy-bootstrap.yaml');
+  const bootstrap = renderBootstrap({ role, xdsHost: '127.0.0.1', xdsPort: g.flags['xds-port'], adminHost: '127.0.0.1', adminPort: g.flags['admin-port'] });
+  fs.writeFileSync(bootstrapFile, bootstrap);
+  return g.sup.start({
+    name: 'envoy',
+    command: envoyPath,
+    args: ['-c', bootstrapFile, '--disable-hot-restart', '-l', g.values.proxy?.logLevel ?? 'info', '--drain-time-s', '1'],
+  });
+}
+
+/** The sample upstreams and whatever else DIR/legate.values.yaml lists. */
+function startExtraProcesses(g: Gateway): void {
+  for (const p of g.values.processes ?? []) {
+    const [command, ...rest] = p.command;
+    g.sup.start({
+      name: p.name,
+      command: command === 'node' ? process.execPath : command!,
+      args: rest,
+      cwd: g.configDir,
+      ...(p.env ? { env: p.env } : {}),
+    });
+  }
+}
+
+function runState(g: Gateway, role: string): RunState {
+  const f = g.flags;
+  const stats = statsServerEnabled();
+  const component = (name: string, endpoints: Record<string, string>) => ({ pid: g.sup.pid(name), log: g.sup.logPath(name), endpoints });
+  return {
+    version: VERSION,
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    configDir: g.configDir,
+    logDir: g.logDir,
+    writeNamespace: role.split('~')[0] ?? LEGATE_NAMESPACE,
+    proxyRole: role,
+    components: {
+      controller: component('controller', {
+        api: `http://127.0.0.1:${f['api-port']}`,
+        xds: `127.0.0.1:${f['xds-port']}`,
+        dev: `http://127.0.0.1:${f['dev-port']}`,
+        ...(stats ? { admin: `http://127.0.0.1:${f['controller-stats-port']}` } : {}),
+      }),
+      envoy: component('envoy', {
+        admin: `http://127.0.0.1:${f['admin-port']}`,
+        http: `http://127.0.0.1:${f['http-port']}`,
+        https: `https://127.0.0.1:${f['https-port']}`,
+      }),
+      extauth: component('extauth', {
+        grpc: `127.0.0.1:${f['extauth-port']}`,
+        ...(stats ? { admin: `http://127.0.0.1:${f['extauth-stats-port']}` } : {}),
+      }),
+      graphql: component('graphql', {
+        grpc: `127.0.0.1:${f['graphql-port']}`,
+        ...(stats ? { admin: `http://127.0.0.1:${f['graphql-stats-port']}` } : {}),
+      }),
+      ...Object.fromEntries((g.values.processes ?? []).map((p) => [p.name, component(p.name, {})])),
+    },
+  };
+}
+
+function banner(g: Gateway): string {
+  const f = g.flags;
+  return [
+    `Legate ${VERSION} is running on ${g.configDir}`,
+    `  gateway        http://localhost:${f['http-port']}`,
+    `  Envoy admin    http://127.0.0.1:${f['admin-port']}`,
+    `  controller API http://127.0.0.1:${f['api-port']}  (xDS on 127.0.0.1:${f['xds-port']})`,
+    `  logs           ${g.logDir}`,
+    `Try: npx legatectl get virtualservices     Stop: Ctrl-C`,
+    '',
+  ].join('\n');
+}
+
+async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    if (!isAlive()) throw new Error(`process serving ${url} exited during startup`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The role of the gateway proxy the controller serves (`<write namespace>~gateway-proxy`). */
+async function servedRole(apiPort: number): Promise<string> {
+  for (let i = 0; i < 50; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/served`, { signal: AbortSignal.timeout(1000) });
+      const body = (await res.json()) as { data?: Record<string, unknown> };
+      const roles = Object.keys(body.data ?? {});
+      const role = roles.find((r) => r.endsWith('~gateway-proxy')) ?? roles[0];
+      if (role) return role;
+    } catch {
+      // first translation not done yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return DEFAULTS.role;
+}

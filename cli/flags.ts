@@ -1,0 +1,181 @@
+// Flags declared once per command: parsed from argv (node:util parseArgs underneath) with clear
+// errors, and turned into the command's --help text. Boolean flags also take `--flag=true|false`
+// (glooctl users type `--debug=false`).
+import { parseArgs } from 'node:util';
+
+/** A mistake in how the command was called: printed with the usage, exit code 2. */
+export class UsageError extends Error {}
+
+interface BaseFlag {
+  description: string;
+  /** one-letter alias, e.g. `c` for -c */
+  short?: string;
+}
+export interface StringFlag extends BaseFlag {
+  type: 'string';
+  default?: string;
+  /** how help names the value, e.g. DIR */
+  placeholder?: string;
+  required?: boolean;
+}
+export interface PortFlag extends BaseFlag {
+  type: 'port';
+  default: number;
+}
+export interface HostPortFlag extends BaseFlag {
+  type: 'hostPort';
+  default: string;
+}
+export interface ChoiceFlag extends BaseFlag {
+  type: 'choice';
+  choices: readonly string[];
+  default?: string;
+}
+export interface BooleanFlag extends BaseFlag {
+  type: 'boolean';
+}
+export type FlagSpec = StringFlag | PortFlag | HostPortFlag | ChoiceFlag | BooleanFlag;
+export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
+
+type ValueOf<S> = S extends PortFlag
+  ? number
+  : S extends HostPortFlag
+    ? { host: string; port: number }
+    : S extends BooleanFlag
+      ? boolean
+      : S extends { type: 'choice'; choices: readonly (infer C)[] }
+        ? S extends { default: string }
+          ? C
+          : C | undefined
+        : S extends { default: string } | { required: true }
+          ? string
+          : string | undefined;
+
+/** The parsed values of a command's flags, typed from their declarations. */
+export type FlagValues<F extends FlagSpecs> = { -readonly [K in keyof F]: ValueOf<F[K]> };
+
+export interface Command<F extends FlagSpecs = FlagSpecs> {
+  name: string;
+  /** one line, for `legate --help` */
+  summary: string;
+  flags: F;
+  /** longer text after the usage line of `legate <name> --help` */
+  details?: string;
+  run(values: FlagValues<F>): Promise<number> | number;
+}
+
+/** Declares a command; keeps the flag types for its run(). */
+export function command<const F extends FlagSpecs>(c: Command<F>): Command<F> {
+  return c;
+}
+
+function placeholder(spec: FlagSpec): string {
+  switch (spec.type) {
+    case 'string':
+      return spec.placeholder ?? 'VALUE';
+    case 'port':
+      return 'PORT';
+    case 'hostPort':
+      return 'HOST:PORT';
+    case 'choice':
+      return spec.choices.join('|');
+    case 'boolean':
+      return '';
+  }
+}
+
+/** `legate <name> --help`: the usage line, the details, and every flag with its default. */
+export function helpText<F extends FlagSpecs>(program: string, c: Command<F>): string {
+  const required = Object.entries(c.flags)
+    .filter(([, s]) => s.type === 'string' && s.required)
+    .map(([name, s]) => `--${name} ${placeholder(s)}`);
+  const lines = [`Usage: ${program} ${c.name}${required.length ? ` ${required.join(' ')}` : ''} [flags]`, '', c.summary];
+  if (c.details) lines.push('', c.details);
+  const rows = Object.entries(c.flags).map(([name, s]) => {
+    const value = placeholder(s);
+    const left = `${s.short ? `-${s.short}, ` : '    '}--${name}${value ? ` ${value}` : ''}`;
+    const dflt = 'default' in s && s.default !== undefined ? ` (default ${String(s.default)})` : '';
+    return [left, `${s.description}${s.type === 'string' && s.required ? ' (required)' : ''}${dflt}`] as const;
+  });
+  rows.push(['-h, --help', 'show this help']);
+  const width = Math.max(...rows.map(([l]) => l.length));
+  lines.push('', 'Flags:', ...rows.map(([l, r]) => `  ${l.padEnd(width)}  ${r}`));
+  return lines.join('\n') + '\n';
+}
+
+function toPort(value: string, name: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new UsageError(`--${name}: expected a port number, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+export function toHostPort(value: string, name: string): { host: string; port: number } {
+  const i = value.lastIndexOf(':');
+  const host = value.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(value.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new UsageError(`--${name}: expected HOST:PORT, got ${JSON.stringify(value)}`);
+  }
+  return { host, port };
+}
+
+/** Rewrites `--flag=true|false` of boolean flags into the forms parseArgs knows (`--flag`, `--no-flag`). */
+function normalizeBooleans(args: readonly string[], flags: FlagSpecs): string[] {
+  return args.map((arg) => {
+    const m = /^--([^=]+)=(.*)$/.exec(arg);
+    if (!m || flags[m[1]!]?.type !== 'boolean') return arg;
+    const [, name, value] = m;
+    if (value === 'true') return `--${name}`;
+    if (value === 'false') return `--no-${name}`;
+    throw new UsageError(`--${name}: expected true or false, got ${JSON.stringify(value)}`);
+  });
+}
+
+/** Parses argv against the declarations. Returns undefined when --help was asked for. */
+export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[]): FlagValues<F> | undefined {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  for (const [name, spec] of Object.entries(flags)) {
+    options[name] = { type: spec.type === 'boolean' ? 'boolean' : 'string', ...(spec.short ? { short: spec.short } : {}) };
+  }
+  let parsed: Record<string, string | boolean | undefined>;
+  try {
+    parsed = parseArgs({ args: normalizeBooleans(args, flags), options, allowPositionals: false, allowNegative: true, strict: true }).values;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    // parseArgs' messages name the flag; drop its advice about positionals and '--'
+    throw new UsageError((err instanceof Error ? err.message : String(err)).split('. To specify')[0]!);
+  }
+  if (parsed['help']) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(flags)) {
+    const raw = parsed[name];
+    switch (spec.type) {
+      case 'boolean':
+        out[name] = raw === true;
+        break;
+      case 'port':
+        out[name] = raw === undefined ? spec.default : toPort(String(raw), name);
+        break;
+      case 'hostPort':
+        out[name] = toHostPort(raw === undefined ? spec.default : String(raw), name);
+        break;
+      case 'choice': {
+        const value = raw === undefined ? spec.default : String(raw);
+        if (value !== undefined && !spec.choices.includes(value)) {
+          throw new UsageError(`--${name}: expected ${spec.choices.join(', ')}, got ${JSON.stringify(value)}`);
+        }
+        out[name] = value;
+        break;
+      }
+      case 'string': {
+        const value = raw === undefined ? spec.default : String(raw);
+        if (value === undefined && spec.required) throw new UsageError(`--${name} ${placeholder(spec)} is required`);
+        out[name] = value;
+        break;
+      }
+    }
+  }
+  return out as FlagValues<F>;
+}
