@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: setup run test test-unit test-e2e typecheck bench bench-micro build envoy envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e typecheck format bench bench-micro build envoy envoy-types clean wasm wasm-debug
 
 setup: $(NODE_MODULES_STAMP) envoy build
 
@@ -38,9 +38,19 @@ dist/wasm/debug/%.wasm: $(WASM_SOURCES) $(NODE_MODULES_STAMP)
 	@mkdir -p $(@D)
 	npx asc extensions/wasm/$*/index.ts --target debug -o $@
 
+# types (strict), lint (typescript-eslint), format (prettier, and no line over its width), layering
+# and cycles (dependency-cruiser, .dependency-cruiser.cjs)
 typecheck: $(NODE_MODULES_STAMP)
 	npx tsc -p tsconfig.json --noEmit
-	node scripts/check-imports.mjs
+	npx eslint --max-warnings 0 .
+	npx prettier --check --log-level warn .
+	node scripts/check-line-width.mjs
+	npx depcruise --config .dependency-cruiser.cjs common controller extensions envoy cli test bench scripts
+
+# rewrite formatting and apply lint fixes in place
+format: $(NODE_MODULES_STAMP)
+	npx prettier --write --log-level warn .
+	npx eslint --fix .
 
 run: setup
 	node bin/legate.js run --config examples

@@ -18,7 +18,16 @@ import { closeClient, waitFor } from './lib/net.js';
 import { aggregate, measureTogether, type Round } from './lib/measure.js';
 import { hasTaskset, installCleanupHandlers, isInterrupted, startProcess, stopAll } from './lib/procs.js';
 import { render, type RunInfo } from './lib/report.js';
-import { ScenarioSkipped, type Aim, type BenchContext, type LoadScenario, type LoadTarget, type ScenarioRecord, type Settings, type Upstream } from './lib/types.js';
+import {
+  ScenarioSkipped,
+  type Aim,
+  type BenchContext,
+  type LoadScenario,
+  type LoadTarget,
+  type ScenarioRecord,
+  type Settings,
+  type Upstream,
+} from './lib/types.js';
 import { SCENARIOS } from './scenarios/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,7 +66,11 @@ function parseSettings(argv: string[]): { settings: Settings; only?: string[]; s
   // controller, extensions) the others, so the client never steals the servers' CPU.
   const cpus = os.cpus().length;
   const pin = !values['no-pin'] && cpus >= 2 && hasTaskset();
-  const split = (s: string | undefined): string[] | undefined => s?.split(',').map((x) => x.trim()).filter(Boolean);
+  const split = (s: string | undefined): string[] | undefined =>
+    s
+      ?.split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
   const only = split(values.only);
   return {
     settings: {
@@ -105,7 +118,8 @@ async function main(): Promise<number> {
   if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')} (see --list)`);
   const selected = SCENARIOS.filter((s) => (!only || only.includes(s.name)) && !skip.includes(s.name));
   for (const f of ['dist/legate.js', 'bin/legate.js']) {
-    if (!fs.existsSync(path.join(ROOT, f))) throw new Error(`${f} is missing: run 'make bench' (it builds first) or 'node scripts/build.mjs'`);
+    if (!fs.existsSync(path.join(ROOT, f)))
+      throw new Error(`${f} is missing: run 'make bench' (it builds first) or 'node scripts/build.mjs'`);
   }
   if (!fs.existsSync(envoyPath(ROOT))) throw new Error(`Envoy not found at ${envoyPath(ROOT)}: run ./envoy/install.sh`);
 
@@ -124,9 +138,12 @@ async function main(): Promise<number> {
       node: process.version,
       envoy: envoyVersion(),
       tool: `${tool.name} ${tool.version}`,
-      load: `${settings.threads} thread(s), ${settings.connections} connections, keep-alive; ${settings.rounds} interleaved rounds per scenario, each ${settings.durationS} s measured after ${settings.warmupS} s warmup`,
+      load:
+        `${settings.threads} thread(s), ${settings.connections} connections, keep-alive; ${settings.rounds} interleaved rounds per ` +
+        `scenario, each ${settings.durationS} s measured after ${settings.warmupS} s warmup`,
       pinning: settings.loadCpus
-        ? `load generator on CPU ${settings.loadCpus}; every server process (upstreams, legate run with its controller, Envoy and extensions, the GraphQL peers, the OAuth2 provider) on CPU ${settings.serverCpus} (taskset); config-scale not pinned`
+        ? `load generator on CPU ${settings.loadCpus}; every server process (upstreams, legate run with its controller, Envoy and ` +
+          `extensions, the GraphQL peers, the OAuth2 provider) on CPU ${settings.serverCpus} (taskset); config-scale not pinned`
         : 'none',
     };
     log(`${info.tool}; ${info.load}; pinning: ${info.pinning}`);
@@ -143,7 +160,14 @@ async function main(): Promise<number> {
       upstream: () => (upstream ??= startUpstream(settings.serverCpus)),
     };
     const record = (s: { name: string; description: string; aims?: Record<string, Aim> }, compareTo: string[] = []): ScenarioRecord => {
-      const rec: ScenarioRecord = { name: s.name, description: s.description, compareTo, ok: false, seconds: 0, ...(s.aims ? { aims: s.aims } : {}) };
+      const rec: ScenarioRecord = {
+        name: s.name,
+        description: s.description,
+        compareTo,
+        ok: false,
+        seconds: 0,
+        ...(s.aims ? { aims: s.aims } : {}),
+      };
       records.push(rec);
       return rec;
     };
@@ -160,7 +184,8 @@ async function main(): Promise<number> {
     };
 
     // ---- load scenarios: set all up, measure in interleaved rounds, stop all ----
-    const loads: { scenario: LoadScenario; rec: ScenarioRecord; target?: LoadTarget; rounds: Round[]; repeats: number; started: number }[] = [];
+    const loads: { scenario: LoadScenario; rec: ScenarioRecord; target?: LoadTarget; rounds: Round[]; repeats: number; started: number }[] =
+      [];
     for (const scenario of selected) {
       if (scenario.kind !== 'load') continue;
       const rec = record(scenario, scenario.compareTo);
@@ -199,17 +224,27 @@ async function main(): Promise<number> {
           const show = (l: Load, x: Round, tag = ''): void => {
             const s = x.stats;
             log(
-              `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(26)} ${Math.round(s.rps).toString().padStart(6)} req/s  p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ${x.stealPct.toFixed(0)}%)${live.length > 1 ? ' [together]' : ''}`,
+              `round ${round}/${settings.rounds}${tag} ${l.scenario.name.padEnd(26)} ${Math.round(s.rps).toString().padStart(6)} req/s  ` +
+                `p50 ${s.p50Ms.toFixed(2)} ms  p99 ${s.p99Ms.toFixed(2)} ms  (other load ${x.otherCpuPct.toFixed(0)}%, steal ` +
+                `${x.stealPct.toFixed(0)}%)${live.length > 1 ? ' [together]' : ''}`,
             );
           };
           try {
-            let rs = await measureTogether(tool, settings, live.map((l) => l.target!));
+            let rs = await measureTogether(
+              tool,
+              settings,
+              live.map((l) => l.target!),
+            );
             live.forEach((l, i) => show(l, rs[i]!));
             const lead = live[0]!;
             if (busy(rs[0]!) > settings.quietPct && lead.repeats < settings.rounds && repeats < settings.maxRepeats) {
               for (const l of live) l.repeats++;
               repeats++;
-              const again = await measureTogether(tool, settings, live.map((l) => l.target!));
+              const again = await measureTogether(
+                tool,
+                settings,
+                live.map((l) => l.target!),
+              );
               live.forEach((l, i) => show(l, again[i]!, ' again'));
               if (busy(again[0]!) < busy(rs[0]!)) rs = again;
             }
@@ -232,8 +267,14 @@ async function main(): Promise<number> {
       if (!l.rec.error && l.rounds.length) {
         l.rec.result = aggregate(l.target!, l.rounds, settings);
         if (l.repeats) l.rec.result.notes.push(`${l.repeats} round(s) measured again because other work was running`);
-        const mates = ready.filter((m) => m !== l && l.scenario.group !== undefined && m.scenario.group === l.scenario.group).map((m) => m.scenario.name);
-        if (mates.length) l.rec.result.notes.push(`measured at the same time as ${mates.join(', ')} (group ${l.scenario.group}): each got about 1/${mates.length + 1} of the server core`);
+        const mates = ready
+          .filter((m) => m !== l && l.scenario.group !== undefined && m.scenario.group === l.scenario.group)
+          .map((m) => m.scenario.name);
+        if (mates.length)
+          l.rec.result.notes.push(
+            `measured at the same time as ${mates.join(', ')} (group ${l.scenario.group}): each got about 1/${mates.length + 1} of the ` +
+              `server core`,
+          );
         l.rec.ok = true;
       }
       l.rec.seconds = Math.round(performance.now() - l.started) / 1000;

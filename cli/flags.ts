@@ -141,7 +141,13 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
   }
   let parsed: Record<string, string | boolean | undefined>;
   try {
-    parsed = parseArgs({ args: normalizeBooleans(args, flags), options, allowPositionals: false, allowNegative: true, strict: true }).values;
+    parsed = parseArgs({
+      args: normalizeBooleans(args, flags),
+      options,
+      allowPositionals: false,
+      allowNegative: true,
+      strict: true,
+    }).values;
   } catch (err) {
     if (err instanceof UsageError) throw err;
     // parseArgs' messages name the flag; drop its advice about positionals and '--'

@@ -82,7 +82,8 @@ async function warnOnVersionSkew(backend: Backend): Promise<void> {
   const server = await serverVersion(backend);
   if (server && server !== VERSION) {
     process.stderr.write(
-      `----------\nlegatectl version (${VERSION}) differs from the server components (${server}).\nConsider running the legatectl of release ${server}.\n----------\n`,
+      `----------\nlegatectl version (${VERSION}) differs from the server components (${server}).\nConsider running the legatectl of ` +
+        `release ${server}.\n----------\n`,
     );
   }
 }
@@ -105,15 +106,25 @@ async function version(args: string[]): Promise<number> {
 async function check(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { ...GLOBAL, exclude: { type: 'string', short: 'x', multiple: true }, output: { type: 'string', short: 'o', default: 'table' } },
+    options: {
+      ...GLOBAL,
+      exclude: { type: 'string', short: 'x', multiple: true },
+      output: { type: 'string', short: 'o', default: 'table' },
+    },
   });
   if (values.help) {
     out(`Usage: legatectl check [-x NAME[,NAME]] [-o table|json]\nExclude names: ${EXCLUDE_NAMES.join(', ')}\n`);
     return 0;
   }
   if (!['table', 'json'].includes(values.output)) throw new CliError(`-o: expected table or json, got ${JSON.stringify(values.output)}`);
-  const exclude = new Set((values.exclude ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean));
-  for (const x of exclude) if (!EXCLUDE_NAMES.includes(x)) throw new CliError(`-x: unknown check ${JSON.stringify(x)}; one of ${EXCLUDE_NAMES.join(', ')}`);
+  const exclude = new Set(
+    (values.exclude ?? [])
+      .flatMap((x) => x.split(','))
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+  for (const x of exclude)
+    if (!EXCLUDE_NAMES.includes(x)) throw new CliError(`-x: unknown check ${JSON.stringify(x)}; one of ${EXCLUDE_NAMES.join(', ')}`);
   const backend = backendFrom(values);
   await warnOnVersionSkew(backend);
   const json = values.output === 'json';
@@ -128,7 +139,10 @@ async function check(args: string[]): Promise<number> {
     out('No problems detected.\n');
     return 0;
   }
-  out(`Error: ${report.errors.length} error${report.errors.length === 1 ? '' : 's'} occurred:\n${report.errors.map((e) => `\t* ${e}\n`).join('')}`);
+  out(
+    `Error: ${report.errors.length} error${report.errors.length === 1 ? '' : 's'} ` +
+      `occurred:\n${report.errors.map((e) => `\t* ${e}\n`).join('')}`,
+  );
   return 1;
 }
 
@@ -141,7 +155,10 @@ function details(r: ListedResource): string {
     return `domains=${(vh?.domains?.length ? vh.domains : ['*']).join(',')} routes=${vh?.routes?.length ?? 0}`;
   }
   if (r.kind === 'Upstream') {
-    const s = spec as { static?: { hosts: { addr: string; port: number }[] }; kube?: { serviceNamespace: string; serviceName: string; servicePort: number } };
+    const s = spec as {
+      static?: { hosts: { addr: string; port: number }[] };
+      kube?: { serviceNamespace: string; serviceName: string; servicePort: number };
+    };
     if (s.static) return `static ${s.static.hosts.map((h) => `${h.addr}:${h.port}`).join(',')}`;
     if (s.kube) return `kube ${s.kube.serviceNamespace}/${s.kube.serviceName}:${s.kube.servicePort}`;
   }
@@ -157,7 +174,16 @@ function table(items: ListedResource[]): string {
     rows.push([r.metadata.namespace, r.metadata.name, st?.state ?? 'Pending', details(r), st?.reason ?? '']);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('   ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((row) =>
+        row
+          .map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!)))
+          .join('   ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 async function get(args: string[]): Promise<number> {
@@ -174,7 +200,8 @@ async function get(args: string[]): Promise<number> {
   if (!kindArg) throw new CliError('get: which kind? e.g. legatectl get virtualservices');
   const kind = kindFromUserInput(kindArg);
   if (!kind) throw new CliError(`get: unknown kind ${JSON.stringify(kindArg)}`);
-  if (!['table', 'yaml', 'json'].includes(values.output)) throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
+  if (!['table', 'yaml', 'json'].includes(values.output))
+    throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
   const q = new URLSearchParams({ kind });
   if (values.namespace) q.set('namespace', values.namespace);
   if (name) q.set('name', name);
@@ -256,7 +283,12 @@ async function proxy(args: string[]): Promise<number> {
         return `#${title}\n${stringify(entry?.[1] ?? [], { lineWidth: 0 })}`;
       };
       out(`#role: ${p.role}\n`);
-      out(section('clusters', '.Cluster') + section('eds', '.ClusterLoadAssignment') + section('listeners', '.Listener') + section('rds', '.RouteConfiguration'));
+      out(
+        section('clusters', '.Cluster') +
+          section('eds', '.ClusterLoadAssignment') +
+          section('listeners', '.Listener') +
+          section('rds', '.RouteConfiguration'),
+      );
       return 0;
     }
     case 'dump':
@@ -305,7 +337,12 @@ async function debug(args: string[]): Promise<number> {
   } else if (sub === 'yaml') {
     await warnOnVersionSkew(backend);
     const items = await backend.api<ListedResource[]>('/api/v1/resources');
-    items.sort((a, b) => a.kind.localeCompare(b.kind) || a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
+    items.sort(
+      (a, b) =>
+        a.kind.localeCompare(b.kind) ||
+        a.metadata.namespace.localeCompare(b.metadata.namespace) ||
+        a.metadata.name.localeCompare(b.metadata.name),
+    );
     text = items.map((r) => stringify(r, { lineWidth: 0 })).join('---\n');
   } else {
     throw new CliError(`unknown debug command ${JSON.stringify(sub)}; use logs or yaml`);
@@ -326,4 +363,3 @@ main(process.argv.slice(2)).then(
     process.exit(usage ? 2 : 1);
   },
 );
-

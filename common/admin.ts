@@ -92,7 +92,10 @@ export function indexPage(component: string, extra: string[]): string {
     ...extra.map((p) => [p, '']),
   ];
   const items = links.map(([href, what]) => `<li><a href="${href}">${href}</a> ${what}</li>`).join('\n');
-  return `<!doctype html><html><head><title>legate ${component} admin</title></head><body><h1>legate ${component}</h1><ul>\n${items}\n</ul></body></html>\n`;
+  return (
+    `<!doctype html><html><head><title>legate ${component} admin</title></head><body><h1>legate ` +
+    `${component}</h1><ul>\n${items}\n</ul></body></html>\n`
+  );
 }
 
 export async function startAdminServer(o: AdminOptions): Promise<RunningAdmin> {
@@ -118,7 +121,8 @@ export async function startAdminServer(o: AdminOptions): Promise<RunningAdmin> {
           return sendError(res, 400, 'body is not valid JSON; expected {"level": "debug|info|warn|error"}');
         }
         const level = (body as { level?: unknown } | null)?.level;
-        if (!isLogLevel(level)) return sendError(res, 400, `invalid level ${JSON.stringify(level)}; expected one of debug, info, warn, error`);
+        if (!isLogLevel(level))
+          return sendError(res, 400, `invalid level ${JSON.stringify(level)}; expected one of debug, info, warn, error`);
         const previous = o.logger.level;
         o.logger.level = level;
         o.logger.info('log level changed', { from: previous, to: level });
@@ -138,7 +142,10 @@ export async function startAdminServer(o: AdminOptions): Promise<RunningAdmin> {
         }
         const profile = await cpuProfile(seconds);
         const text = JSON.stringify(profile);
-        res.writeHead(200, { 'content-type': 'application/json', 'content-disposition': `attachment; filename="${o.component}.cpuprofile"` });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-disposition': `attachment; filename="${o.component}.cpuprofile"`,
+        });
         res.end(text);
         return;
       }

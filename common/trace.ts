@@ -31,7 +31,8 @@ export class SpanRecorder {
 
   /** Newest first. */
   recent(): Span[] {
-    const ordered = this.spans.length < this.capacity ? [...this.spans] : [...this.spans.slice(this.next), ...this.spans.slice(0, this.next)];
+    const ordered =
+      this.spans.length < this.capacity ? [...this.spans] : [...this.spans.slice(this.next), ...this.spans.slice(0, this.next)];
     return ordered.reverse();
   }
 }

@@ -114,7 +114,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let render = options.render ?? DEFAULT_RENDER_OPTIONS;
   // The edge cache's verified-header value: a secret only this controller's Envoys know (docs/wasm.md).
   if (render.wasm.bearerCheck.verifiedValue === '') {
-    render = { ...render, wasm: { ...render.wasm, bearerCheck: { ...render.wasm.bearerCheck, verifiedValue: randomBytes(24).toString('base64url') } } };
+    render = {
+      ...render,
+      wasm: { ...render.wasm, bearerCheck: { ...render.wasm.bearerCheck, verifiedValue: randomBytes(24).toString('base64url') } },
+    };
   }
   if (options.wasm) {
     const base = render;
@@ -130,7 +133,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
         wasmFiles.set(urlPath, bytes);
         remote[m] = { path: urlPath, sha256: createHash('sha256').update(bytes).digest('hex') };
       }
-      code = { type: 'remote', host: options.api.host === '0.0.0.0' ? '127.0.0.1' : options.api.host, port: options.api.port, modules: remote };
+      code = {
+        type: 'remote',
+        host: options.api.host === '0.0.0.0' ? '127.0.0.1' : options.api.host,
+        port: options.api.port,
+        modules: remote,
+      };
     }
     render = { ...base, wasm: { ...base.wasm, code } };
   }
@@ -161,7 +169,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const rejected = [...out.listed.values()].filter((l) => l.status.state === 'Rejected');
     for (const r of rejected) {
-      log.warn('resource rejected', { kind: r.resource.kind, namespace: r.resource.metadata.namespace, name: r.resource.metadata.name, reason: r.status.reason });
+      log.warn('resource rejected', {
+        kind: r.resource.kind,
+        namespace: r.resource.metadata.namespace,
+        name: r.resource.metadata.name,
+        reason: r.status.reason,
+      });
     }
     const seconds = (performance.now() - started) / 1000;
     metrics.translation.observe(seconds);
@@ -177,7 +190,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   // An Envoy NACK shows on the Proxy it was for, and on the virtual services and upstreams its message
   // names (Envoy names the virtual host `<ns>_<vs>` or the cluster `<upstream>_<ns>`).
-  const statusWithNacks = (resource: { kind: string; metadata: { namespace: string; name: string } }, status: ResourceStatus): ResourceStatus => {
+  const statusWithNacks = (
+    resource: { kind: string; metadata: { namespace: string; name: string } },
+    status: ResourceStatus,
+  ): ResourceStatus => {
     const { kind, metadata } = resource;
     const all = [...nacks.values()];
     const mine =
@@ -244,7 +260,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let admin: RunningAdmin | undefined;
   if (options.admin) {
     try {
-      admin = await startAdminServer({ component: 'controller', ...options.admin, logger: log, registry, spans, extra: { '/snapshots/proxies': () => output?.proxies ?? [] } });
+      admin = await startAdminServer({
+        component: 'controller',
+        ...options.admin,
+        logger: log,
+        registry,
+        spans,
+        extra: { '/snapshots/proxies': () => output?.proxies ?? [] },
+      });
     } catch (err) {
       api.server.close();
       await ads.stop();
@@ -291,7 +314,10 @@ function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref') ? '<redacted>' : redactSecrets(v)]),
+      Object.entries(value).map(([k, v]) => [
+        k,
+        /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref') ? '<redacted>' : redactSecrets(v),
+      ]),
     );
   }
   return value;

@@ -65,8 +65,11 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (previous) typed.push(previous);
   }
 
-  const settings = typed.filter(isKind('Settings')).sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
-  const writeNamespace = settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
+  const settings = typed
+    .filter(isKind('Settings'))
+    .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
+  const writeNamespace =
+    settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
 
   const userKeys = new Set(typed.map(keyOf));
   const discovered = discoverUpstreams(typed.filter(isKind('Service')), writeNamespace).filter((u) => !userKeys.has(keyOf(u)));
@@ -124,7 +127,15 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (!listed.has(key)) listed.set(key, { resource: raw, status: { state: 'Accepted', reportedBy: REPORTER } });
   }
 
-  return { writeNamespace, devMode: settings?.spec.devMode ?? false, listed, proxies: out.proxies, xds, accepted: out.accepted, reports: out.reports };
+  return {
+    writeNamespace,
+    devMode: settings?.spec.devMode ?? false,
+    listed,
+    proxies: out.proxies,
+    xds,
+    accepted: out.accepted,
+    reports: out.reports,
+  };
 }
 
 /** Settings' wasmChecks tune the hot-path filters; the code source stays what the controller was given. */

@@ -130,7 +130,8 @@ function convertValue(type: protobuf.Type, value: unknown, wrap: boolean): unkno
   }
   if (!isPlainObject(value)) return value;
   if (name === '.google.protobuf.Any') {
-    const anyType = typeof value['@type'] === 'string' ? envoyRoot().lookup(value['@type'].slice(value['@type'].lastIndexOf('/') + 1)) : null;
+    const anyType =
+      typeof value['@type'] === 'string' ? envoyRoot().lookup(value['@type'].slice(value['@type'].lastIndexOf('/') + 1)) : null;
     if (!(anyType instanceof protobuf.Type)) return value;
     const { '@type': t, ...rest } = value;
     return { '@type': t, ...convertWrappers(anyType, rest, wrap) };
@@ -191,6 +192,9 @@ export function encodeMessage(nameOrUrl: string, value: object): Buffer {
 /** Decodes an Any back to JSON shape (used by tests to prove nothing was dropped on encoding). */
 export function decodeAny(typeUrl: string, bytes: Uint8Array): Record<string, unknown> {
   const type = envoyType(typeUrl);
-  const obj = type.toObject(type.decode(bytes), { longs: Number, enums: String, defaults: false, json: true, oneofs: false }) as Record<string, unknown>;
+  const obj = type.toObject(type.decode(bytes), { longs: Number, enums: String, defaults: false, json: true, oneofs: false }) as Record<
+    string,
+    unknown
+  >;
   return convertWrappers(type, obj, false);
 }

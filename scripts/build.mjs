@@ -20,5 +20,7 @@ await build({
   sourcemap: 'linked',
   logLevel: 'warning',
   define: { LEGATE_VERSION: JSON.stringify(version) },
-  banner: { js: "import { createRequire as __legateCreateRequire } from 'node:module'; const require = __legateCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __legateCreateRequire } from 'node:module'; const require = __legateCreateRequire(import.meta.url);",
+  },
 });

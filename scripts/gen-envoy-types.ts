@@ -92,7 +92,9 @@ function shortName(fullName: string): string {
 export function generate(): string {
   const root = envoyRoot();
   const emitted = new Map<string, string>();
-  const queue: protobuf.ReflectionObject[] = ROOTS.map((name) => root.lookup(name)).filter((t): t is protobuf.Type => t instanceof protobuf.Type);
+  const queue: protobuf.ReflectionObject[] = ROOTS.map((name) => root.lookup(name)).filter(
+    (t): t is protobuf.Type => t instanceof protobuf.Type,
+  );
 
   const typeRef = (field: protobuf.Field): string => {
     const resolved = field.resolve().resolvedType;

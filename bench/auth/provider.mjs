@@ -18,7 +18,11 @@ http.createServer = (...args) => {
   return server;
 };
 const { startProvider } = await import('../../examples/apps/oauth-provider.mjs');
-const provider = await startProvider({ port: Number(process.env.PORT ?? 0), quiet: true, ttlSeconds: Number(process.env.TOKEN_TTL_SECONDS ?? 3600) });
+const provider = await startProvider({
+  port: Number(process.env.PORT ?? 0),
+  quiet: true,
+  ttlSeconds: Number(process.env.TOKEN_TTL_SECONDS ?? 3600),
+});
 http.createServer = createServer;
 
 const statsServer = http.createServer((_req, res) => {

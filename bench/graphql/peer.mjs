@@ -48,7 +48,12 @@ const server = http.createServer(async (req, res) => {
     if (typeof params?.query !== 'string') return send(res, 400, { errors: [{ message: 'missing query' }] });
     const prepared = prepare(params.query);
     if (prepared.errors) return send(res, 400, { errors: prepared.errors.map(errorJson) });
-    const result = await execute({ schema, document: prepared.document, variableValues: params.variables, operationName: params.operationName });
+    const result = await execute({
+      schema,
+      document: prepared.document,
+      variableValues: params.variables,
+      operationName: params.operationName,
+    });
     send(res, 200, result.errors ? { ...result, errors: result.errors.map(errorJson) } : result);
   } catch (err) {
     send(res, 500, { errors: [{ message: String(err?.message ?? err) }] });

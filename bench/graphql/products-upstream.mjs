@@ -7,7 +7,9 @@ import http from 'node:http';
 
 const count = Math.max(1, Number(process.env.PRODUCTS ?? 5));
 const products = Array.from({ length: count }, (_, i) => ({ id: i + 1, title: `Book ${i + 1}` }));
-const details = new Map(products.map((p) => [String(p.id), JSON.stringify({ id: p.id, author: `Author ${p.id}`, pages: 100 + p.id, year: 1900 + p.id })]));
+const details = new Map(
+  products.map((p) => [String(p.id), JSON.stringify({ id: p.id, author: `Author ${p.id}`, pages: 100 + p.id, year: 1900 + p.id })]),
+);
 const list = JSON.stringify(products);
 const stats = { list: 0, details: 0, other: 0 };
 

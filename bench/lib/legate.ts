@@ -31,7 +31,12 @@ export function envoyPath(root: string): string {
   return process.env['LEGATE_ENVOY'] ?? path.join(root, '.venv', 'bin', 'envoy');
 }
 
-export async function startLegate(ctx: BenchContext, name: string, files: Record<string, string>, cpus: string | undefined): Promise<Legate> {
+export async function startLegate(
+  ctx: BenchContext,
+  name: string,
+  files: Record<string, string>,
+  cpus: string | undefined,
+): Promise<Legate> {
   const base = fs.mkdtempSync(path.join(ctx.workDir, `${name}-`));
   const configDir = path.join(base, 'config');
   const stateDir = path.join(base, 'state');
@@ -47,12 +52,18 @@ export async function startLegate(ctx: BenchContext, name: string, files: Record
     args: [
       path.join(ctx.root, 'bin', 'legate.js'),
       'run',
-      '--config', configDir,
-      '--state-dir', stateDir,
-      '--http-port', String(ports.http),
-      '--admin-port', String(ports.admin),
-      '--xds-port', String(ports.xds),
-      '--api-port', String(ports.api),
+      '--config',
+      configDir,
+      '--state-dir',
+      stateDir,
+      '--http-port',
+      String(ports.http),
+      '--admin-port',
+      String(ports.admin),
+      '--xds-port',
+      String(ports.xds),
+      '--api-port',
+      String(ports.api),
       ...extraPorts,
     ],
     cwd: ctx.root,
@@ -88,7 +99,7 @@ export async function startLegate(ctx: BenchContext, name: string, files: Record
       fs.renameSync(tmp, path.join(configDir, file));
     },
     logLines: (component) => {
-      let text = '';
+      let text: string;
       try {
         text = fs.readFileSync(path.join(stateDir, 'logs', `${component}.log`), 'utf8');
       } catch {
@@ -127,7 +138,9 @@ let portFlags: string[] | undefined;
 /** `--*-port` flags of `legate run --help` beyond the four the scenarios use. */
 function otherPortFlags(root: string): string[] {
   if (!portFlags) {
-    const help = spawnSync(process.execPath, [path.join(root, 'bin', 'legate.js'), 'run', '--help'], { encoding: 'utf8', timeout: 30_000 }).stdout ?? '';
+    const help =
+      spawnSync(process.execPath, [path.join(root, 'bin', 'legate.js'), 'run', '--help'], { encoding: 'utf8', timeout: 30_000 }).stdout ??
+      '';
     const known = new Set(['http-port', 'admin-port', 'xds-port', 'api-port']);
     portFlags = [...new Set([...help.matchAll(/--([a-z][a-z-]*-port)\b/g)].map((m) => m[1]!))].filter((f) => !known.has(f));
   }
@@ -144,7 +157,15 @@ export async function envoyConcurrency(adminPort: number): Promise<number> {
 }
 
 /** Waits until GET path (with Host) answers 200 with exactly `body`. */
-export function untilServed(port: number, pathAndQuery: string, host: string | undefined, body: string, timeoutMs: number, intervalMs = 100, abortIf?: () => string | undefined): Promise<number> {
+export function untilServed(
+  port: number,
+  pathAndQuery: string,
+  host: string | undefined,
+  body: string,
+  timeoutMs: number,
+  intervalMs = 100,
+  abortIf?: () => string | undefined,
+): Promise<number> {
   return waitFor(
     `${host ?? '127.0.0.1'}${pathAndQuery} to answer ${JSON.stringify(body.slice(0, 60))}`,
     async () => {

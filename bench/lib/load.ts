@@ -6,7 +6,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startProcess } from './procs.js';
-import type { LoadRequest } from './types.js';
+
+/** One request shape for the load generator: method, headers, body, or variants taken in turn. */
+export interface LoadRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  variants?: { headers?: Record<string, string>; body?: string }[];
+}
 
 export interface LoadSpec {
   port: number;
@@ -49,7 +56,8 @@ function tryInstallWrk(log: (msg: string) => void): boolean {
   if (process.getuid?.() !== 0 || !onPath('apt-get')) return false;
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   log('wrk not found; installing it with apt-get (we are root)');
-  const install = (): boolean => spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 180_000 }).status === 0;
+  const install = (): boolean =>
+    spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 180_000 }).status === 0;
   if (install()) return onPath('wrk');
   log('apt-get install failed; running apt-get update and trying again');
   spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env, timeout: 180_000 });
@@ -84,11 +92,15 @@ end
 /** A Lua string literal: printable ASCII as is, every other byte as a decimal escape. */
 function luaString(s: string): string {
   let out = '"';
-  for (const b of Buffer.from(s, 'utf8')) out += b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`;
+  for (const b of Buffer.from(s, 'utf8'))
+    out += b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`;
   return out + '"';
 }
 
-const luaTable = (h: Record<string, string> | undefined): string => `{${Object.entries(h ?? {}).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(', ')}}`;
+const luaTable = (h: Record<string, string> | undefined): string =>
+  `{${Object.entries(h ?? {})
+    .map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`)
+    .join(', ')}}`;
 
 /**
  * The request part of a wrk script. A fixed request is set on the `wrk` table (wrk pre-formats it once);

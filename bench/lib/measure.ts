@@ -86,7 +86,9 @@ export function aggregate(target: LoadTarget, rounds: Round[], settings: Setting
     maxMs: Math.max(...rounds.map((r) => r.stats.maxMs)),
     // rejecting: socket errors and timeouts, plus the answers that were not refusals
     errors: rounds.reduce((a, r) => a + r.stats.errors, 0) + (rejecting ? requests - 2 * statusAnswers : 0),
-    errorDetail: rejecting ? { ...Object.fromEntries(Object.entries(errorDetail).filter(([k]) => !isStatus(k))), notRefused: requests - statusAnswers } : errorDetail,
+    errorDetail: rejecting
+      ? { ...Object.fromEntries(Object.entries(errorDetail).filter(([k]) => !isStatus(k))), notRefused: requests - statusAnswers }
+      : errorDetail,
   };
   const cpu: CpuShare[] = target.processes.map((p, i) => {
     const seconds = rounds.reduce((a, r) => a + r.cpu[i]!, 0);
@@ -107,24 +109,34 @@ export function aggregate(target: LoadTarget, rounds: Round[], settings: Setting
   }));
   const rpsList = perRound.map((r) => r.rps);
   const notes = [...(target.notes ?? [])];
-  if (target.connections !== undefined && target.connections !== settings.connections) notes.push(`${target.connections} connection(s) (not ${settings.connections})`);
+  if (target.connections !== undefined && target.connections !== settings.connections)
+    notes.push(`${target.connections} connection(s) (not ${settings.connections})`);
   if (rejecting) {
     const all = statusAnswers === requests;
     notes.push(
       all
         ? `all ${requests.toLocaleString('en-US')} responses were >= 400, as expected (${target.expectedStatus}; not counted as errors)`
-        : `only ${statusAnswers.toLocaleString('en-US')} of ${requests.toLocaleString('en-US')} responses were >= 400 (expected: all ${target.expectedStatus})`,
+        : `only ${statusAnswers.toLocaleString('en-US')} of ${requests.toLocaleString('en-US')} responses were >= 400 (expected: all ` +
+            `${target.expectedStatus})`,
     );
   }
   if (stats.errors > 0) notes.push(`${stats.errors} errors: ${JSON.stringify(errorDetail)}`);
   const busiest = Math.max(...rounds.map((r) => r.otherCpuPct + r.stealPct));
-  if (busiest > 15) notes.push(`other work on the machine took up to ${busiest.toFixed(0)}% of a core during a round (background processes or hypervisor steal): expect noise`);
+  if (busiest > 15)
+    notes.push(
+      `other work on the machine took up to ${busiest.toFixed(0)}% of a core during a round (background processes or hypervisor steal): ` +
+        `expect noise`,
+    );
   const totals: Record<string, number> = {};
   for (const r of rounds) for (const [k, v] of Object.entries(r.counters)) totals[k] = (totals[k] ?? 0) + v;
   const perRequest = Object.fromEntries(Object.entries(totals).map(([k, v]) => [k, v / requests]));
   const perReq = (v: number): string => (v === 0 || v >= 0.1 ? v.toFixed(2) : v.toPrecision(2));
   if (Object.keys(totals).length) {
-    notes.push(`per measured request: ${Object.entries(totals).map(([k, v]) => `${k} ${perReq(v / requests)}${v !== 0 && v / requests < 0.1 ? ` (${v} in all)` : ''}`).join(', ')}`);
+    notes.push(
+      `per measured request: ${Object.entries(totals)
+        .map(([k, v]) => `${k} ${perReq(v / requests)}${v !== 0 && v / requests < 0.1 ? ` (${v} in all)` : ''}`)
+        .join(', ')}`,
+    );
   }
   const cp = cpu.find((c) => c.role === 'control-plane');
   if (cp && cp.cpuSeconds > 0.2 * rounds.length) notes.push(`${cp.label} used ${cp.cpuSeconds.toFixed(2)} s of CPU while under load`);

@@ -40,16 +40,23 @@ export function get(port: number, pathAndQuery: string, host?: string, timeoutMs
 }
 
 /** Any request to http://127.0.0.1:PORT/PATH (keep-alive), with the answer's text. */
-export function send(port: number, o: { method?: string; path: string; headers?: Record<string, string>; body?: string }, timeoutMs = 5000): Promise<Reply> {
+export function send(
+  port: number,
+  o: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+  timeoutMs = 5000,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers = { ...o.headers };
     if (o.body !== undefined) headers['content-length'] = String(Buffer.byteLength(o.body));
-    const req = http.request({ host: '127.0.0.1', port, path: o.path, method: o.method ?? 'GET', headers, agent, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: o.path, method: o.method ?? 'GET', headers, agent, timeout: timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${o.method ?? 'GET'} ${o.path} timed out`)));
     req.on('error', reject);
     req.end(o.body);
@@ -88,7 +95,10 @@ export async function waitFor<T>(
     const dead = opts.abortIf?.();
     if (dead) throw new Error(`${what}: ${dead}`);
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last instanceof Error ? last.message : String(last)})` : ''}`);
+      throw new Error(
+        `timed out after ${opts.timeoutMs} ms waiting for ` +
+          `${what}${last ? ` (last error: ${last instanceof Error ? last.message : String(last)})` : ''}`,
+      );
     }
     await sleep(opts.intervalMs ?? 100);
   }

@@ -161,7 +161,10 @@ export function sleep(ms: number): Promise<void> {
 
 /** Machine-wide CPU seconds from /proc/stat: busy (excluding idle, iowait and steal) and steal. */
 export function machineCpu(): { busy: number; steal: number } {
-  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith('cpu '));
+  const line = fs
+    .readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('cpu '));
   const f = (line ?? '').trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
   return { busy: (user + nice + system + irq + softirq) / ticksPerSecond(), steal: steal / ticksPerSecond() };

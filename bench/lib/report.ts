@@ -21,7 +21,9 @@ export function table(header: string[], rows: string[][]): string {
 }
 
 const num = (v: number | undefined, digits = 0): string =>
-  v === undefined || !Number.isFinite(v) ? '-' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  v === undefined || !Number.isFinite(v)
+    ? '-'
+    : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const ratio = (a: number | undefined, b: number | undefined): string =>
   a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? '-' : `${(a / b).toFixed(2)}×`;
 
@@ -53,7 +55,19 @@ export function loadTable(records: ScenarioRecord[]): string | undefined {
   }
   if (!rows.length) return undefined;
   return table(
-    ['scenario', 'req/s', 'round spread', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/req', 'req/s vs direct', 'p50 vs direct', 'p99 vs direct', 'server CPU vs direct'],
+    [
+      'scenario',
+      'req/s',
+      'round spread',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'server CPU µs/req',
+      'req/s vs direct',
+      'p50 vs direct',
+      'p99 vs direct',
+      'server CPU vs direct',
+    ],
     rows,
   );
 }
@@ -68,7 +82,16 @@ export function cpuTable(records: ScenarioRecord[]): string | undefined {
       .filter((c) => c.role !== 'control-plane')
       .map((c) => `${c.label} ${num(c.usPerRequest, 1)}`)
       .join(', ');
-    rows.push([rec.name, num(r.proxyUs, 1), num(r.extensionUs, 1), num(r.appUs, 1), num(r.upstreamUs, 1), num(r.providerUs, 1), num(r.serverUs, 1), byProcess]);
+    rows.push([
+      rec.name,
+      num(r.proxyUs, 1),
+      num(r.extensionUs, 1),
+      num(r.appUs, 1),
+      num(r.upstreamUs, 1),
+      num(r.providerUs, 1),
+      num(r.serverUs, 1),
+      byProcess,
+    ]);
   }
   if (!rows.length) return undefined;
   return table(['scenario', 'Envoy', 'extensions', 'app server', 'upstream', 'provider', 'server', 'by process'], rows);
@@ -122,7 +145,8 @@ export function aimVerdict(aim: Aim, a: LoadResult, b: LoadResult, load: (name: 
   if (aim.maxAddedP50Us !== undefined) {
     const added = (a.stats.p50Ms - b.stats.p50Ms) * 1000;
     parts.push(`p50 added <= ${aim.maxAddedP50Us} µs: ${verdict(added <= aim.maxAddedP50Us)} (${signed(added)} µs)`);
-    if (isolatedUs !== undefined) parts.push(`by the isolated cost: ${verdict(isolatedUs <= aim.maxAddedP50Us)} (${signed(isolatedUs, 1)} µs)`);
+    if (isolatedUs !== undefined)
+      parts.push(`by the isolated cost: ${verdict(isolatedUs <= aim.maxAddedP50Us)} (${signed(isolatedUs, 1)} µs)`);
   }
   if (aim.isolated && isolatedUs === undefined) parts.push(`(${aim.isolated.join(' / ')} not measured)`);
   return parts.join('; ');
@@ -134,7 +158,8 @@ export function aimVerdict(aim: Aim, a: LoadResult, b: LoadResult, load: (name: 
  */
 export function differenceTable(records: ScenarioRecord[]): string | undefined {
   const rows: string[][] = [];
-  const served = (r: LoadResult): Map<string, number> => new Map(r.cpu.filter((c) => c.role !== 'control-plane').map((c) => [c.label, c.usPerRequest]));
+  const served = (r: LoadResult): Map<string, number> =>
+    new Map(r.cpu.filter((c) => c.role !== 'control-plane').map((c) => [c.label, c.usPerRequest]));
   for (const rec of records) {
     const a = rec.result?.kind === 'load' ? rec.result : undefined;
     if (!a) continue;
@@ -191,13 +216,20 @@ export function render(info: RunInfo, records: ScenarioRecord[]): string {
   const cmp = comparisonTable(records);
   if (cmp) parts.push('Comparisons (ratio of the first to the second):', '', cmp, '');
   const diff = differenceTable(records);
-  if (diff) parts.push('Differences of the comparisons served by the same processes (first minus second; processes under 1 µs/req left out):', '', diff, '');
+  if (diff)
+    parts.push(
+      'Differences of the comparisons served by the same processes (first minus second; processes under 1 µs/req left out):',
+      '',
+      diff,
+      '',
+    );
   for (const f of figureTables(records)) parts.push(`${f.name}:`, '', f.text, '');
   const notes = records.flatMap((r) => (r.result?.notes ?? []).map((n) => `- ${r.name}: ${n}`));
   if (notes.length) parts.push('Notes:', '', ...notes, '');
   const skipped = records.filter((r) => r.skipped);
   if (skipped.length) parts.push('Skipped:', '', ...skipped.map((r) => `- ${r.name}: ${r.skipped}`), '');
   const failed = records.filter((r) => !r.ok);
-  if (failed.length) parts.push('FAILED:', '', ...failed.map((r) => `- ${r.name}: ${(r.error ?? '').split('\n').slice(0, 8).join('\n  ')}`), '');
+  if (failed.length)
+    parts.push('FAILED:', '', ...failed.map((r) => `- ${r.name}: ${(r.error ?? '').split('\n').slice(0, 8).join('\n  ')}`), '');
   return parts.join('\n');
 }

@@ -12,7 +12,8 @@ spec:
 `;
 }
 
-export const toUpstream = (name = UPSTREAM_NAME): string => `routeAction: { single: { upstream: { name: ${name}, namespace: legate-system } } }`;
+export const toUpstream = (name = UPSTREAM_NAME): string =>
+  `routeAction: { single: { upstream: { name: ${name}, namespace: legate-system } } }`;
 
 /** A VirtualService whose only route sends everything (prefix /) to the upstream. */
 export function catchAllVsYaml(name: string, domains: string[]): string {
@@ -28,7 +29,10 @@ spec:
 `;
 }
 
-/** A GraphQLApi over the products backend, resolved as in examples/graphql.yaml (author, pages and year each call /details/{$parent.id}). */
+/**
+ * A GraphQLApi over the products backend, resolved as in examples/graphql.yaml (author, pages and year
+ * each call /details/{$parent.id}).
+ */
 export function productsGraphqlApiYaml(name: string, upstream: string): string {
   const ref = `upstreamRef: { name: ${upstream}, namespace: legate-system }`;
   const detail = (field: string): string => `          Product|${field}:
@@ -89,7 +93,14 @@ stringData: { clientSecret: ${secret} }
 }
 
 /** An AuthConfig with one OAuth2 introspection step; cacheTimeout undefined = the default (10 m). */
-export function introspectionAuthConfigYaml(o: { name: string; url: string; clientId: string; secretName: string; scopes: string[]; cacheTimeout?: string }): string {
+export function introspectionAuthConfigYaml(o: {
+  name: string;
+  url: string;
+  clientId: string;
+  secretName: string;
+  scopes: string[];
+  cacheTimeout?: string;
+}): string {
   return `apiVersion: enterprise.legate.dev/v1
 kind: AuthConfig
 metadata: { name: ${o.name}, namespace: legate-system }
@@ -101,14 +112,18 @@ spec:
             introspectionUrl: ${o.url}
             clientId: ${o.clientId}
             clientSecretRef: { name: ${o.secretName}, namespace: legate-system }
-${o.cacheTimeout !== undefined ? `          cacheTimeout: ${o.cacheTimeout}\n` : ''}          requiredScopes: { scope: [${o.scopes.join(', ')}] }
+${
+  o.cacheTimeout !== undefined ? `          cacheTimeout: ` + `${o.cacheTimeout}\n` : ''
+}          requiredScopes: { scope: [${o.scopes.join(', ')}] }
 `;
 }
 
 /** A route of a VirtualService: prefix -> the upstream, with an AuthConfig (legate-system) or none. */
 export function routeYaml(prefix: string, authConfig?: string, upstream = UPSTREAM_NAME): string {
   return `      - matchers: [{ prefix: ${prefix} }]
-        ${toUpstream(upstream)}${authConfig ? `\n        options: { extauth: { configRef: { name: ${authConfig}, namespace: legate-system } } }` : ''}`;
+        ${toUpstream(upstream)}${
+          authConfig ? `\n        options: { extauth: { configRef: { name: ${authConfig}, namespace: ` + `legate-system } } }` : ''
+        }`;
 }
 
 /** A route of a VirtualService: prefix -> the GraphQLApi `api` (legate-system). */

@@ -21,7 +21,11 @@ export async function startNodeServer<T extends { port: number }>(
   script: string,
   env: Record<string, string> = {},
 ): Promise<NodeServer<T>> {
-  const proc = startProcess(name, process.execPath, { args: [path.join(ctx.root, 'bench', script)], env: { PORT: '0', ...env }, cpus: ctx.settings.serverCpus });
+  const proc = startProcess(name, process.execPath, {
+    args: [path.join(ctx.root, 'bench', script)],
+    env: { PORT: '0', ...env },
+    cpus: ctx.settings.serverCpus,
+  });
   ctx.defer(() => proc.stop());
   try {
     const info = await waitFor(
@@ -48,7 +52,11 @@ interface SharedEntry {
  * A resource shared by several scenarios under `key`: the first call starts it, every call takes a
  * reference, and `release()` stops it once every taker has released it.
  */
-export async function acquire<T extends { stop(): Promise<void> }>(ctx: BenchContext, key: string, start: () => Promise<T>): Promise<{ value: T; release(): Promise<void> }> {
+export async function acquire<T extends { stop(): Promise<void> }>(
+  ctx: BenchContext,
+  key: string,
+  start: () => Promise<T>,
+): Promise<{ value: T; release(): Promise<void> }> {
   const k = `shared:${key}`;
   let entry = ctx.facts.get(k) as SharedEntry | undefined;
   if (!entry) {

@@ -1,7 +1,9 @@
 // The scenario contract. A scenario is an object in bench/scenarios/index.ts; it starts what it needs
 // (through the context, so everything is stopped at the end), and returns either a load result
 // (throughput, latency, CPU per request) or a list of named figures.
-import type { LoadStats, LoadTool } from './load.js';
+import type { LoadRequest, LoadStats, LoadTool } from './load.js';
+
+export type { LoadRequest } from './load.js';
 
 /**
  * proxy: Envoy. extension: Legate's graphql / extauth services. app: a server doing the gateway's job
@@ -102,12 +104,6 @@ export interface Upstream {
  * cycles through them in order, each merged over the base headers and replacing the body if it has one
  * (e.g. one token per request from a pool).
  */
-export interface LoadRequest {
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  variants?: { headers?: Record<string, string>; body?: string }[];
-}
 
 /** What a load scenario sets up: where to send the load and whose CPU to charge. */
 export interface LoadTarget {

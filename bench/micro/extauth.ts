@@ -73,7 +73,16 @@ function checkRequestObject(configId: string, authorization: string | undefined)
       destination: { address: { socket_address: { address: '127.0.0.1', port_value: 8080 } } },
       request: {
         time: { seconds: '1795311444', nanos: 123 },
-        http: { id: '11400000000000000', method: 'GET', headers, path: '/api/v1/products', host: 'api.example.com', scheme: 'http', protocol: 'HTTP/1.1', size: '0' },
+        http: {
+          id: '11400000000000000',
+          method: 'GET',
+          headers,
+          path: '/api/v1/products',
+          host: 'api.example.com',
+          scheme: 'http',
+          protocol: 'HTTP/1.1',
+          size: '0',
+        },
       },
       context_extensions: { config_id: configId, source_type: 'route', source_name: 'legate-system_products-route-0' },
     },
@@ -92,14 +101,28 @@ async function child(useOidc: boolean): Promise<void> {
     for (let i = 0; i < 256; i++) {
       const res = await fetch(p.urls.token, {
         method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'products:read' }),
       });
       tokens.push(((await res.json()) as { access_token: string }).access_token);
     }
-    send({ kind: 'provider', introspectionUrl: p.urls.introspection, tokens, clientId: 'legate-extauth', clientSecret: 'legate-extauth-secret' } satisfies ProviderReady);
+    send({
+      kind: 'provider',
+      introspectionUrl: p.urls.introspection,
+      tokens,
+      clientId: 'legate-extauth',
+      clientSecret: 'legate-extauth-secret',
+    } satisfies ProviderReady);
   } else {
-    const body = JSON.stringify({ active: true, scope: 'products:read products:write', client_id: 'legate-demo', exp: Math.floor(Date.now() / 1000) + 3600 });
+    const body = JSON.stringify({
+      active: true,
+      scope: 'products:read products:write',
+      client_id: 'legate-demo',
+      exp: Math.floor(Date.now() / 1000) + 3600,
+    });
     const server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -109,7 +132,11 @@ async function child(useOidc: boolean): Promise<void> {
     });
     server.keepAliveTimeout = 60_000;
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    send({ kind: 'provider', introspectionUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/introspect`, tokens: Array.from({ length: 256 }, (_, i) => `bench-token-${i}-0123456789abcdefghijklmnopqrstuvwxyz`) } satisfies ProviderReady);
+    send({
+      kind: 'provider',
+      introspectionUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/introspect`,
+      tokens: Array.from({ length: 256 }, (_, i) => `bench-token-${i}-0123456789abcdefghijklmnopqrstuvwxyz`),
+    } satisfies ProviderReady);
   }
   process.on('message', (m: LoadRequest) => {
     if (m.kind === 'load') void load(m).then(send);
@@ -154,7 +181,10 @@ async function load(req: LoadRequest): Promise<LoadResult> {
 
 /** A minimal ADS server: answers every extauth subscription with one fixed set of AuthConfigs. */
 async function fakeAds(configs: AuthConfigConfig[]): Promise<{ address: string; stop(): Promise<void> }> {
-  const Ads = lookupService(loadEnvoyService('envoy/service/discovery/v3/ads.proto'), 'envoy.service.discovery.v3.AggregatedDiscoveryService');
+  const Ads = lookupService(
+    loadEnvoyService('envoy/service/discovery/v3/ads.proto'),
+    'envoy.service.discovery.v3.AggregatedDiscoveryService',
+  );
   const server = new grpc.Server();
   server.addService(Ads.service, {
     StreamAggregatedResources: (call: grpc.ServerDuplexStream<{ type_url: string; response_nonce?: string }, object>) => {
@@ -164,7 +194,10 @@ async function fakeAds(configs: AuthConfigConfig[]): Promise<{ address: string; 
           version_info: '1',
           type_url: req.type_url,
           nonce: '1',
-          resources: configs.map((c) => ({ type_url: ExtensionTypeUrls.authConfig, value: Buffer.from(encodeExtensionConfig(c as unknown as Record<string, unknown>)) })),
+          resources: configs.map((c) => ({
+            type_url: ExtensionTypeUrls.authConfig,
+            value: Buffer.from(encodeExtensionConfig(c as unknown as Record<string, unknown>)),
+          })),
         });
       });
       call.on('end', () => call.end());
@@ -196,12 +229,17 @@ function micro(label: string, n: number, fn: () => unknown): string {
 }
 
 async function parent(seconds: number, concurrency: number, useOidc: boolean, only: string | undefined): Promise<void> {
-  const worker = fork(fileURLToPath(import.meta.url), ['--child', ...(useOidc ? ['--oidc'] : [])], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const worker = fork(fileURLToPath(import.meta.url), ['--child', ...(useOidc ? ['--oidc'] : [])], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const provider = await new Promise<ProviderReady>((resolve) => worker.once('message', (m: ProviderReady) => resolve(m)));
   const step = (cacheTimeoutMs: number): AuthConfigConfig['steps'][number] => ({
     type: 'oauth2-introspection',
     introspectionUrl: provider.introspectionUrl,
-    ...(provider.clientId ? { clientId: provider.clientId, clientSecret: provider.clientSecret! } : { clientId: 'legate-extauth', clientSecret: 'bench' }),
+    ...(provider.clientId
+      ? { clientId: provider.clientId, clientSecret: provider.clientSecret! }
+      : { clientId: 'legate-extauth', clientSecret: 'bench' }),
     cacheTimeoutMs,
     requiredScopes: ['products:read'],
   });
@@ -210,10 +248,17 @@ async function parent(seconds: number, concurrency: number, useOidc: boolean, on
     { name: 'bench.uncached', steps: [step(0)] },
   ];
   const ads = await fakeAds(configs);
-  const svc = await startExtauthService({ host: '127.0.0.1', port: 0, xdsAddress: ads.address, logger: createLogger('extauth', { level: 'warn' }) });
+  const svc = await startExtauthService({
+    host: '127.0.0.1',
+    port: 0,
+    xdsAddress: ads.address,
+    logger: createLogger('extauth', { level: 'warn' }),
+  });
   while (!svc.ready()) await new Promise((r) => setTimeout(r, 20));
 
-  const check = lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service['Check']!;
+  const check = lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service[
+    'Check'
+  ]!;
   const encode = (configId: string, auth: string | undefined): Buffer => check.requestSerialize(checkRequestObject(configId, auth));
   const token = provider.tokens[0]!;
   const scenarios: Array<[string, Buffer[]]> = [
@@ -221,31 +266,72 @@ async function parent(seconds: number, concurrency: number, useOidc: boolean, on
     ['uncached', provider.tokens.map((t) => encode('bench.uncached', `Bearer ${t}`))],
     ['denied (no header)', [encode('bench.cached', undefined)]],
   ];
-  console.log(`extauth bench: ${seconds}s per scenario, ${concurrency} calls in flight, introspection: ${useOidc ? 'oidc-provider' : 'fake endpoint'}, Node ${process.version}, service pid ${process.pid}`);
+  console.log(
+    `extauth bench: ${seconds}s per scenario, ${concurrency} calls in flight, introspection: ` +
+      `${useOidc ? 'oidc-provider' : 'fake endpoint'}, Node ${process.version}, service pid ${process.pid}`,
+  );
   // warm-up (JIT, connections), not reported
-  await runLoad(worker, { kind: 'load', target: `127.0.0.1:${svc.port}`, requestsB64: scenarios[0]![1].map((b) => b.toString('base64')), seconds: 2, concurrency });
-  await runLoad(worker, { kind: 'load', target: `127.0.0.1:${svc.port}`, requestsB64: scenarios[1]![1].map((b) => b.toString('base64')), seconds: 1, concurrency });
-  console.log(`${'scenario'.padEnd(22)} ${'checks/s'.padStart(9)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ${'svc CPU µs/check'.padStart(17)} ${'errors'.padStart(7)}`);
+  await runLoad(worker, {
+    kind: 'load',
+    target: `127.0.0.1:${svc.port}`,
+    requestsB64: scenarios[0]![1].map((b) => b.toString('base64')),
+    seconds: 2,
+    concurrency,
+  });
+  await runLoad(worker, {
+    kind: 'load',
+    target: `127.0.0.1:${svc.port}`,
+    requestsB64: scenarios[1]![1].map((b) => b.toString('base64')),
+    seconds: 1,
+    concurrency,
+  });
+  console.log(
+    `${'scenario'.padEnd(22)} ${'checks/s'.padStart(9)} ${'p50 µs'.padStart(8)} ${'p99 µs'.padStart(8)} ` +
+      `${'svc CPU µs/check'.padStart(17)} ${'errors'.padStart(7)}`,
+  );
   const measure = async (name: string, port: number, bytes: Buffer[], served: () => number, note: () => string): Promise<void> => {
     const cpu0 = process.cpuUsage();
     const before = served();
-    const r = await runLoad(worker, { kind: 'load', target: `127.0.0.1:${port}`, requestsB64: bytes.map((b) => b.toString('base64')), seconds, concurrency });
+    const r = await runLoad(worker, {
+      kind: 'load',
+      target: `127.0.0.1:${port}`,
+      requestsB64: bytes.map((b) => b.toString('base64')),
+      seconds,
+      concurrency,
+    });
     const cpu = process.cpuUsage(cpu0);
     // (the CPU window includes the child's 200 warm-up calls; they are counted in `served` too)
     const perCall = (cpu.user + cpu.system) / Math.max(1, served() - before);
     console.log(
-      `${name.padEnd(22)} ${Math.round(r.calls / r.seconds).toString().padStart(9)} ${String(r.p50us).padStart(8)} ${String(r.p99us).padStart(8)} ${perCall.toFixed(1).padStart(17)} ${String(r.errors).padStart(7)}   ${note()}`,
+      [
+        name.padEnd(22),
+        String(Math.round(r.calls / r.seconds)).padStart(9),
+        String(r.p50us).padStart(8),
+        String(r.p99us).padStart(8),
+        perCall.toFixed(1).padStart(17),
+        String(r.errors).padStart(7),
+        `  ${note()}`,
+      ].join(' '),
     );
   };
   for (const [name, bytes] of scenarios) {
     if (only !== undefined && !name.startsWith(only)) continue;
     const before = svc.stats();
-    await measure(name, svc.port, bytes, () => svc.stats().checks, () => {
-      const after = svc.stats();
-      const served = after.checks - before.checks;
-      const allowed = after.allowed - before.allowed;
-      return `${allowed === served ? 'all allowed' : allowed === 0 ? 'all denied' : `allowed ${allowed}/${served}`}, introspections ${after.introspections - before.introspections}`;
-    });
+    await measure(
+      name,
+      svc.port,
+      bytes,
+      () => svc.stats().checks,
+      () => {
+        const after = svc.stats();
+        const served = after.checks - before.checks;
+        const allowed = after.allowed - before.allowed;
+        return (
+          `${allowed === served ? 'all allowed' : allowed === 0 ? 'all denied' : `allowed ${allowed}/${served}`}, introspections ` +
+          `${after.introspections - before.introspections}`
+        );
+      },
+    );
   }
   if (only !== undefined) {
     worker.kill();
@@ -257,16 +343,37 @@ async function parent(seconds: number, concurrency: number, useOidc: boolean, on
   // per call, no logic): what the fast parser and the pre-encoded responses save
   const plain = new grpc.Server();
   let plainServed = 0;
-  plain.addService(lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service, {
-    Check: (call: grpc.ServerUnaryCall<{ attributes?: { request?: { http?: { headers?: Record<string, string> } } } }, object>, cb: grpc.sendUnaryData<object>) => {
-      plainServed++;
-      const ok = call.request.attributes?.request?.http?.headers?.['authorization'] !== undefined;
-      cb(null, ok ? { status: { code: 0 }, ok_response: {} } : { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' } } });
+  plain.addService(
+    lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service,
+    {
+      Check: (
+        call: grpc.ServerUnaryCall<{ attributes?: { request?: { http?: { headers?: Record<string, string> } } } }, object>,
+        cb: grpc.sendUnaryData<object>,
+      ) => {
+        plainServed++;
+        const ok = call.request.attributes?.request?.http?.headers?.['authorization'] !== undefined;
+        cb(
+          null,
+          ok ? { status: { code: 0 }, ok_response: {} } : { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' } } },
+        );
+      },
     },
-  });
+  );
   const plainBound = await bindServer(plain, '127.0.0.1', 0);
-  await runLoad(worker, { kind: 'load', target: `127.0.0.1:${plainBound.port}`, requestsB64: scenarios[0]![1].map((b) => b.toString('base64')), seconds: 1, concurrency });
-  await measure('reference: plain grpc', plainBound.port, scenarios[0]![1], () => plainServed, () => 'proto-loader decode/encode, constant allow');
+  await runLoad(worker, {
+    kind: 'load',
+    target: `127.0.0.1:${plainBound.port}`,
+    requestsB64: scenarios[0]![1].map((b) => b.toString('base64')),
+    seconds: 1,
+    concurrency,
+  });
+  await measure(
+    'reference: plain grpc',
+    plainBound.port,
+    scenarios[0]![1],
+    () => plainServed,
+    () => 'proto-loader decode/encode, constant allow',
+  );
   await plainBound.stop(200);
   await svc.stop();
   await ads.stop();

@@ -32,7 +32,11 @@ const list = JSON.stringify(products);
 const server = http.createServer((req, res) => {
   if (req.url === '/api/v1/products') { res.writeHead(200, { 'content-type': 'application/json' }); res.end(list); return; }
   const m = /^\\/details\\/(\\d+)$/.exec(req.url);
-  if (m) { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify({ id: +m[1], author: 'A' + m[1], pages: 100, year: 1600 })); return; }
+  if (m) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: +m[1], author: 'A' + m[1], pages: 100, year: 1600 }));
+    return;
+  }
   res.writeHead(404).end('{}');
 });
 server.keepAliveTimeout = 60000;
@@ -62,7 +66,12 @@ type Product {
 function config(port: number): GraphQLApiConfig {
   const upstream: ResolverUpstream = { name: 'bench.books', endpoints: [{ address: '127.0.0.1', port }] };
   const r = (path: string, resultRoot?: string): ResolverConfig => ({
-    rest: { upstream, request: { headers: { ':path': path }, queryParams: {} }, response: { ...(resultRoot ? { resultRoot } : {}), setters: {} }, timeoutMs: 5000 },
+    rest: {
+      upstream,
+      request: { headers: { ':path': path }, queryParams: {} },
+      response: { ...(resultRoot ? { resultRoot } : {}), setters: {} },
+      timeoutMs: 5000,
+    },
   });
   return {
     name: 'bench.api',
@@ -115,11 +124,17 @@ async function measure(name: string, n: number, one: (i: number) => Promise<void
 function print(results: Result[]): void {
   const w = Math.max(...results.map((r) => r.name.length));
   console.log(`${'scenario'.padEnd(w)}  CPU µs/req   req/s`);
-  for (const r of results) console.log(`${r.name.padEnd(w)}  ${r.cpuMicros.toFixed(1).padStart(10)}  ${Math.round(r.rps).toString().padStart(6)}`);
+  for (const r of results)
+    console.log(`${r.name.padEnd(w)}  ${r.cpuMicros.toFixed(1).padStart(10)}  ${Math.round(r.rps).toString().padStart(6)}`);
 }
 
 function request(query: string): { method: string; path: string; headers: Record<string, string>; body: Buffer } {
-  return { method: 'POST', path: '/graphql', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: Buffer.from(JSON.stringify({ query })) };
+  return {
+    method: 'POST',
+    path: '/graphql',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: Buffer.from(JSON.stringify({ query })),
+  };
 }
 
 async function engineScenarios(engine: Engine): Promise<Result[]> {
@@ -134,13 +149,25 @@ async function engineScenarios(engine: Engine): Promise<Result[]> {
   await check(nested);
   const typename = request('{__typename}');
   out.push(await measure('{__typename}            cached  (no backend)', N * 4, async () => void (await engine.handle(typename))));
-  out.push(await measure('{__typename}            uncached (no backend)', N, async (i) => void (await engine.handle(request(`query Q${i} {__typename}`)))));
+  out.push(
+    await measure(
+      '{__typename}            uncached (no backend)',
+      N,
+      async (i) => void (await engine.handle(request(`query Q${i} {__typename}`))),
+    ),
+  );
   const flatReq = request(flat);
   out.push(await measure('flat   (1 call)         cached', N, async () => void (await engine.handle(flatReq))));
   out.push(await measure('flat   (1 call)         uncached', N, async (i) => void (await engine.handle(request(`query Q${i} ${flat}`)))));
   const nestedReq = request(nested);
   out.push(await measure('nested (1+4 calls, 12 resolutions) cached', N, async () => void (await engine.handle(nestedReq))));
-  out.push(await measure('nested (1+4 calls, 12 resolutions) uncached', N, async (i) => void (await engine.handle(request(`query Q${i} ${nested}`)))));
+  out.push(
+    await measure(
+      'nested (1+4 calls, 12 resolutions) uncached',
+      N,
+      async (i) => void (await engine.handle(request(`query Q${i} ${nested}`))),
+    ),
+  );
   return out;
 }
 
@@ -151,7 +178,11 @@ async function executorScenarios(port: number): Promise<Result[]> {
   const pools = new UpstreamPools(0);
   const silent = { enabled: () => false } as unknown as Parameters<typeof makeRestResolver>[2];
   for (const b of prepared.bindings) {
-    b.field.resolve = makeRestResolver(prepared.compiled.get(b.resolution)!, pools.acquire(prepared.upstreams.get(b.resolution)!), silent) as typeof b.field.resolve;
+    b.field.resolve = makeRestResolver(
+      prepared.compiled.get(b.resolution)!,
+      pools.acquire(prepared.upstreams.get(b.resolution)!),
+      silent,
+    ) as typeof b.field.resolve;
   }
   const out: Result[] = [];
   for (const [label, q] of [
@@ -185,24 +216,35 @@ async function clientScenarios(port: number, undiciPath: string | undefined): Pr
   const out: Result[] = [];
   const agent = new http.Agent({ keepAlive: true });
   out.push(
-    await measure('client node:http Agent GET + JSON.parse', N, () =>
-      new Promise<void>((resolve, reject) => {
-        const req = http.request({ agent, host: '127.0.0.1', port, path: '/api/v1/products', headers: { accept: 'application/json' } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            JSON.parse(Buffer.concat(chunks).toString('utf8'));
-            resolve();
-          });
-        });
-        req.on('error', reject);
-        req.end();
-      }),
+    await measure(
+      'client node:http Agent GET + JSON.parse',
+      N,
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const req = http.request(
+            { agent, host: '127.0.0.1', port, path: '/api/v1/products', headers: { accept: 'application/json' } },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (c: Buffer) => chunks.push(c));
+              res.on('end', () => {
+                JSON.parse(Buffer.concat(chunks).toString('utf8'));
+                resolve();
+              });
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        }),
     ),
   );
   agent.destroy();
   if (undiciPath !== undefined) {
-    const undici = (await import(pathToFileURL(undiciPath).href)) as { Pool: new (origin: string, opts?: object) => { request(o: object): Promise<{ body: { json(): Promise<unknown> } }>; close(): Promise<void> } };
+    const undici = (await import(pathToFileURL(undiciPath).href)) as {
+      Pool: new (
+        origin: string,
+        opts?: object,
+      ) => { request(o: object): Promise<{ body: { json(): Promise<unknown> } }>; close(): Promise<void> };
+    };
     const pool = new undici.Pool(`http://127.0.0.1:${port}`, { connections: 16 });
     out.push(
       await measure('client undici Pool GET + json()', N, async () => {

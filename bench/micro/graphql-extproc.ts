@@ -30,13 +30,21 @@ const QUERIES: Record<string, string> = { flat: '{productsForHome{id title}}', n
 function apiConfig(port: number): GraphQLApiConfig {
   const upstream: ResolverUpstream = { name: 'bench.products', endpoints: [{ address: '127.0.0.1', port }] };
   const r = (p: string, resultRoot?: string): ResolverConfig => ({
-    rest: { upstream, request: { headers: { ':path': p }, queryParams: {} }, response: { ...(resultRoot ? { resultRoot } : {}), setters: {} }, timeoutMs: 5000 },
+    rest: {
+      upstream,
+      request: { headers: { ':path': p }, queryParams: {} },
+      response: { ...(resultRoot ? { resultRoot } : {}), setters: {} },
+      timeoutMs: 5000,
+    },
   });
   return {
     name: API,
     version: '1',
     schemaDefinition: `type Query { productsForHome: [Product] @resolve(name: "Query|productsForHome") }
-      type Product { id: Int, title: String, author: String @resolve(name: "Product|author"), pages: Int @resolve(name: "Product|pages"), year: Int @resolve(name: "Product|year") }`,
+      type Product {
+        id: Int, title: String, author: String @resolve(name: "Product|author"),
+        pages: Int @resolve(name: "Product|pages"), year: Int @resolve(name: "Product|year")
+      }`,
     enableIntrospection: false,
     maxDepth: 0,
     resolutions: {
@@ -52,8 +60,19 @@ function apiConfig(port: number): GraphQLApiConfig {
 async function server(): Promise<void> {
   const backendPort = Number(process.env['BACKEND_PORT']);
   const compileAfter = process.env['COMPILE_AFTER'];
-  const engines = new Map<string, Engine>([[API, createEngine(apiConfig(backendPort), compileAfter !== undefined ? { compileAfter: Number(compileAfter) } : {})]]);
-  const silent: Logger = { component: 'bench', level: 'error', enabled: () => false, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => silent };
+  const engines = new Map<string, Engine>([
+    [API, createEngine(apiConfig(backendPort), compileAfter !== undefined ? { compileAfter: Number(compileAfter) } : {})],
+  ]);
+  const silent: Logger = {
+    component: 'bench',
+    level: 'error',
+    enabled: () => false,
+    debug: () => undefined,
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+    child: () => silent,
+  };
   const s = await startExtProcServer('127.0.0.1', 0, { open: (call) => processStream(call, () => engines, silent, undefined) });
   process.on('message', (m) => {
     if (m === 'cpu') {
@@ -70,7 +89,10 @@ process.on('exit', () => {
 });
 
 function child(cmd: string[], env: Record<string, string>, cpu: string): ChildProcess {
-  const c = spawn('taskset', ['-c', cpu, process.execPath, ...cmd], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const c = spawn('taskset', ['-c', cpu, process.execPath, ...cmd], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
   children.push(c);
   return c;
 }
@@ -82,7 +104,9 @@ async function client(): Promise<void> {
   const concurrency = Number(opt('concurrency', '32'));
 
   const backend = child([path.join(ROOT, 'bench/graphql/products-upstream.mjs')], {}, '0');
-  const backendPort = await new Promise<number>((resolve) => backend.stdout!.once('data', (d: Buffer) => resolve(JSON.parse(d.toString()).port as number)));
+  const backendPort = await new Promise<number>((resolve) =>
+    backend.stdout!.once('data', (d: Buffer) => resolve(JSON.parse(d.toString()).port as number)),
+  );
   const srv = child(['--import', 'tsx', fileURLToPath(import.meta.url), '--server'], { BACKEND_PORT: String(backendPort) }, '0');
   const port = await new Promise<number>((resolve) => srv.once('message', (m: { port: number }) => resolve(m.port)));
   const cpu = (): Promise<number> =>
@@ -91,18 +115,47 @@ async function client(): Promise<void> {
       srv.send('cpu');
     });
 
-  const Processor = lookupService(loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'), 'envoy.service.ext_proc.v3.ExternalProcessor');
+  const Processor = lookupService(
+    loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'),
+    'envoy.service.ext_proc.v3.ExternalProcessor',
+  );
   const serialize = Processor.service['Process']!.requestSerialize;
   const body = Buffer.from(JSON.stringify({ query }));
   // what Envoy sends for the bench's wrk request
-  const requestHeaders = { ':authority': '127.0.0.1:8080', ':path': '/graphql', ':method': 'POST', ':scheme': 'http', 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'x-forwarded-proto': 'http', 'x-request-id': '5f0c3a58-7d0a-4c53-9a57-0e8f7a2a3b1c' };
-  const headersMsg = frameMessage(serialize({ request_headers: { headers: { headers: Object.entries(requestHeaders).map(([key, v]) => ({ key, raw_value: Buffer.from(v) })) }, end_of_stream: false } }));
+  const requestHeaders = {
+    ':authority': '127.0.0.1:8080',
+    ':path': '/graphql',
+    ':method': 'POST',
+    ':scheme': 'http',
+    'content-type': 'application/json',
+    accept: 'application/json',
+    'content-length': String(body.length),
+    'x-forwarded-proto': 'http',
+    'x-request-id': '5f0c3a58-7d0a-4c53-9a57-0e8f7a2a3b1c',
+  };
+  const headersMsg = frameMessage(
+    serialize({
+      request_headers: {
+        headers: { headers: Object.entries(requestHeaders).map(([key, v]) => ({ key, raw_value: Buffer.from(v) })) },
+        end_of_stream: false,
+      },
+    }),
+  );
   const bodyMsg = frameMessage(serialize({ request_body: { body, end_of_stream: true } }));
-  const grpcHeaders = { ':method': 'POST', ':path': PROCESS_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-legate-graphql-api': API };
+  const grpcHeaders = {
+    ':method': 'POST',
+    ':path': PROCESS_PATH,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'x-legate-graphql-api': API,
+  };
 
   // as Envoy's cluster for the service: a new connection after 500 streams (Node's HTTP/2 server sends
   // GOAWAY after 1000 resets on one connection)
-  const connect = (): { session: http2.ClientHttp2Session; streams: number } => ({ session: http2.connect(`http://127.0.0.1:${port}`), streams: 0 });
+  const connect = (): { session: http2.ClientHttp2Session; streams: number } => ({
+    session: http2.connect(`http://127.0.0.1:${port}`),
+    streams: 0,
+  });
   const sessions = [connect(), connect()];
   const pick = (i: number): http2.ClientHttp2Session => {
     let c = sessions[i]!;
@@ -166,7 +219,10 @@ async function client(): Promise<void> {
   srv.kill();
   backend.kill();
   const us = results.map((r) => r.us).sort((a, b) => a - b);
-  console.log(`${opt('query', 'flat')}: service CPU µs/req rounds ${results.map((r) => r.us.toFixed(1)).join(' ')} median ${us[Math.floor(us.length / 2)]!.toFixed(1)}; req/s ${results.map((r) => Math.round(r.rps)).join(' ')}; failures ${failures}`);
+  console.log(
+    `${opt('query', 'flat')}: service CPU µs/req rounds ${results.map((r) => r.us.toFixed(1)).join(' ')} median ` +
+      `${us[Math.floor(us.length / 2)]!.toFixed(1)}; req/s ${results.map((r) => Math.round(r.rps)).join(' ')}; failures ${failures}`,
+  );
 }
 
 if (args.includes('--server')) await server();

@@ -5,7 +5,14 @@
 // introspection throughput, straight at it.
 import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { getJson, send, waitFor } from '../lib/net.js';
-import { clientSecretYaml, introspectionAuthConfigYaml, routeYaml, upstreamYaml, vsWithRoutesYaml, wasmChecksSettingsYaml } from '../lib/resources.js';
+import {
+  clientSecretYaml,
+  introspectionAuthConfigYaml,
+  routeYaml,
+  upstreamYaml,
+  vsWithRoutesYaml,
+  wasmChecksSettingsYaml,
+} from '../lib/resources.js';
 import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
 import type { BenchContext, LoadRequest, LoadScenario, LoadTarget, MeasuredProcess, Upstream } from '../lib/types.js';
 
@@ -43,7 +50,9 @@ async function issueToken(port: number): Promise<string> {
 /** The provider process and its tokens (shared by the auth scenarios and the wasm ones). */
 export function provider(ctx: BenchContext): Promise<{ value: Provider; release(): Promise<void> }> {
   return acquire(ctx, 'oauth-provider', async () => {
-    const server = await startNodeServer<{ port: number; statsPort: number }>(ctx, 'oauth provider', 'auth/provider.mjs', { TOKEN_TTL_SECONDS: '3600' });
+    const server = await startNodeServer<{ port: number; statsPort: number }>(ctx, 'oauth provider', 'auth/provider.mjs', {
+      TOKEN_TTL_SECONDS: '3600',
+    });
     try {
       const port = server.info.port;
       const token = await issueToken(port);
@@ -95,10 +104,14 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
       await untilServed(gw.ports.http, '/open/bench', undefined, up.body, 30_000, 100, dead);
       // the extauth service has its configs once a good token passes; without one it must deny
       for (const route of ['/cached/bench', '/fresh/bench']) {
-        await waitFor(`${route} to let a valid token through`, async () => {
-          const r = await send(gw.ports.http, { path: route, headers: { authorization: `Bearer ${p.token}` } });
-          return r.status === 200 && r.text === up.body ? true : undefined;
-        }, { timeoutMs: 30_000, intervalMs: 100, abortIf: dead });
+        await waitFor(
+          `${route} to let a valid token through`,
+          async () => {
+            const r = await send(gw.ports.http, { path: route, headers: { authorization: `Bearer ${p.token}` } });
+            return r.status === 200 && r.text === up.body ? true : undefined;
+          },
+          { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
+        );
         const denied = await send(gw.ports.http, { path: route });
         if (denied.status !== 403) throw new Error(`${route} without a token answered ${denied.status}, expected 403`);
       }
@@ -135,7 +148,11 @@ function authScenario(o: {
           port: g.value.gw.ports.http,
           path: `${o.route}/bench`,
           request: o.request(p.value),
-          processes: [...legateProcesses(g.value.gw), { label: 'upstream', role: 'upstream', pid: g.value.up.pid }, providerProcess(p.value)],
+          processes: [
+            ...legateProcesses(g.value.gw),
+            { label: 'upstream', role: 'upstream', pid: g.value.up.pid },
+            providerProcess(p.value),
+          ],
           counters: introspections(p.value),
           notes: o.notes,
           stop: async () => {
@@ -155,7 +172,9 @@ const oneToken = (p: Provider): LoadRequest => ({ headers: { authorization: `Bea
 
 export const authUnprotected = authScenario({
   name: 'auth-unprotected',
-  description: 'GET through Legate on a route without auth, in the same legate run as auth-cached, with the same Authorization header (ignored): the pair of auth-cached',
+  description:
+    'GET through Legate on a route without auth, in the same legate run as auth-cached, with the same Authorization header (ignored): ' +
+    'the pair of auth-cached',
   route: '/open',
   compareTo: ['legate-route'],
   request: oneToken,
@@ -164,7 +183,9 @@ export const authUnprotected = authScenario({
 
 export const authCached = authScenario({
   name: 'auth-cached',
-  description: 'GET on a route protected by an AuthConfig (OAuth2 introspection, default cacheTimeout), one valid token reused, as shipped: after the first request bearer-check answers from its edge cache and ext_authz is skipped',
+  description:
+    'GET on a route protected by an AuthConfig (OAuth2 introspection, default cacheTimeout), one valid token reused, as shipped: after ' +
+    'the first request bearer-check answers from its edge cache and ext_authz is skipped',
   route: '/cached',
   compareTo: ['auth-unprotected', 'legate-route', 'auth-cached-no-edge'],
   aims: { 'auth-unprotected': 0.45 },
@@ -174,7 +195,9 @@ export const authCached = authScenario({
 
 export const authCachedNoEdge = authScenario({
   name: 'auth-cached-no-edge',
-  description: 'auth-cached with the edge cache off (Settings bearerCheck.cacheEntries: 0): every request is an ext_authz gRPC Check, answered from the extauth service cache',
+  description:
+    'auth-cached with the edge cache off (Settings bearerCheck.cacheEntries: 0): every request is an ext_authz gRPC Check, answered ' +
+    'from the extauth service cache',
   route: '/cached',
   compareTo: ['auth-unprotected'],
   request: oneToken,
@@ -184,7 +207,9 @@ export const authCachedNoEdge = authScenario({
 
 export const authUncached = authScenario({
   name: 'auth-uncached',
-  description: `GET on a route whose AuthConfig has cacheTimeout 0s: every request is introspected at the provider (${POOL} tokens in turn, so single-flight joins none)`,
+  description:
+    `GET on a route whose AuthConfig has cacheTimeout 0s: every request is introspected at the provider (${POOL} tokens in ` +
+    `turn, so single-flight joins none)`,
   route: '/fresh',
   compareTo: ['provider-introspection', 'auth-cached'],
   request: (p) => ({ variants: p.pool.map((t) => ({ headers: { authorization: `Bearer ${t}` } })) }),
@@ -194,7 +219,9 @@ export const authUncached = authScenario({
 export const providerIntrospection: LoadScenario = {
   kind: 'load',
   name: 'provider-introspection',
-  description: `POST /token/introspection straight at the OAuth2 provider (oidc-provider), the call extauth makes (form token=...&token_type_hint=access_token, basic auth of legate-extauth), ${POOL} tokens in turn`,
+  description:
+    `POST /token/introspection straight at the OAuth2 provider (oidc-provider), the call extauth makes (form ` +
+    `token=...&token_type_hint=access_token, basic auth of legate-extauth), ${POOL} tokens in turn`,
   async setup(ctx) {
     const p = await provider(ctx);
     const check = await send(p.value.server.info.port, {

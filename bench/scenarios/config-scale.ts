@@ -66,7 +66,9 @@ const secs = (ms: number): number => Math.round(ms) / 1000;
 export const configScale: FiguresScenario = {
   kind: 'figures',
   name: 'config-scale',
-  description: 'legate run with many VirtualServices written as files (1,000 x 10 routes by default): seconds until Envoy serves them, an edit until served, controller and Envoy memory',
+  description:
+    'legate run with many VirtualServices written as files (1,000 x 10 routes by default): seconds until Envoy serves them, an edit ' +
+    'until served, controller and Envoy memory',
   async run(ctx) {
     const { virtualServices: n, routesPerVs: perVs, files: fileCount, edits } = ctx.settings.scale;
     const up = await ctx.upstream();
@@ -117,7 +119,8 @@ spec:
       const stealPct = ((machine1.steal - machine0.steal) / (loadMs / 1000)) * 100;
       const memLoaded = { controller: memory(ctl), envoy: memory(envoy) };
       const first = await get(gw.ports.http, '/version', domain(0));
-      if (first.status !== 200 || first.text !== bodyOf(0, 1)) throw new Error(`first VirtualService not served after the last one: ${first.status} ${first.text}`);
+      if (first.status !== 200 || first.text !== bodyOf(0, 1))
+        throw new Error(`first VirtualService not served after the last one: ${first.status} ${first.text}`);
       const counts = await routeCounts(gw.ports.admin);
       const loadTranslations = translations(gw, logMark);
       const lastTranslation = loadTranslations[loadTranslations.length - 1];
@@ -165,26 +168,47 @@ spec:
       const later = done.slice(1);
       const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
       const describe = (e: Edit): string =>
-        `served after ${Math.round(e.servedMs)} ms, translated (controller log) after ${e.translatedMs ?? '?'} ms, pipeline ${e.pipelineMs.join('+') || '?'} ms`;
+        `served after ${Math.round(e.servedMs)} ms, translated (controller log) after ${e.translatedMs ?? '?'} ms, pipeline ` +
+        `${e.pipelineMs.join('+') || '?'} ms`;
 
       const mem = (m: Memory): string => `${mib(m.rssMiB)}`;
       const figures: Figure[] = [
-        { name: 'resources written', value: `${n} VirtualServices x ${perVs} routes = ${n * perVs} routes`, note: `${texts.length} files, ${(yamlBytes / 1048576).toFixed(2)} MiB of YAML, written in ${Math.round(writeMs)} ms` },
-        { name: 'write -> served by Envoy', value: secs(loadMs), unit: 's', note: `GET /version with Host ${domain(last)} (the last VirtualService) polled every 20 ms` },
+        {
+          name: 'resources written',
+          value: `${n} VirtualServices x ${perVs} routes = ${n * perVs} routes`,
+          note: `${texts.length} files, ${(yamlBytes / 1048576).toFixed(2)} MiB of YAML, written in ${Math.round(writeMs)} ms`,
+        },
+        {
+          name: 'write -> served by Envoy',
+          value: secs(loadMs),
+          unit: 's',
+          note: `GET /version with Host ${domain(last)} (the last VirtualService) polled every 20 ms`,
+        },
         {
           name: 'write -> controller translated',
           value: lastTranslation ? secs(lastTranslation.at - wall0) : 'n/a',
           unit: 's',
-          note: `${loadTranslations.length} translation(s): ${loadTranslations.map((t) => `${t.ms} ms (${t.resources} resources)`).join(', ')}`,
+          note:
+            `${loadTranslations.length} translation(s): ` +
+            `${loadTranslations.map((t) => `${t.ms} ms (${t.resources} resources)`).join(', ')}`,
         },
-        { name: 'Envoy route config', value: `${counts.virtualHosts} virtual hosts, ${counts.routes} routes`, note: `config_dump of dynamic_route_configs is ${(counts.bytes / 1048576).toFixed(1)} MiB` },
+        {
+          name: 'Envoy route config',
+          value: `${counts.virtualHosts} virtual hosts, ${counts.routes} routes`,
+          note: `config_dump of dynamic_route_configs is ${(counts.bytes / 1048576).toFixed(1)} MiB`,
+        },
         {
           name: 'CPU during the load: controller / Envoy',
           value: `${(cpu1.controller - cpu0.controller).toFixed(2)} / ${(cpu1.envoy - cpu0.envoy).toFixed(2)}`,
           unit: 's',
           note: `other work on the machine meanwhile: ${otherPct.toFixed(0)}% of a core (steal ${stealPct.toFixed(0)}%)`,
         },
-        { name: 'edit one route -> served', value: secs(firstEdit.servedMs), unit: 's', note: `first edit of the file: ${describe(firstEdit)}` },
+        {
+          name: 'edit one route -> served',
+          value: secs(firstEdit.servedMs),
+          unit: 's',
+          note: `first edit of the file: ${describe(firstEdit)}`,
+        },
         ...(later.length
           ? [
               {
@@ -197,20 +221,35 @@ spec:
           : []),
         {
           name: 'CPU per edit: controller / Envoy',
-          value: `${(done.reduce((a, e) => a + e.cpu.controller, 0) / done.length).toFixed(2)} / ${(done.reduce((a, e) => a + e.cpu.envoy, 0) / done.length).toFixed(2)}`,
+          value:
+            `${(done.reduce((a, e) => a + e.cpu.controller, 0) / done.length).toFixed(2)} / ` +
+            `${(done.reduce((a, e) => a + e.cpu.envoy, 0) / done.length).toFixed(2)}`,
           unit: 's',
         },
-        { name: 'controller RSS: before / loaded / after edits (peak)', value: `${mem(memBefore.controller)} / ${mem(memLoaded.controller)} / ${mem(memEnd.controller)} (${mib(memEnd.controller.hwmMiB)})`, unit: 'MiB' },
-        { name: 'Envoy RSS: before / loaded / after edits (peak)', value: `${mem(memBefore.envoy)} / ${mem(memLoaded.envoy)} / ${mem(memEnd.envoy)} (${mib(memEnd.envoy.hwmMiB)})`, unit: 'MiB' },
+        {
+          name: 'controller RSS: before / loaded / after edits (peak)',
+          value:
+            `${mem(memBefore.controller)} / ${mem(memLoaded.controller)} / ${mem(memEnd.controller)} ` +
+            `(${mib(memEnd.controller.hwmMiB)})`,
+          unit: 'MiB',
+        },
+        {
+          name: 'Envoy RSS: before / loaded / after edits (peak)',
+          value: `${mem(memBefore.envoy)} / ${mem(memLoaded.envoy)} / ${mem(memEnd.envoy)} (${mib(memEnd.envoy.hwmMiB)})`,
+          unit: 'MiB',
+        },
         {
           name: 'idle CPU after the load: controller / Envoy',
-          value: `${(((idle1.controller - idle0.controller) / idleS) * 100).toFixed(1)} / ${(((idle1.envoy - idle0.envoy) / idleS) * 100).toFixed(1)}`,
+          value:
+            `${(((idle1.controller - idle0.controller) / idleS) * 100).toFixed(1)} / ` +
+            `${(((idle1.envoy - idle0.envoy) / idleS) * 100).toFixed(1)}`,
           unit: '% of a core',
           note: `over ${idleS} s`,
         },
       ];
       const notes: string[] = [];
-      if (counts.virtualHosts !== n || counts.routes !== n * perVs) notes.push(`Envoy holds ${counts.virtualHosts} of ${n} virtual hosts and ${counts.routes} of ${n * perVs} routes`);
+      if (counts.virtualHosts !== n || counts.routes !== n * perVs)
+        notes.push(`Envoy holds ${counts.virtualHosts} of ${n} virtual hosts and ${counts.routes} of ${n * perVs} routes`);
       return { kind: 'figures', figures, notes };
     } finally {
       await gw.stop();

@@ -12,7 +12,14 @@ import { legateProcesses, startLegate, type Legate } from '../lib/legate.js';
 import { get, getJson, send, waitFor } from '../lib/net.js';
 import { graphqlVsYaml, productsGraphqlApiYaml, upstreamYaml } from '../lib/resources.js';
 import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
-import { ScenarioSkipped, type BenchContext, type LoadRequest, type LoadScenario, type LoadTarget, type MeasuredProcess } from '../lib/types.js';
+import {
+  ScenarioSkipped,
+  type BenchContext,
+  type LoadRequest,
+  type LoadScenario,
+  type LoadTarget,
+  type MeasuredProcess,
+} from '../lib/types.js';
 
 export const QUERIES = {
   flat: '{productsForHome{id title}}',
@@ -76,7 +83,13 @@ export const graphqlRequest = (q: QueryName): LoadRequest => ({
 });
 
 /** Waits until POST `path` answers 200 with exactly the expected JSON (parsed). */
-export async function untilAnswers(port: number, urlPath: string, q: QueryName, expected: unknown, abortIf: () => string | undefined): Promise<void> {
+export async function untilAnswers(
+  port: number,
+  urlPath: string,
+  q: QueryName,
+  expected: unknown,
+  abortIf: () => string | undefined,
+): Promise<void> {
   const r = graphqlRequest(q);
   let last = '';
   await waitFor(
@@ -120,7 +133,8 @@ function target(
 export const graphqlRestDirect: LoadScenario = {
   kind: 'load',
   name: 'graphql-rest-direct',
-  description: 'GET /api/v1/products straight to the products backend (the REST call behind the flat query): the limit of the GraphQL scenarios',
+  description:
+    'GET /api/v1/products straight to the products backend (the REST call behind the flat query): the limit of the GraphQL scenarios',
   async setup(ctx) {
     const b = await backend(ctx);
     return {
@@ -176,7 +190,9 @@ function legateScenario(q: QueryName, aim: number): LoadScenario {
         const gw = await legateGraphql(ctx, b.value);
         try {
           const g = gw.value;
-          await untilAnswers(g.ports.http, '/graphql', q, b.value.expected[q], () => (g.proc.alive() ? undefined : `legate run exited:\n${g.proc.output().slice(-4000)}`));
+          await untilAnswers(g.ports.http, '/graphql', q, b.value.expected[q], () =>
+            g.proc.alive() ? undefined : `legate run exited:\n${g.proc.output().slice(-4000)}`,
+          );
           const t = target(b.value, g.ports.http, q, legateProcesses(g), [], [b.release, gw.release]);
           const backendCalls = t.counters!;
           t.counters = async () => ({ ...(await backendCalls()), ...(await envoyExtProcCounters(g.ports.admin)) });
@@ -225,7 +241,8 @@ function peerScenario(kind: 'peer' | 'yoga', q: QueryName): LoadScenario {
     name: `graphql-${kind}-${q}`,
     description:
       kind === 'peer'
-        ? `POST /graphql ${QUERIES[q]} to a minimal graphql-js server (node:http + graphql 16, naive resolvers without dedup, document cache), one Node process`
+        ? `POST /graphql ${QUERIES[q]} to a minimal graphql-js server (node:http + graphql 16, naive resolvers without dedup, document ` +
+          `cache), one Node process`
         : `POST /graphql ${QUERIES[q]} to GraphQL Yoga 5 (defaults, same naive resolvers), one Node process`,
     ...(kind === 'yoga' ? { compareTo: [`graphql-peer-${q}`] } : {}),
     async setup(ctx) {
@@ -234,14 +251,18 @@ function peerScenario(kind: 'peer' | 'yoga', q: QueryName): LoadScenario {
       const b = await backend(ctx);
       try {
         const server = await acquire(ctx, `graphql-${kind}`, () =>
-          startNodeServer<{ port: number }>(ctx, peer.label, peer.script, { UPSTREAM_PORT: String(b.value.server.info.port) }).catch((err: unknown) => {
-            // a peer that cannot start on this Node is skipped, not a failure of the run
-            throw kind === 'yoga' ? new ScenarioSkipped(`GraphQL Yoga did not start: ${String(err).slice(0, 500)}`) : err;
-          }),
+          startNodeServer<{ port: number }>(ctx, peer.label, peer.script, { UPSTREAM_PORT: String(b.value.server.info.port) }).catch(
+            (err: unknown) => {
+              // a peer that cannot start on this Node is skipped, not a failure of the run
+              throw kind === 'yoga' ? new ScenarioSkipped(`GraphQL Yoga did not start: ${String(err).slice(0, 500)}`) : err;
+            },
+          ),
         );
         try {
           const s = server.value;
-          await untilAnswers(s.info.port, '/graphql', q, b.value.expected[q], () => (s.proc.alive() ? undefined : `${peer.label} exited:\n${s.proc.output().slice(-4000)}`));
+          await untilAnswers(s.info.port, '/graphql', q, b.value.expected[q], () =>
+            s.proc.alive() ? undefined : `${peer.label} exited:\n${s.proc.output().slice(-4000)}`,
+          );
           return target(b.value, s.info.port, q, [{ label: peer.label, role: 'app', pid: s.pid }], [], [b.release, server.release]);
         } catch (err) {
           await server.release();

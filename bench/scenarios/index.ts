@@ -18,7 +18,16 @@ import {
 import { legateRoute } from './legate-route.js';
 import { staticEnvoy } from './static-envoy.js';
 import { wasmEnvoyGraphqlOff, wasmEnvoyGraphqlOn, wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
-import { missingTokenExtauth, missingTokenWasm, wasmAuthOff, wasmAuthOffC1, wasmAuthOn, wasmAuthOnC1, wasmGraphqlOff, wasmGraphqlOn } from './wasm.js';
+import {
+  missingTokenExtauth,
+  missingTokenWasm,
+  wasmAuthOff,
+  wasmAuthOffC1,
+  wasmAuthOn,
+  wasmAuthOnC1,
+  wasmGraphqlOff,
+  wasmGraphqlOn,
+} from './wasm.js';
 
 export const SCENARIOS: readonly Scenario[] = [
   direct,

@@ -15,7 +15,9 @@ export const legateRoute: LoadScenario = {
     const files = { 'upstream.yaml': upstreamYaml(up.port), 'vs.yaml': catchAllVsYaml('bench', ['*']) };
     const gw = await startLegate(ctx, 'legate-route', files, ctx.settings.serverCpus);
     try {
-      await untilServed(gw.ports.http, '/bench', undefined, up.body, 30_000, 100, () => (gw.proc.alive() ? undefined : 'legate run exited'));
+      await untilServed(gw.ports.http, '/bench', undefined, up.body, 30_000, 100, () =>
+        gw.proc.alive() ? undefined : 'legate run exited',
+      );
       const concurrency = await envoyConcurrency(gw.ports.admin);
       ctx.facts.set(LEGATE_ENVOY_CONCURRENCY, concurrency);
       return {

@@ -30,9 +30,16 @@ export function staticBootstrap(o: { adminPort: number; httpPort: number; upstre
                     codec_type: 'AUTO',
                     route_config: {
                       name: 'local',
-                      virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'upstream' } }] }],
+                      virtual_hosts: [
+                        { name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'upstream' } }] },
+                      ],
                     },
-                    http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+                    http_filters: [
+                      {
+                        name: 'envoy.filters.http.router',
+                        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+                      },
+                    ],
                   },
                 },
               ],
@@ -47,7 +54,9 @@ export function staticBootstrap(o: { adminPort: number; httpPort: number; upstre
           connect_timeout: '5s',
           load_assignment: {
             cluster_name: 'upstream',
-            endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: o.upstreamPort } } } }] }],
+            endpoints: [
+              { lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: o.upstreamPort } } } }] },
+            ],
           },
         },
       ],
@@ -65,7 +74,8 @@ export function staticBootstrap(o: { adminPort: number; httpPort: number; upstre
 export const staticEnvoy: LoadScenario = {
   kind: 'load',
   name: 'static-envoy',
-  description: 'a hand-started Envoy with a minimal static bootstrap (listener, HCM, router, static cluster), same binary, flags and --concurrency',
+  description:
+    'a hand-started Envoy with a minimal static bootstrap (listener, HCM, router, static cluster), same binary, flags and --concurrency',
   compareTo: ['legate-route'],
   async setup(ctx) {
     const up = await ctx.upstream();
@@ -75,7 +85,10 @@ export const staticEnvoy: LoadScenario = {
     const ports = { admin: await freePort(), http: await freePort() };
     const dir = fs.mkdtempSync(path.join(ctx.workDir, 'static-envoy-'));
     const file = path.join(dir, 'envoy.json');
-    fs.writeFileSync(file, JSON.stringify(staticBootstrap({ adminPort: ports.admin, httpPort: ports.http, upstreamPort: up.port }), null, 2));
+    fs.writeFileSync(
+      file,
+      JSON.stringify(staticBootstrap({ adminPort: ports.admin, httpPort: ports.http, upstreamPort: up.port }), null, 2),
+    );
     // the flags `legate run` gives its Envoy, plus the worker count made explicit
     const envoy = startProcess('static envoy', envoyPath(ctx.root), {
       args: ['-c', file, '--disable-hot-restart', '-l', 'info', '--drain-time-s', '1', '--concurrency', String(concurrency)],
@@ -90,7 +103,12 @@ export const staticEnvoy: LoadScenario = {
       });
       await untilServed(ports.http, '/bench', undefined, up.body, 10_000, 100, dead);
       const actual = await envoyConcurrency(ports.admin);
-      const same = typeof known === 'number' ? (known === actual ? " (= legate-route's Envoy)" : ` (legate-route's Envoy: ${known})`) : ' (legate-route not run)';
+      const same =
+        typeof known === 'number'
+          ? known === actual
+            ? " (= legate-route's Envoy)"
+            : ` (legate-route's Envoy: ${known})`
+          : ' (legate-route not run)';
       return {
         port: ports.http,
         path: '/bench',

@@ -81,8 +81,15 @@ function bootstrap(o: { adminPort: number; httpPort: number; wasmFile: string; g
                       // as controller/translate/features/wasm renders them (bearer-check with its edge cache off:
                       // this measures the check itself)
                       wasmFilter(FILTER, { maxTokenBytes: 4096 }, { type: 'local', files: { 'bearer-check': o.wasmFile } }),
-                      wasmFilter(GRAPHQL_FILTER, { maxBodyBytes: 1048576, allowGet: true }, { type: 'local', files: { 'graphql-check': o.graphqlWasmFile } }),
-                      { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+                      wasmFilter(
+                        GRAPHQL_FILTER,
+                        { maxBodyBytes: 1048576, allowGet: true },
+                        { type: 'local', files: { 'graphql-check': o.graphqlWasmFile } },
+                      ),
+                      {
+                        name: 'envoy.filters.http.router',
+                        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+                      },
                     ],
                   },
                 },
@@ -120,13 +127,20 @@ function wasmEnvoy(ctx: BenchContext): Promise<{ value: WasmEnvoy; release(): Pr
     ctx.defer(() => proc.stop());
     try {
       const dead = (): string | undefined => (proc.alive() ? undefined : `Envoy exited:\n${proc.output().slice(-4000)}`);
-      await waitFor('the wasm Envoy to be ready', async () => ((await get(ports.admin, '/ready')).status === 200 ? true : undefined), { timeoutMs: 30_000, abortIf: dead });
+      await waitFor('the wasm Envoy to be ready', async () => ((await get(ports.admin, '/ready')).status === 200 ? true : undefined), {
+        timeoutMs: 30_000,
+        abortIf: dead,
+      });
       const auth = { authorization: `Bearer ${TOKEN}` };
       const passes = async (): Promise<number> => (await envoyStats(ports.admin, [PASSES]))[PASSES]!;
       // /on: the filter refuses a missing token and passes a well-formed one; /off: it is not consulted
       const refused = await send(ports.http, { path: '/on' });
-      if (refused.status !== 403 || JSON.parse(refused.text)?.error !== 'missing_token') throw new Error(`/on without a token answered ${refused.status} ${refused.text.slice(0, 200)}`);
-      for (const [route, filtered] of [['/on', 1], ['/off', 0]] as const) {
+      if (refused.status !== 403 || JSON.parse(refused.text)?.error !== 'missing_token')
+        throw new Error(`/on without a token answered ${refused.status} ${refused.text.slice(0, 200)}`);
+      for (const [route, filtered] of [
+        ['/on', 1],
+        ['/off', 0],
+      ] as const) {
         const before = await passes();
         const r = await send(ports.http, { path: route, headers: auth });
         if (r.status !== 200 || r.text !== BODY) throw new Error(`${route} with a token answered ${r.status} ${r.text.slice(0, 200)}`);
@@ -134,17 +148,34 @@ function wasmEnvoy(ctx: BenchContext): Promise<{ value: WasmEnvoy; release(): Pr
         if (seen !== filtered) throw new Error(`${route}: the filter passed ${seen} request(s), expected ${filtered}`);
       }
       const graphqlPasses = async (): Promise<number> => (await envoyStats(ports.admin, [GRAPHQL_PASSES]))[GRAPHQL_PASSES]!;
-      const put = await send(ports.http, { method: 'PUT', path: '/graphql-on', headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY });
+      const put = await send(ports.http, {
+        method: 'PUT',
+        path: '/graphql-on',
+        headers: { 'content-type': 'application/json' },
+        body: GRAPHQL_BODY,
+      });
       if (put.status !== 405) throw new Error(`PUT /graphql-on answered ${put.status}, expected 405 from graphql-check`);
-      for (const [route, filtered] of [['/graphql-on', 1], ['/graphql-off', 0]] as const) {
+      for (const [route, filtered] of [
+        ['/graphql-on', 1],
+        ['/graphql-off', 0],
+      ] as const) {
         const before = await graphqlPasses();
-        const r = await send(ports.http, { method: 'POST', path: route, headers: { 'content-type': 'application/json' }, body: GRAPHQL_BODY });
+        const r = await send(ports.http, {
+          method: 'POST',
+          path: route,
+          headers: { 'content-type': 'application/json' },
+          body: GRAPHQL_BODY,
+        });
         if (r.status !== 200 || r.text !== BODY) throw new Error(`POST ${route} answered ${r.status} ${r.text.slice(0, 200)}`);
         // counted when the stream ends
-        const seen = await waitFor(`${route} to be counted`, async () => {
-          const n = (await graphqlPasses()) - before;
-          return n === filtered ? n : undefined;
-        }, { timeoutMs: 2000, intervalMs: 20 }).catch(async () => (await graphqlPasses()) - before);
+        const seen = await waitFor(
+          `${route} to be counted`,
+          async () => {
+            const n = (await graphqlPasses()) - before;
+            return n === filtered ? n : undefined;
+          },
+          { timeoutMs: 2000, intervalMs: 20 },
+        ).catch(async () => (await graphqlPasses()) - before);
         if (seen !== filtered) throw new Error(`${route}: graphql-check passed ${seen} request(s), expected ${filtered}`);
       }
       return { proc, ports, concurrency: await envoyConcurrency(ports.admin), stop: () => proc.stop() };
@@ -163,10 +194,12 @@ function scenario(on: boolean, filter: 'bearer' | 'graphql'): LoadScenario {
     name,
     description: graphql
       ? on
-        ? 'POST /graphql-on {"query":…} (application/json) to the hand-started Envoy, whose route enables the graphql-check wasm filter (passes it) and answers a direct response: the filter alone'
+        ? 'POST /graphql-on {"query":…} (application/json) to the hand-started Envoy, whose route enables the graphql-check wasm filter ' +
+          '(passes it) and answers a direct response: the filter alone'
         : 'the same POST to /graphql-off, where the filter stays disabled: the pair of wasm-envoy-graphql-on'
       : on
-        ? 'GET /on with a well-formed bearer token to a hand-started Envoy whose route enables the bearer-check wasm filter (passes it) and answers a direct response: the filter alone'
+        ? 'GET /on with a well-formed bearer token to a hand-started Envoy whose route enables the bearer-check wasm filter (passes it) ' +
+          'and answers a direct response: the filter alone'
         : 'the same GET to /off on the same Envoy, where the filter stays disabled: the pair of wasm-envoy-on',
     compareTo: on ? [`wasm-envoy${graphql ? '-graphql' : ''}-off`] : [],
     async setup(ctx) {
@@ -178,7 +211,9 @@ function scenario(on: boolean, filter: 'bearer' | 'graphql'): LoadScenario {
         path: graphql ? (on ? '/graphql-on' : '/graphql-off') : on ? '/on' : '/off',
         request: graphql ? GRAPHQL_REQUEST : BEARER_REQUEST,
         processes: [{ label: 'envoy', role: 'proxy', pid: e.value.proc.pid }],
-        counters: async () => ({ [graphql ? 'graphql-check passes' : 'bearer-check passes']: (await envoyStats(admin, [counter]))[counter]! }),
+        counters: async () => ({
+          [graphql ? 'graphql-check passes' : 'bearer-check passes']: (await envoyStats(admin, [counter]))[counter]!,
+        }),
         notes: [`Envoy concurrency ${e.value.concurrency}; direct response of ${BODY.length} bytes, no upstream`],
         stop: () => e.release(),
       };

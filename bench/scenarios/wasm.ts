@@ -80,8 +80,15 @@ function gateway(ctx: BenchContext, p: Provider, pair: Pair, variant: Variant): 
     try {
       if (graphql) products = await startBackend(ctx, `products upstream (${name})`);
       const files: Record<string, string> = {
-        'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: on, graphqlCheck: on, ...(pair === 'wasm' && on ? { cacheEntries: 0 } : {}) }),
-        'upstreams.yaml': [upstreamYaml(up.info.port, UPSTREAM), ...(products ? [upstreamYaml(products.server.info.port, PRODUCTS)] : [])].join('---\n'),
+        'settings.yaml': wasmChecksSettingsYaml({
+          bearerCheck: on,
+          graphqlCheck: on,
+          ...(pair === 'wasm' && on ? { cacheEntries: 0 } : {}),
+        }),
+        'upstreams.yaml': [
+          upstreamYaml(up.info.port, UPSTREAM),
+          ...(products ? [upstreamYaml(products.server.info.port, PRODUCTS)] : []),
+        ].join('---\n'),
         'auth.yaml': [
           clientSecretYaml('bench-introspector', INTROSPECTOR.secret),
           introspectionAuthConfigYaml({
@@ -92,28 +99,40 @@ function gateway(ctx: BenchContext, p: Provider, pair: Pair, variant: Variant): 
             scopes: [SCOPE],
           }),
         ].join('---\n'),
-        'vs.yaml': vsWithRoutesYaml('wasm', [routeYaml('/cached', 'bench-cached', UPSTREAM), ...(graphql ? [graphqlRouteYaml('/graphql', API)] : [])]),
+        'vs.yaml': vsWithRoutesYaml('wasm', [
+          routeYaml('/cached', 'bench-cached', UPSTREAM),
+          ...(graphql ? [graphqlRouteYaml('/graphql', API)] : []),
+        ]),
       };
       if (graphql) files['graphql.yaml'] = productsGraphqlApiYaml(API, PRODUCTS);
       gw = await startLegate(ctx, name, files, ctx.settings.serverCpus);
       const g = gw;
       const dead = (): string | undefined => (g.proc.alive() ? undefined : `legate run exited:\n${g.proc.output().slice(-4000)}`);
       // a valid token passes (extauth has its config), and is cached from now on
-      await waitFor('/cached to let a valid token through', async () => {
-        const r = await send(g.ports.http, { path: '/cached/bench', headers: { authorization: `Bearer ${p.token}` } });
-        return r.status === 200 && r.text === up.info.body ? true : undefined;
-      }, { timeoutMs: 30_000, intervalMs: 100, abortIf: dead });
+      await waitFor(
+        '/cached to let a valid token through',
+        async () => {
+          const r = await send(g.ports.http, { path: '/cached/bench', headers: { authorization: `Bearer ${p.token}` } });
+          return r.status === 200 && r.text === up.info.body ? true : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
+      );
       // the same refusal either way; who gives it is the difference
       const before = await authCounters(g.ports.admin);
       const denied = await send(g.ports.http, { path: '/cached/bench' });
       const after = await authCounters(g.ports.admin);
       if (denied.status !== 403 || (JSON.parse(denied.text) as { error?: string }).error !== 'missing_token') {
-        throw new Error(`/cached without a token answered ${denied.status} ${denied.text.slice(0, 200)}, expected 403 {"error":"missing_token"}`);
+        throw new Error(
+          `/cached without a token answered ${denied.status} ${denied.text.slice(0, 200)}, expected 403 {"error":"missing_token"}`,
+        );
       }
       const delta = (k: keyof typeof AUTH_STATS): number => after[k]! - before[k]!;
       const [checks, refusals] = [delta('ext_authz checks (gRPC calls to extauth)'), delta('bearer-check refusals')];
       if (on ? checks !== 0 || refusals !== 1 : checks !== 1 || refusals !== 0) {
-        throw new Error(`/cached without a token (${name}): ${checks} ext_authz call(s) and ${refusals} bearer-check refusal(s), expected ${on ? '0 and 1' : '1 and 0'}`);
+        throw new Error(
+          `/cached without a token (${name}): ${checks} ext_authz call(s) and ${refusals} bearer-check refusal(s), expected ` +
+            `${on ? '0 and 1' : '1 and 0'}`,
+        );
       }
       if (products) {
         // the GraphQL route answers, through graphql-check exactly when the Settings say so (counted when the stream ends)
@@ -221,7 +240,9 @@ const HALF = 16;
 
 export const missingTokenWasm = scenario({
   name: 'missing-token-wasm',
-  description: 'GET /cached without Authorization on refusal-on: refused 403 {"error":"missing_token"} by the bearer-check wasm filter in Envoy (no ext_authz call)',
+  description:
+    'GET /cached without Authorization on refusal-on: refused 403 {"error":"missing_token"} by the bearer-check wasm filter in Envoy ' +
+    '(no ext_authz call)',
   pair: 'refusal',
   variant: 'on',
   route: 'auth',
@@ -233,7 +254,8 @@ export const missingTokenWasm = scenario({
 
 export const missingTokenExtauth = scenario({
   name: 'missing-token-extauth',
-  description: 'the same request on refusal-off (Settings bearerCheck.enabled: false): the same 403, given by the extauth service through ext_authz',
+  description:
+    'the same request on refusal-off (Settings bearerCheck.enabled: false): the same 403, given by the extauth service through ext_authz',
   pair: 'refusal',
   variant: 'off',
   route: 'auth',
@@ -242,7 +264,9 @@ export const missingTokenExtauth = scenario({
 
 export const wasmAuthOn = scenario({
   name: 'wasm-auth-on',
-  description: 'GET /cached with a valid token on wasm-on (the filter checks and passes it, edge cache off; extauth answers from its cache), measured at the same time as wasm-auth-off, 16 connections each',
+  description:
+    'GET /cached with a valid token on wasm-on (the filter checks and passes it, edge cache off; extauth answers from its cache), ' +
+    'measured at the same time as wasm-auth-off, 16 connections each',
   pair: 'wasm',
   variant: 'on',
   route: 'auth',
@@ -293,7 +317,9 @@ export const wasmAuthOffC1 = scenario({
 
 export const wasmGraphqlOn = scenario({
   name: 'wasm-graphql-on',
-  description: 'POST /graphql {productsForHome{id title}} on wasm-on (graphql-check passes it to ext_proc), measured at the same time as wasm-graphql-off, 16 connections each',
+  description:
+    'POST /graphql {productsForHome{id title}} on wasm-on (graphql-check passes it to ext_proc), measured at the same time as ' +
+    'wasm-graphql-off, 16 connections each',
   pair: 'wasm',
   variant: 'on',
   route: 'graphql',

@@ -7,7 +7,12 @@ export const bootstrapCommand = command({
   name: 'bootstrap',
   summary: 'print an Envoy bootstrap pointing at the controller',
   flags: {
-    role: { type: 'string', default: DEFAULTS.role, placeholder: 'NS~NAME', description: "the proxy role (node.metadata.role): '<write namespace>~<proxy>'" },
+    role: {
+      type: 'string',
+      default: DEFAULTS.role,
+      placeholder: 'NS~NAME',
+      description: "the proxy role (node.metadata.role): '<write namespace>~<proxy>'",
+    },
     'node-id': { type: 'string', placeholder: 'ID', description: 'node.id (default <proxy>~<namespace>)' },
     'xds-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: "the controller's xDS host" },
     'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: "the controller's xDS port" },

@@ -48,6 +48,8 @@ export function componentAdmin(component: string, port: number) {
   collectDefaultMetrics({ register: registry, prefix: `legate_${component}_` });
   const spans = new SpanRecorder();
   const start = async (logger: Logger, extra?: Record<string, () => unknown>): Promise<RunningAdmin | undefined> =>
-    statsServerEnabled() ? startAdminServer({ component, host: '127.0.0.1', port, logger, registry, spans, ...(extra ? { extra } : {}) }) : undefined;
+    statsServerEnabled()
+      ? startAdminServer({ component, host: '127.0.0.1', port, logger, registry, spans, ...(extra ? { extra } : {}) })
+      : undefined;
   return { registry, spans, start };
 }

@@ -15,20 +15,41 @@ export const controllerCommand = command({
   summary: 'run the controller: watch a directory, serve xDS and the controller API',
   flags: {
     config: { type: 'string', short: 'c', required: true, placeholder: 'DIR', description: 'the directory of resources to watch' },
-    'graphql-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.graphqlPort}`, description: 'where Envoy reaches the graphql extension' },
-    'extauth-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.extauthPort}`, description: 'where Envoy reaches the extauth extension' },
+    'graphql-address': {
+      type: 'hostPort',
+      default: `127.0.0.1:${DEFAULTS.graphqlPort}`,
+      description: 'where Envoy reaches the graphql extension',
+    },
+    'extauth-address': {
+      type: 'hostPort',
+      default: `127.0.0.1:${DEFAULTS.extauthPort}`,
+      description: 'where Envoy reaches the extauth extension',
+    },
     'stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: 'admin interface port (with START_STATS_SERVER=1)' },
     'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'dev-mode endpoint port (Settings devMode: true)' },
     'wasm-dir': { type: 'string', placeholder: 'DIR', description: 'where the .wasm filters are (default dist/wasm)' },
-    'wasm-source': { type: 'choice', choices: ['local', 'remote'], default: 'local', description: 'Envoy reads the filters from disk, or fetches them from the API' },
-    'edge-secret-file': { type: 'string', placeholder: 'PATH', description: "keeps the edge cache's secret across restarts (default: a new one each start)" },
+    'wasm-source': {
+      type: 'choice',
+      choices: ['local', 'remote'],
+      default: 'local',
+      description: 'Envoy reads the filters from disk, or fetches them from the API',
+    },
+    'edge-secret-file': {
+      type: 'string',
+      placeholder: 'PATH',
+      description: "keeps the edge cache's secret across restarts (default: a new one each start)",
+    },
     'xds-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the xDS server binds' },
     'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: 'port of the xDS server' },
     'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'port of the controller API (loopback), which legatectl reads' },
     'http-port': { type: 'port', default: DEFAULTS.httpPort, description: 'port of the default HTTP gateway (when no Gateway exists)' },
     'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: 'port of the default HTTPS gateway' },
     'bind-address': { type: 'string', default: '::', placeholder: 'ADDR', description: "the default gateways' bind address" },
-    'write-namespace': { type: 'string', placeholder: 'NS', description: 'namespace of generated resources (default legate-system, or Settings)' },
+    'write-namespace': {
+      type: 'string',
+      placeholder: 'NS',
+      description: 'namespace of generated resources (default legate-system, or Settings)',
+    },
     'log-level': LOG_LEVEL_FLAG,
   },
   async run(flags) {
@@ -37,7 +58,10 @@ export const controllerCommand = command({
     const edgeSecretFile = flags['edge-secret-file'];
     // without a file the controller picks a new secret at every start
     const wasm = edgeSecretFile
-      ? { ...DEFAULT_WASM_OPTIONS, bearerCheck: { ...DEFAULT_WASM_OPTIONS.bearerCheck, verifiedValue: loadOrCreateEdgeSecret(path.resolve(edgeSecretFile)) } }
+      ? {
+          ...DEFAULT_WASM_OPTIONS,
+          bearerCheck: { ...DEFAULT_WASM_OPTIONS.bearerCheck, verifiedValue: loadOrCreateEdgeSecret(path.resolve(edgeSecretFile)) },
+        }
       : DEFAULT_WASM_OPTIONS;
     const ctl = await startController({
       configDir: path.resolve(flags.config),

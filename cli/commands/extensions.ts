@@ -49,8 +49,9 @@ export const extauthCommand = command({
   async run(flags: FlagValues<typeof extauthFlags>) {
     const logger = componentLogger('extauth', flags['log-level']);
     const admin = componentAdmin('extauth', flags['stats-port']);
-    let stats: (() => ReturnType<RunningExtauthService['stats']>) | undefined;
-    const metrics = extauthMetrics(admin.registry, admin.spans, () => stats?.());
+    // the metrics read the service's stats once it exists
+    let stats: () => ReturnType<RunningExtauthService['stats']> | undefined = () => undefined;
+    const metrics = extauthMetrics(admin.registry, admin.spans, () => stats());
     const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
     const svc = await startExtauthService({ host: flags.host, port: flags.port, xdsAddress, logger, observe: metrics.observe });
     stats = svc.stats;

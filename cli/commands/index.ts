@@ -6,7 +6,14 @@ import { extauthCommand, graphqlCommand } from './extensions.js';
 import { runCommand } from './run.js';
 import { versionCommand } from './version.js';
 
-export const COMMANDS: readonly Command[] = [runCommand, controllerCommand, graphqlCommand, extauthCommand, bootstrapCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [
+  runCommand,
+  controllerCommand,
+  graphqlCommand,
+  extauthCommand,
+  bootstrapCommand,
+  versionCommand,
+];
 
 /** `legate --help`, from the commands' summaries. */
 export function usage(): string {

@@ -15,7 +15,13 @@ import { readValues, type RunValues } from '../run/values.js';
 import { DEFAULTS, waitForSignal } from './common.js';
 
 const runFlags = {
-  config: { type: 'string', short: 'c', default: 'examples', placeholder: 'DIR', description: 'the directory of resources (and legate.values.yaml)' },
+  config: {
+    type: 'string',
+    short: 'c',
+    default: 'examples',
+    placeholder: 'DIR',
+    description: 'the directory of resources (and legate.values.yaml)',
+  },
   'http-port': { type: 'port', default: DEFAULTS.httpPort, description: "the gateway's HTTP port" },
   'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: "the gateway's HTTPS port (virtual services with sslConfig)" },
   'admin-port': { type: 'port', default: DEFAULTS.adminPort, description: "Envoy's admin interface" },
@@ -23,12 +29,25 @@ const runFlags = {
   'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'the controller API, which legatectl reads' },
   'graphql-port': { type: 'port', default: DEFAULTS.graphqlPort, description: 'the graphql extension (ext_proc)' },
   'extauth-port': { type: 'port', default: DEFAULTS.extauthPort, description: 'the extauth extension (ext_authz)' },
-  'controller-stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: "the controller's admin interface (START_STATS_SERVER=1)" },
+  'controller-stats-port': {
+    type: 'port',
+    default: DEFAULTS.stats.controller,
+    description: "the controller's admin interface (START_STATS_SERVER=1)",
+  },
   'extauth-stats-port': { type: 'port', default: DEFAULTS.stats.extauth, description: "extauth's admin interface (START_STATS_SERVER=1)" },
   'graphql-stats-port': { type: 'port', default: DEFAULTS.stats.graphql, description: "graphql's admin interface (START_STATS_SERVER=1)" },
   'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'the dev-mode endpoint (Settings devMode: true)' },
-  'wasm-source': { type: 'choice', choices: ['local', 'remote'], default: 'local', description: 'Envoy reads the wasm filters from disk, or fetches them' },
-  'state-dir': { type: 'string', placeholder: 'DIR', description: 'logs, run.json, the bootstrap (default LEGATE_STATE_DIR, else ./.legate)' },
+  'wasm-source': {
+    type: 'choice',
+    choices: ['local', 'remote'],
+    default: 'local',
+    description: 'Envoy reads the wasm filters from disk, or fetches them',
+  },
+  'state-dir': {
+    type: 'string',
+    placeholder: 'DIR',
+    description: 'logs, run.json, the bootstrap (default LEGATE_STATE_DIR, else ./.legate)',
+  },
   envoy: { type: 'string', placeholder: 'PATH', description: 'the Envoy binary (default LEGATE_ENVOY, else .venv/bin/envoy)' },
 } as const;
 
@@ -127,7 +146,13 @@ function startExtensions(g: Gateway): void {
 
 function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: number | null } {
   const bootstrapFile = path.join(g.stateDir, 'envoy-bootstrap.yaml');
-  const bootstrap = renderBootstrap({ role, xdsHost: '127.0.0.1', xdsPort: g.flags['xds-port'], adminHost: '127.0.0.1', adminPort: g.flags['admin-port'] });
+  const bootstrap = renderBootstrap({
+    role,
+    xdsHost: '127.0.0.1',
+    xdsPort: g.flags['xds-port'],
+    adminHost: '127.0.0.1',
+    adminPort: g.flags['admin-port'],
+  });
   fs.writeFileSync(bootstrapFile, bootstrap);
   return g.sup.start({
     name: 'envoy',

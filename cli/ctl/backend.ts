@@ -100,7 +100,8 @@ export class FileBackend implements Backend {
     private readonly state: RunState | undefined,
     controller: string | undefined,
   ) {
-    this.controllerApi = controller ?? process.env['LEGATE_CONTROLLER'] ?? state?.components['controller']?.endpoints['api'] ?? 'http://127.0.0.1:9095';
+    this.controllerApi =
+      controller ?? process.env['LEGATE_CONTROLLER'] ?? state?.components['controller']?.endpoints['api'] ?? 'http://127.0.0.1:9095';
   }
 
   static open(flags: BackendFlags): FileBackend {

@@ -65,9 +65,14 @@ function resourceProblems(items: ListedResource[], words: string): string[] {
       continue;
     }
     for (const [by, st] of entries) {
-      if (st.state === 'Rejected') problems.push(`Found rejected ${words} by '${by}': ${r.metadata.namespace} ${r.metadata.name} (Reason: ${st.reason ?? 'unknown'})`);
-      else if (st.state === 'Warning') problems.push(`Found ${words} with warnings by '${by}': ${r.metadata.namespace} ${r.metadata.name} (Reason: ${st.reason ?? 'unknown'})`);
-      else if (st.state === 'Pending') problems.push(`Found ${words} that is still pending by '${by}': ${r.metadata.namespace} ${r.metadata.name}`);
+      if (st.state === 'Rejected')
+        problems.push(`Found rejected ${words} by '${by}': ${r.metadata.namespace} ${r.metadata.name} (Reason: ${st.reason ?? 'unknown'})`);
+      else if (st.state === 'Warning')
+        problems.push(
+          `Found ${words} with warnings by '${by}': ${r.metadata.namespace} ${r.metadata.name} (Reason: ${st.reason ?? 'unknown'})`,
+        );
+      else if (st.state === 'Pending')
+        problems.push(`Found ${words} that is still pending by '${by}': ${r.metadata.namespace} ${r.metadata.name}`);
     }
   }
   return problems;
@@ -77,9 +82,11 @@ async function xdsProblems(backend: Backend): Promise<string[]> {
   const problems: string[] = [];
   const connections = await backend.api<Connection[]>('/api/v1/connections');
   for (const proxy of await backend.proxies()) {
-    let connected = false;
+    let connected: boolean;
     try {
-      const res = await fetch(`${proxy.adminUrl}/stats?filter=${encodeURIComponent("^control_plane\\.connected_state$")}`, { signal: AbortSignal.timeout(3000) });
+      const res = await fetch(`${proxy.adminUrl}/stats?filter=${encodeURIComponent('^control_plane\\.connected_state$')}`, {
+        signal: AbortSignal.timeout(3000),
+      });
       connected = /control_plane\.connected_state: 1/.test(await res.text());
     } catch {
       problems.push(`Cannot reach the admin interface of proxy ${proxy.namespace}.${proxy.name} at ${proxy.adminUrl}`);
@@ -92,7 +99,8 @@ async function xdsProblems(backend: Backend): Promise<string[]> {
       for (const [typeUrl, t] of Object.entries(c.types)) {
         if (t.lastNack && t.lastNack.version === t.sentVersion) {
           problems.push(
-            `Your ${proxy.name} (${c.nodeId}) is out of sync with the Legate control plane and is not receiving valid config: it rejected ${typeUrl.split('.').pop()} (${t.lastNack.message})`,
+            `Your ${proxy.name} (${c.nodeId}) is out of sync with the Legate control plane and is not receiving valid config: it ` +
+              `rejected ${typeUrl.split('.').pop()} (${t.lastNack.message})`,
           );
         }
       }
@@ -101,7 +109,12 @@ async function xdsProblems(backend: Backend): Promise<string[]> {
   return problems;
 }
 
-export async function runCheck(backend: Backend, exclude: ReadonlySet<string>, clientVersion: string, print: (line: string) => void): Promise<CheckReport> {
+export async function runCheck(
+  backend: Backend,
+  exclude: ReadonlySet<string>,
+  clientVersion: string,
+  print: (line: string) => void,
+): Promise<CheckReport> {
   const report: CheckReport = { resources: [], messages: [], errors: [] };
   let health: ComponentHealth[] | undefined;
   const all = await backend.api<ListedResource[]>('/api/v1/resources');

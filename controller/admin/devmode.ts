@@ -14,14 +14,20 @@ export interface DevModeView {
   xds(role: string): unknown;
 }
 
-export async function startDevModeServer(view: DevModeView, host: string, port: number, logger: Logger): Promise<{ port: number; stop(): Promise<void> }> {
+export async function startDevModeServer(
+  view: DevModeView,
+  host: string,
+  port: number,
+  logger: Logger,
+): Promise<{ port: number; stop(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (req.method !== 'GET') return sendError(res, 405, `method ${req.method} not allowed`);
     if (url.pathname === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end(
-        '<!doctype html><title>Developer API</title><h1>Developer API</h1><p>Deprecated: use the admin interface (START_STATS_SERVER) and legatectl.</p><ul>' +
+        '<!doctype html><title>Developer API</title><h1>Developer API</h1><p>Deprecated: use the admin interface (START_STATS_SERVER) ' +
+          'and legatectl.</p><ul>' +
           ['/snapshots/input', '/snapshots/ir', '/xds'].map((p) => `<li><a href="${p}">${p}</a></li>`).join('') +
           view
             .roles()
@@ -46,9 +52,13 @@ export async function startDevModeServer(view: DevModeView, host: string, port: 
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as AddressInfo).port;
-  logger.warn('settings.devMode is deprecated: the dev-mode debug endpoint will be removed; use the admin interface (START_STATS_SERVER) and legatectl instead', {
-    address: `${host}:${bound}`,
-  });
+  logger.warn(
+    'settings.devMode is deprecated: the dev-mode debug endpoint will be removed; use the admin interface (START_STATS_SERVER) and ' +
+      'legatectl instead',
+    {
+      address: `${host}:${bound}`,
+    },
+  );
   return {
     port: bound,
     stop: () =>

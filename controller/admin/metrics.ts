@@ -19,7 +19,8 @@ export function controllerMetrics(registry: Registry, src: ControllerMetricsSour
     registers: [registry],
     collect() {
       this.reset();
-      for (const [kind, states] of Object.entries(src.resourceStates())) for (const [state, n] of Object.entries(states)) this.set({ kind, state }, n);
+      for (const [kind, states] of Object.entries(src.resourceStates()))
+        for (const [state, n] of Object.entries(states)) this.set({ kind, state }, n);
     },
   });
   new Gauge({
@@ -30,7 +31,8 @@ export function controllerMetrics(registry: Registry, src: ControllerMetricsSour
     collect() {
       this.reset();
       for (const role of src.cache.roles()) {
-        for (const [typeUrl, t] of src.cache.get(role)?.types ?? []) this.set({ role, type: typeUrl.split('.').pop() ?? typeUrl }, t.resources.length);
+        for (const [typeUrl, t] of src.cache.get(role)?.types ?? [])
+          this.set({ role, type: typeUrl.split('.').pop() ?? typeUrl }, t.resources.length);
       }
     },
   });
@@ -53,7 +55,8 @@ export function controllerMetrics(registry: Registry, src: ControllerMetricsSour
       this.reset();
       for (const c of src.ads.connections()) {
         const snap = src.cache.get(c.role);
-        const inSync = snap !== undefined && Object.entries(c.types).every(([typeUrl, t]) => t.ackedVersion === snap.typeSnapshot(typeUrl).version);
+        const inSync =
+          snap !== undefined && Object.entries(c.types).every(([typeUrl, t]) => t.ackedVersion === snap.typeSnapshot(typeUrl).version);
         this.inc({ role: c.role }, inSync ? 1 : 0);
       }
     },

@@ -41,7 +41,10 @@ export function validateResource(raw: RawResource): ValidationResult {
   const { kind } = raw;
   if (!isKnownKind(kind)) return { ok: false, reason: `unknown kind ${JSON.stringify(kind)}` };
   if (!acceptsApiVersion(kind, raw.apiVersion)) {
-    return { ok: false, reason: `apiVersion ${JSON.stringify(raw.apiVersion)} is not valid for ${kind} (use ${canonicalApiVersion(kind)})` };
+    return {
+      ok: false,
+      reason: `apiVersion ${JSON.stringify(raw.apiVersion)} is not valid for ${kind} (use ${canonicalApiVersion(kind)})`,
+    };
   }
   const base = { apiVersion: raw.apiVersion, metadata: raw.metadata, raw };
   const info = kindInfo(kind);

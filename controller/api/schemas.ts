@@ -131,7 +131,8 @@ const RouteSchema = z
   })
   .refine(
     (r) =>
-      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined).length === 1,
+      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined)
+        .length === 1,
     { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
   );
 export type Route = z.infer<typeof RouteSchema>;
@@ -179,9 +180,7 @@ export type GatewaySpec = z.infer<typeof GatewaySpecSchema>;
 const SslConfigSchema = z
   .strictObject({
     secretRef: ResourceRefSchema.optional(),
-    sslFiles: z
-      .strictObject({ tlsCert: z.string().optional(), tlsKey: z.string().optional(), rootCa: z.string().optional() })
-      .optional(),
+    sslFiles: z.strictObject({ tlsCert: z.string().optional(), tlsKey: z.string().optional(), rootCa: z.string().optional() }).optional(),
     sni: z.string().optional(),
     verifySubjectAltName: z.array(z.string()).optional(),
     alpnProtocols: z.array(z.string()).optional(),
@@ -408,7 +407,19 @@ const AccessTokenValidationSchema = z
   });
 
 /** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation and reports the rest. */
-export const AUTH_STEP_KINDS = ['basicAuth', 'oauth2', 'apiKeyAuth', 'pluginAuth', 'opaAuth', 'ldap', 'jwt', 'passThroughAuth', 'hmacAuth', 'opaServerAuth', 'ldapInternal'] as const;
+export const AUTH_STEP_KINDS = [
+  'basicAuth',
+  'oauth2',
+  'apiKeyAuth',
+  'pluginAuth',
+  'opaAuth',
+  'ldap',
+  'jwt',
+  'passThroughAuth',
+  'hmacAuth',
+  'opaServerAuth',
+  'ldapInternal',
+] as const;
 
 const AuthStepSchema = z.strictObject({
   name: z.string().optional(),
@@ -421,7 +432,9 @@ const AuthStepSchema = z.strictObject({
     .optional(),
   ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => k !== 'oauth2').map((k) => [k, z.unknown().optional()])),
 });
-export type AuthStep = z.infer<typeof AuthStepSchema> & { oauth2?: { accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema> } };
+export type AuthStep = z.infer<typeof AuthStepSchema> & {
+  oauth2?: { accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema> };
+};
 
 export const AuthConfigSpecSchema = z.strictObject({
   configs: z.array(AuthStepSchema).min(1, 'needs at least one step'),

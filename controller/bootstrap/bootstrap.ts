@@ -28,7 +28,9 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
         transport_api_version: 'V3',
         set_node_on_first_message_only: true,
         // reconnect within a second when the controller restarts
-        grpc_services: [{ envoy_grpc: { cluster_name: 'xds_cluster', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '1s' } } } }],
+        grpc_services: [
+          { envoy_grpc: { cluster_name: 'xds_cluster', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '1s' } } } },
+        ],
       },
       cds_config: { ads: {}, resource_api_version: 'V3' },
       lds_config: { ads: {}, resource_api_version: 'V3' },

@@ -30,7 +30,14 @@ export function discoverUpstreams(services: readonly Service[], writeNamespace: 
       };
       if (svc.spec.spec.selector) spec.kube = { ...spec.kube!, selector: svc.spec.spec.selector };
       const apiVersion = canonicalApiVersion('Upstream');
-      const raw = { apiVersion, kind: 'Upstream', metadata, spec, body: {}, origin: `discovered from Service ${svc.metadata.namespace}.${svc.metadata.name}` };
+      const raw = {
+        apiVersion,
+        kind: 'Upstream',
+        metadata,
+        spec,
+        body: {},
+        origin: `discovered from Service ${svc.metadata.namespace}.${svc.metadata.name}`,
+      };
       upstreams.push({ kind: 'Upstream', apiVersion, metadata, spec, raw });
     }
   }

@@ -30,7 +30,10 @@ export function parseResources(text: string, file: string, defaultNamespace = 'd
       syntaxError = true;
       const first = doc.errors[0];
       const pos = first?.linePos?.[0];
-      errors.push({ origin, message: `invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${first?.message.split('\n')[0] ?? 'parse error'}` });
+      errors.push({
+        origin,
+        message: `invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${first?.message.split('\n')[0] ?? 'parse error'}`,
+      });
       return;
     }
     const value: unknown = doc.toJS({ maxAliasCount: 100 });

@@ -13,7 +13,11 @@ export function dataSource(d: DataSourceIR): DataSource {
 }
 
 /** Adds `config` under `name` in the object's typed_per_filter_config. */
-export function setPerFilterConfig(target: { typed_per_filter_config?: Record<string, TypedConfig> }, name: string, config: TypedConfig): void {
+export function setPerFilterConfig(
+  target: { typed_per_filter_config?: Record<string, TypedConfig> },
+  name: string,
+  config: TypedConfig,
+): void {
   (target.typed_per_filter_config ??= {})[name] = config;
 }
 
@@ -29,13 +33,16 @@ export function extensionCluster(name: string, address: ServiceAddress): Cluster
     type: 'STATIC',
     connect_timeout: { seconds: 1 },
     typed_extension_protocol_options: {
-      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed('type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions', {
-        explicit_http_config: { http2_protocol_options: {} },
-        // Envoy resets each ext_proc stream after an immediate response; Node's HTTP/2 server sends
-        // GOAWAY after 1000 resets on one connection (rapid-reset protection, CVE-2023-44487) and
-        // refuses the streams in flight. New connections well before that keep every request whole.
-        common_http_protocol_options: { max_requests_per_connection: 500 },
-      }),
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed(
+        'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        {
+          explicit_http_config: { http2_protocol_options: {} },
+          // Envoy resets each ext_proc stream after an immediate response; Node's HTTP/2 server sends
+          // GOAWAY after 1000 resets on one connection (rapid-reset protection, CVE-2023-44487) and
+          // refuses the streams in flight. New connections well before that keep every request whole.
+          common_http_protocol_options: { max_requests_per_connection: 500 },
+        },
+      ),
     },
     circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
     load_assignment: {

@@ -70,4 +70,3 @@ export function matchFor(m: MatcherIR | undefined): RouteMatch {
 function stringMatcher(s: StringMatchIR): StringMatcher {
   return s.regex !== undefined ? { safe_regex: { regex: s.regex } } : { exact: s.exact ?? '' };
 }
-

@@ -5,7 +5,14 @@ import { TypeUrls } from '../../envoy/protos.js';
 import type { XdsResource, XdsSnapshot } from '../xds/types.js';
 import {
   typed,
-  type Cluster, type EnvoyRoute, type HttpConnectionManager, type Listener, type NetworkFilter, type RouteConfiguration, type SocketAddress, type VirtualHost,
+  type Cluster,
+  type EnvoyRoute,
+  type HttpConnectionManager,
+  type Listener,
+  type NetworkFilter,
+  type RouteConfiguration,
+  type SocketAddress,
+  type VirtualHost,
   type envoy_config_core_v3_ConfigSource,
 } from '../../envoy/typed.js';
 import { FilterStage, comparePositions, during, type Feature, type RenderPlugin, type StagedHttpFilter } from './feature.js';
@@ -33,7 +40,11 @@ export function routeConfigName(listener: ListenerIR): string {
   return `${listener.name}-routes`;
 }
 
-export function renderProxy(proxy: ProxyIR, upstreams: readonly UpstreamIR[], plugins: readonly RenderPlugin[] = renderPlugins()): XdsSnapshot {
+export function renderProxy(
+  proxy: ProxyIR,
+  upstreams: readonly UpstreamIR[],
+  plugins: readonly RenderPlugin[] = renderPlugins(),
+): XdsSnapshot {
   const clusters: XdsResource[] = [];
   const endpoints: XdsResource[] = [];
   for (const up of upstreams) {
@@ -70,7 +81,10 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   for (const p of plugins) staged.push(...(p.httpFilters?.(proxy, listener) ?? []));
   staged.push({
     position: during(FilterStage.Route),
-    filter: { name: 'envoy.filters.http.router', typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.router.v3.Router', {}) },
+    filter: {
+      name: 'envoy.filters.http.router',
+      typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.router.v3.Router', {}),
+    },
   });
   // stable: filters at one position keep the feature order
   staged.sort((a, b) => comparePositions(a.position, b.position));

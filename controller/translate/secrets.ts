@@ -29,9 +29,14 @@ export function tlsMaterialFromSecret(secret: Secret): TlsMaterial {
 /** Problems with PEM material, as short messages (empty when everything parses). */
 export function checkTlsMaterial(material: TlsMaterial, where: string): string[] {
   const problems: string[] = [];
-  if (material.certChain !== undefined && material.privateKey === undefined) problems.push(`${where}: tls.crt is set but tls.key is missing`);
-  if (material.privateKey !== undefined && material.certChain === undefined) problems.push(`${where}: tls.key is set but tls.crt is missing`);
-  for (const [label, pem] of [['tls.crt', material.certChain], ['ca.crt', material.rootCa]] as const) {
+  if (material.certChain !== undefined && material.privateKey === undefined)
+    problems.push(`${where}: tls.crt is set but tls.key is missing`);
+  if (material.privateKey !== undefined && material.certChain === undefined)
+    problems.push(`${where}: tls.key is set but tls.crt is missing`);
+  for (const [label, pem] of [
+    ['tls.crt', material.certChain],
+    ['ca.crt', material.rootCa],
+  ] as const) {
     if (pem === undefined) continue;
     try {
       new X509Certificate(pem);

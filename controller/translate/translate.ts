@@ -10,7 +10,17 @@ import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
 import { isKind, keyOf } from '../api/resources.js';
 import { parseDuration } from './duration.js';
-import type { Attempt, BindSink, ExtensionResources, Feature, FeatureBinding, ResolveContext, Resolved, RouteSite, UpstreamLookup } from './feature.js';
+import type {
+  Attempt,
+  BindSink,
+  ExtensionResources,
+  Feature,
+  FeatureBinding,
+  ResolveContext,
+  Resolved,
+  RouteSite,
+  UpstreamLookup,
+} from './feature.js';
 import { features as defaultFeatures } from './features/index.js';
 import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { translateMatcher } from './matchers.js';
@@ -195,7 +205,9 @@ function gatewaySelects(gw: Gateway, vs: VirtualService): boolean {
   if (wantsSsl !== (vs.spec.sslConfig !== undefined)) return false;
   const http = gw.spec.httpGateway;
   if (http?.virtualServices?.length) {
-    return http.virtualServices.some((ref) => ref.name === vs.metadata.name && (ref.namespace ?? gw.metadata.namespace) === vs.metadata.namespace);
+    return http.virtualServices.some(
+      (ref) => ref.name === vs.metadata.name && (ref.namespace ?? gw.metadata.namespace) === vs.metadata.namespace,
+    );
   }
   if (http?.virtualServiceSelector) {
     const labels = vs.metadata.labels ?? {};
@@ -231,7 +243,8 @@ function resolveDomainConflicts(
       reporter.error(
         sourceOf(vs),
         'DomainConflict',
-        `domain conflict: the [${domain}] domain is present in other virtual services that belong to the same Gateway as this one: [${others.join(', ')}]`,
+        `domain conflict: the [${domain}] domain is present in other virtual services that belong to the same Gateway as this one: ` +
+          `[${others.join(', ')}]`,
       );
       losers.add(keyOf(vs));
       conflicted.add(keyOf(vs));
@@ -260,7 +273,8 @@ function resolveSniConflicts(
       reporter.error(
         sourceOf(entry.vs),
         'DomainConflict',
-        `sslConfig conflict: SNI [${names}] already has a different certificate from virtual service ${owner.vs.metadata.namespace}.${owner.vs.metadata.name}`,
+        `sslConfig conflict: SNI [${names}] already has a different certificate from virtual service ` +
+          `${owner.vs.metadata.namespace}.${owner.vs.metadata.name}`,
       );
       conflicted.add(keyOf(entry.vs));
       continue;
@@ -298,7 +312,12 @@ function translateVirtualService(vs: VirtualService, bindings: readonly FeatureB
       if (action) break;
     }
     if (!action) return;
-    const ir: RouteIR = { name: route.name ?? `<unnamed-${index}>`, matchers, action, timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT) };
+    const ir: RouteIR = {
+      name: route.name ?? `<unnamed-${index}>`,
+      matchers,
+      action,
+      timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT),
+    };
     for (const b of bindings) b.bindRoute?.(route, ir, site, sink);
     routes.push(ir);
   });

@@ -312,7 +312,12 @@ function buildTypeState(
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (let i = 1; i < entries.length; i++) {
     if (entries[i]!.name === entries[i - 1]!.name) {
-      throw new XdsSnapshotError(`duplicate resource name "${entries[i]!.name}" for ${typeUrl} (role ${role})`, role, typeUrl, entries[i]!.name);
+      throw new XdsSnapshotError(
+        `duplicate resource name "${entries[i]!.name}" for ${typeUrl} (role ${role})`,
+        role,
+        typeUrl,
+        entries[i]!.name,
+      );
     }
   }
   const version = hashEntries(entries);

@@ -232,6 +232,12 @@ export class AdsServer {
     const requested = req.resource_names;
     const names = requested && requested.length > 0 && !requested.includes('*') ? new Set(requested) : undefined;
     this.settings.observer.onFetch(typeUrl);
-    cb(null, { version_info: t.version, type_url: typeUrl, nonce: '', resources: selectResources(t, names), control_plane_id: this.settings.controlPlaneId });
+    cb(null, {
+      version_info: t.version,
+      type_url: typeUrl,
+      nonce: '',
+      resources: selectResources(t, names),
+      control_plane_id: this.settings.controlPlaneId,
+    });
   }
 }

@@ -188,7 +188,8 @@ export class AdsStream {
     // A nonce we did not send last: an answer to a superseded response. Envoy will also see the newer one.
     if (nonce !== '' && ts.sentNonce !== undefined && nonce !== ts.sentNonce) {
       this.settings.observer.onStaleRequest(this.identity, typeUrl);
-      if (log.enabled('debug')) log.debug('stale nonce ignored', { streamId: this.id, role: this.role, typeUrl, nonce, latest: ts.sentNonce });
+      if (log.enabled('debug'))
+        log.debug('stale nonce ignored', { streamId: this.id, role: this.role, typeUrl, nonce, latest: ts.sentNonce });
       return;
     }
 
@@ -356,7 +357,8 @@ export class AdsStream {
     if (this.deferred.size === 0 || this.closed) return;
     const types = orderTypeUrls(this.deferred);
     this.deferred.clear();
-    if (this.settings.log.enabled('debug')) this.settings.log.debug('releasing held types', { streamId: this.id, role: this.role, reason, types });
+    if (this.settings.log.enabled('debug'))
+      this.settings.log.debug('releasing held types', { streamId: this.id, role: this.role, reason, types });
     for (const typeUrl of types) {
       const ts = this.types.get(typeUrl);
       if (ts) this.maybeSend(typeUrl, ts, false);
@@ -386,7 +388,13 @@ export class AdsStream {
     const resources = selectResources(t, ts.names);
     const previous = ts.sentSnapshot;
     const nonce = String(++this.nonce);
-    const response: OutgoingDiscoveryResponse = { version_info: t.version, type_url: typeUrl, nonce, resources, control_plane_id: controlPlaneId };
+    const response: OutgoingDiscoveryResponse = {
+      version_info: t.version,
+      type_url: typeUrl,
+      nonce,
+      resources,
+      control_plane_id: controlPlaneId,
+    };
     ts.sentVersion = t.version;
     ts.sentNonce = nonce;
     ts.sentNames = ts.names;
@@ -396,7 +404,14 @@ export class AdsStream {
     this.transport.write(response);
     this.settings.observer.onResponse(this.identity, typeUrl, t.version, resources.length);
     if (log.enabled('debug')) {
-      log.debug('DiscoveryResponse sent', { streamId: this.id, role: this.role, typeUrl, version: t.version, nonce, resources: resources.length });
+      log.debug('DiscoveryResponse sent', {
+        streamId: this.id,
+        role: this.role,
+        typeUrl,
+        version: t.version,
+        nonce,
+        resources: resources.length,
+      });
     }
     if (typeUrl === TypeUrls.cluster && previous && addsOrUpdates(previous, t)) {
       this.resendEndpoints(snap);

@@ -119,7 +119,8 @@ function signingKeys() {
   return { keys: [{ ...privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: crypto.randomUUID() }] };
 }
 
-const log = (level, msg, fields = {}) => process.stdout.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, component: 'oauth-provider', ...fields })}\n`);
+const log = (level, msg, fields = {}) =>
+  process.stdout.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, component: 'oauth-provider', ...fields })}\n`);
 
 /**
  * Starts the provider. Options: port (0 = any; default 9010), host (127.0.0.1), clients (see
@@ -181,7 +182,14 @@ export async function startProvider(options = {}) {
     introspection: `${issuer}/token/introspection`,
     revocation: `${issuer}/token/revocation`,
   };
-  if (!quiet) log('info', 'oauth provider listening', { address: `${host}:${port}`, issuer, ...urls, clients: clients.map((c) => c.clientId), ttlSeconds });
+  if (!quiet)
+    log('info', 'oauth provider listening', {
+      address: `${host}:${port}`,
+      issuer,
+      ...urls,
+      clients: clients.map((c) => c.clientId),
+      ttlSeconds,
+    });
 
   let stopped;
   return {

@@ -45,7 +45,10 @@ export class XdsClient {
   constructor(private readonly options: XdsClientOptions) {}
 
   start(): void {
-    const Ads = lookupService(loadEnvoyService('envoy/service/discovery/v3/ads.proto'), 'envoy.service.discovery.v3.AggregatedDiscoveryService');
+    const Ads = lookupService(
+      loadEnvoyService('envoy/service/discovery/v3/ads.proto'),
+      'envoy.service.discovery.v3.AggregatedDiscoveryService',
+    );
     this.client = new Ads(this.options.address, grpc.credentials.createInsecure(), {
       'grpc.keepalive_time_ms': 30000,
       'grpc.initial_reconnect_backoff_ms': 100,
@@ -113,7 +116,13 @@ export class XdsClient {
       this.options.apply(resources, res.version_info);
       this.acceptedVersion = res.version_info;
       this.applied++;
-      stream.write({ node: this.node(), type_url: res.type_url, version_info: res.version_info, response_nonce: res.nonce, resource_names: [] });
+      stream.write({
+        node: this.node(),
+        type_url: res.type_url,
+        version_info: res.version_info,
+        response_nonce: res.nonce,
+        resource_names: [],
+      });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       log.error('rejecting config from the controller', { version: res.version_info, error: message });

@@ -110,7 +110,8 @@ export function validateAuthConfig(raw: unknown): AuthConfigConfig {
     if (clientId !== undefined && typeof clientId !== 'string') throw new Error(`${where}: clientId is not a string`);
     if (clientSecret !== undefined && typeof clientSecret !== 'string') throw new Error(`${where}: clientSecret is not a string`);
     const cacheTimeoutMs = step['cacheTimeoutMs'] ?? 0;
-    if (typeof cacheTimeoutMs !== 'number' || !Number.isFinite(cacheTimeoutMs) || cacheTimeoutMs < 0) throw new Error(`${where}: cacheTimeoutMs must be a number >= 0`);
+    if (typeof cacheTimeoutMs !== 'number' || !Number.isFinite(cacheTimeoutMs) || cacheTimeoutMs < 0)
+      throw new Error(`${where}: cacheTimeoutMs must be a number >= 0`);
     const scopes = step['requiredScopes'] ?? [];
     if (!Array.isArray(scopes) || scopes.some((x) => typeof x !== 'string' || x === '' || x.includes(' '))) {
       throw new Error(`${where}: requiredScopes must be a list of scope names`);
@@ -358,7 +359,12 @@ export class Authorizer {
   }
 
   private async checkFrom(
-    config: CompiledConfig, from: number, token: string, hash: string, holds: number, grant: EdgeGrant | undefined,
+    config: CompiledConfig,
+    from: number,
+    token: string,
+    hash: string,
+    holds: number,
+    grant: EdgeGrant | undefined,
   ): Promise<Outcome> {
     const steps = config.steps;
     let until = holds;

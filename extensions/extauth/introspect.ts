@@ -252,7 +252,9 @@ export class Introspector {
             finish(err instanceof IntrospectionError ? err : new IntrospectionError('malformed', String(err)));
           }
         });
-        res.on('error', (err: NodeJS.ErrnoException) => finish(new IntrospectionError('unreachable', `introspection response failed: ${err.code ?? err.message}`)));
+        res.on('error', (err: NodeJS.ErrnoException) =>
+          finish(new IntrospectionError('unreachable', `introspection response failed: ${err.code ?? err.message}`)),
+        );
         res.on('aborted', () => finish(new IntrospectionError('unreachable', 'introspection response aborted')));
       });
       const timer = setTimeout(() => {
@@ -293,7 +295,8 @@ export function interpret(body: Buffer, fetchedAt: number): Introspection {
   const scope = r['scope'];
   if (scope !== undefined && typeof scope !== 'string') throw new IntrospectionError('malformed', '`scope` is not a string');
   const exp = r['exp'];
-  if (exp !== undefined && (typeof exp !== 'number' || !Number.isFinite(exp))) throw new IntrospectionError('malformed', '`exp` is not a number');
+  if (exp !== undefined && (typeof exp !== 'number' || !Number.isFinite(exp)))
+    throw new IntrospectionError('malformed', '`exp` is not a number');
   const sub = r['sub'];
   const clientId = r['client_id'];
   const scopes = new Set<string>();

@@ -4,7 +4,12 @@ import type { SpanRecorder } from '../../common/trace.js';
 import type { AuthorizerStats, Outcome } from './service.js';
 
 export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: () => AuthorizerStats | undefined) {
-  const checks = new Counter({ name: 'legate_extauth_checks_total', help: 'ext_authz Check calls by outcome', labelNames: ['outcome'], registers: [registry] });
+  const checks = new Counter({
+    name: 'legate_extauth_checks_total',
+    help: 'ext_authz Check calls by outcome',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'legate_extauth_check_duration_seconds',
     help: 'time to answer a Check',
@@ -24,7 +29,11 @@ export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: (
   };
   gauge('legate_extauth_introspections_total', 'introspection calls made', (s) => s.introspections);
   gauge('legate_extauth_introspections_joined_total', 'checks that shared an in-flight introspection', (s) => s.joinedIntrospections);
-  gauge('legate_extauth_introspection_errors_total', 'introspection calls that failed (unreachable, timeout, bad answer)', (s) => s.introspectionErrors);
+  gauge(
+    'legate_extauth_introspection_errors_total',
+    'introspection calls that failed (unreachable, timeout, bad answer)',
+    (s) => s.introspectionErrors,
+  );
   gauge('legate_extauth_cache_hits_total', 'checks answered from the token cache', (s) => s.cacheHits);
   gauge('legate_extauth_cache_entries', 'active tokens cached', (s) => s.cacheEntries);
   return {
@@ -32,7 +41,8 @@ export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: (
       checks.inc({ outcome });
       latency.observe(seconds);
       // only slow or denied checks are worth a span; keeps the hot path cheap
-      if (outcome !== 'allow' || seconds > 0.005) spans.start('extauth.check', { outcome, config_id: configId, ms: Math.round(seconds * 1e6) / 1e3 })();
+      if (outcome !== 'allow' || seconds > 0.005)
+        spans.start('extauth.check', { outcome, config_id: configId, ms: Math.round(seconds * 1e6) / 1e3 })();
     },
   };
 }

@@ -12,7 +12,15 @@ import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../
 import type { Logger } from '../../common/log.js';
 import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
 import { XdsClient } from '../common/xds-client.js';
-import { Authorizer, DENY_REASONS, type AuthConfigSummary, type AuthorizerStats, type DenyReason, type EdgeGrant, type Outcome } from './authorizer.js';
+import {
+  Authorizer,
+  DENY_REASONS,
+  type AuthConfigSummary,
+  type AuthorizerStats,
+  type DenyReason,
+  type EdgeGrant,
+  type Outcome,
+} from './authorizer.js';
 import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
 
 export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
@@ -176,7 +184,9 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     authorizer.stop();
     throw err;
   }
-  log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, { address: `${options.host}:${bound.port}` });
+  log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
+    address: `${options.host}:${bound.port}`,
+  });
   xds.start();
 
   return {

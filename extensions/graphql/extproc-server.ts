@@ -89,7 +89,10 @@ function sendOkTrailers(this: http2.ServerHttp2Stream): void {
 
 function trailersOnly(stream: http2.ServerHttp2Stream, code: number, message: string, httpStatus = 200): void {
   if (stream.headersSent || stream.destroyed) return;
-  stream.respond({ ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) }, { endStream: true });
+  stream.respond(
+    { ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) },
+    { endStream: true },
+  );
 }
 
 class Call implements ProcessCall {
@@ -190,7 +193,8 @@ class Call implements ProcessCall {
       this.parts = [rest];
       this.partsLength = rest.length;
       this.need = rest.length >= 5 ? 5 + rest.readUInt32BE(1) : 0;
-      if (this.need - 5 > MAX_MESSAGE_BYTES) this.fail(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${this.need - 5} vs. ${MAX_MESSAGE_BYTES})`);
+      if (this.need - 5 > MAX_MESSAGE_BYTES)
+        this.fail(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${this.need - 5} vs. ${MAX_MESSAGE_BYTES})`);
     }
   }
 
@@ -240,7 +244,10 @@ export function startExtProcServer(host: string, port: number, options: ExtProcS
       return;
     }
     const ct = headers['content-type'];
-    if (typeof ct !== 'string' || !(ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'))) {
+    if (
+      typeof ct !== 'string' ||
+      !(ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'))
+    ) {
       trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'unsupported content-type', 415);
       return;
     }

@@ -3,7 +3,12 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
 
 export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: () => Record<string, string>) {
-  const requests = new Counter({ name: 'legate_graphql_requests_total', help: 'GraphQL requests by API and HTTP status', labelNames: ['api', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'legate_graphql_requests_total',
+    help: 'GraphQL requests by API and HTTP status',
+    labelNames: ['api', 'status'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'legate_graphql_request_duration_seconds',
     help: 'time from the request headers to the answer',

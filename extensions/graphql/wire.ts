@@ -189,7 +189,13 @@ const field = (len: number): number => 1 + varintSize(len) + len;
  * raw_value}}]}, body, details}}, encoded into one Buffer. `reserve` bytes are left free at the start
  * (for a frame header) and are not counted in the message.
  */
-export function encodeImmediateResponse(status: number, headers: Record<string, string>, body: string, details: string, reserve = 0): Buffer {
+export function encodeImmediateResponse(
+  status: number,
+  headers: Record<string, string>,
+  body: string,
+  details: string,
+  reserve = 0,
+): Buffer {
   const keys = Object.keys(headers);
   // sizes, innermost first
   const statusMsg = status === 0 ? 0 : 1 + varintSize(status);

@@ -30,7 +30,10 @@ spec:
 async function token(scope = 'products:read', clientSecret = 'legate-demo-secret'): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${provider.port}/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`legate-demo:${clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`legate-demo:${clientSecret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
   });
   const body = (await res.json()) as { access_token: string };
@@ -41,7 +44,10 @@ async function token(scope = 'products:read', clientSecret = 'legate-demo-secret
 async function revoke(t: string): Promise<void> {
   const res = await fetch(`http://127.0.0.1:${provider.port}/token/revocation`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from('legate-extauth:legate-extauth-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from('legate-extauth:legate-extauth-secret').toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ token: t }),
   });
   expect(res.status).toBe(200);
@@ -110,7 +116,9 @@ describe('access-token authentication', () => {
 
   it('denies with 403: no header, not Bearer, garbage token', async () => {
     expect((await gw.request('/products')).status).toBe(403);
-    expect((await gw.request('/products', { headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } })).status).toBe(403);
+    expect((await gw.request('/products', { headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } })).status).toBe(
+      403,
+    );
     expect((await gw.request('/products', bearer('not-a-real-token'))).status).toBe(403);
     expect((await gw.request('/products', { headers: { authorization: 'Bearer ' } })).status).toBe(403);
   });
@@ -154,7 +162,9 @@ describe('access-token authentication', () => {
     expect((await gw.request('/products', bearer(readOnly))).status).toBe(200);
     gw.write('scopes.yaml', authConfig('oauth', ['products:read', 'products:write']).replace('name: oauth', 'name: oauth'));
     // same name and namespace in another file replaces the resource
-    await eventually('the new scope to apply', async () => ((await gw.request('/products', bearer(readOnly))).status === 403 ? true : undefined));
+    await eventually('the new scope to apply', async () =>
+      (await gw.request('/products', bearer(readOnly))).status === 403 ? true : undefined,
+    );
     const both = await token('products:read products:write');
     expect((await gw.request('/products', bearer(both))).status).toBe(200);
     expect(gw.log('extauth')).toContain('"msg":"got new config"');
@@ -163,11 +173,19 @@ describe('access-token authentication', () => {
   it('denies an expired token', async () => {
     const short = await startProvider({ port: 0, quiet: true, ttlSeconds: 2 });
     try {
-      gw.write('short.yaml', authConfig('short', ['products:read']).replace(`127.0.0.1:${provider.port}`, `127.0.0.1:${short.port}`).replace('name: short', 'name: oauth'));
+      gw.write(
+        'short.yaml',
+        authConfig('short', ['products:read'])
+          .replace(`127.0.0.1:${provider.port}`, `127.0.0.1:${short.port}`)
+          .replace('name: short', 'name: oauth'),
+      );
       const shortToken = async (): Promise<string> => {
         const res = await fetch(`http://127.0.0.1:${short.port}/token`, {
           method: 'POST',
-          headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+          headers: {
+            authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
           body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'products:read' }),
         });
         return ((await res.json()) as { access_token: string }).access_token;

@@ -53,15 +53,28 @@ describe('legatectl check', () => {
     });
     const lines = r.stdout.trim().split('\n');
     expect(lines.slice(0, 12)).toEqual(
-      ['Deployments', 'Pods', 'Upstreams', 'UpstreamGroups', 'AuthConfigs', 'RateLimitConfigs', 'VirtualHostOptions', 'RouteOptions', 'Secrets', 'VirtualServices', 'Gateways', 'Proxies'].map(
-        (k) => `Checking ${k}... OK`,
-      ),
+      [
+        'Deployments',
+        'Pods',
+        'Upstreams',
+        'UpstreamGroups',
+        'AuthConfigs',
+        'RateLimitConfigs',
+        'VirtualHostOptions',
+        'RouteOptions',
+        'Secrets',
+        'VirtualServices',
+        'Gateways',
+        'Proxies',
+      ].map((k) => `Checking ${k}... OK`),
     );
     expect(lines.at(-1)).toBe('No problems detected.');
   });
 
   it('names a rejected virtual service and exits non-zero; -x and -o json work', async () => {
-    gw.write('bad.yaml', `
+    gw.write(
+      'bad.yaml',
+      `
 apiVersion: gateway.legate.dev/v1
 kind: VirtualService
 metadata: { name: my-vs, namespace: default }
@@ -69,13 +82,17 @@ spec:
   virtualHost:
     domains: [bad.example.com]
     routes: [{ routeAction: { single: { upstream: { name: missing, namespace: legate-system } } } }]
-`);
+`,
+    );
     const r = await eventually('the rejection to show', () => {
       const x = gw.ctl('check');
       return x.status !== 0 ? x : undefined;
     });
     expect(r.stdout).toContain('Checking VirtualServices... 1 Errors!');
-    expect(r.stdout).toContain("Found rejected virtual service by 'legate-system': default my-vs (Reason: virtualHost.routes[0].routeAction.single: Upstream legate-system.missing not found)");
+    expect(r.stdout).toContain(
+      "Found rejected virtual service by 'legate-system': default my-vs (Reason: virtualHost.routes[0].routeAction.single: Upstream " +
+        'legate-system.missing not found)',
+    );
     expect(r.stdout).not.toContain('No problems detected.');
     expect(gw.ctl('check', '-x', 'virtual-services').status).toBe(0);
     const j = gw.ctl('check', '-o', 'json');
@@ -197,7 +214,8 @@ describe('admin interfaces (START_STATS_SERVER)', () => {
 
   it('changes the log level with PUT and answers errors in the envelope', async () => {
     const port = gw.ports.controllerStats;
-    const put = (body: string, type = 'application/json') => json(`http://127.0.0.1:${port}/logging`, { method: 'PUT', headers: { 'content-type': type }, body });
+    const put = (body: string, type = 'application/json') =>
+      json(`http://127.0.0.1:${port}/logging`, { method: 'PUT', headers: { 'content-type': type }, body });
     expect(await put('{"level":"info"}')).toEqual({ status: 200, body: { status: 'ok', data: { level: 'info' } } });
     expect((await json(`http://127.0.0.1:${port}/logging`)).body.data).toEqual({ level: 'info' });
     const wrongType = await put('{"level":"info"}', 'text/plain');
@@ -227,12 +245,15 @@ describe('admin interfaces (START_STATS_SERVER)', () => {
 
 describe('dev mode (Settings devMode: true)', () => {
   it('serves the input snapshot, the IR and the xDS snapshots, with a deprecation warning', async () => {
-    gw.write('settings.yaml', `
+    gw.write(
+      'settings.yaml',
+      `
 apiVersion: legate.dev/v1
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec: { devMode: true }
-`);
+`,
+    );
     const dev = `http://127.0.0.1:${gw.ports.dev}`;
     const index = await eventually('the dev-mode endpoint', async () => {
       const res = await fetch(dev).catch(() => undefined);
@@ -243,7 +264,9 @@ spec: { devMode: true }
     expect(input.resources.map((r) => r.kind)).toContain('Settings');
     expect(JSON.stringify((await json(`${dev}/snapshots/ir`)).body.data)).toContain('listener-::-');
     expect((await json(`${dev}/xds`)).body.data).toContain('legate-system~gateway-proxy');
-    expect(JSON.stringify((await json(`${dev}/xds/${encodeURIComponent('legate-system~gateway-proxy')}`)).body.data)).toContain('RouteConfiguration');
+    expect(JSON.stringify((await json(`${dev}/xds/${encodeURIComponent('legate-system~gateway-proxy')}`)).body.data)).toContain(
+      'RouteConfiguration',
+    );
     expect((await json(`${dev}/xds/nope`)).status).toBe(404);
     expect(gw.log('controller')).toContain('devMode is deprecated');
     gw.remove('settings.yaml');

@@ -15,7 +15,10 @@ beforeAll(async () => {
   const files: Record<string, string> = {};
   const examples = path.join(ROOT, 'examples');
   for (const f of fs.readdirSync(examples)) {
-    if (f.endsWith('.yaml')) files[f] = fs.readFileSync(path.join(examples, f), 'utf8').replaceAll('9001', String(appPort))
+    if (f.endsWith('.yaml'))
+      files[f] = fs
+        .readFileSync(path.join(examples, f), 'utf8')
+        .replaceAll('9001', String(appPort))
         .replaceAll('9010', String(providerPort))
         // run the apps from the checkout, where their packages (oidc-provider) resolve
         .replaceAll('apps/', `${examples}/apps/`);
@@ -48,21 +51,44 @@ describe('examples (make run)', () => {
   });
 
   it('serves GraphQL at /graphql (the reference query)', async () => {
-    const query = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{productsForHome{id title}}' }) };
+    const query = {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{productsForHome{id title}}' }),
+    };
     // the graphql extension gets its APIs a moment after the proxy is up
     const r = await gw.until('/graphql', (x) => x.status === 200, query);
-    expect(r.json()).toEqual({ data: { productsForHome: [{ id: 1, title: 'The Comedy of Errors' }, { id: 2, title: 'Sonnets' }, { id: 3, title: 'Hamlet' }] } });
-    const nested = await gw.request('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{productsForHome{id author pages year}}' }) });
-    expect(nested.json<{ data: { productsForHome: { pages: number }[] } }>().data.productsForHome.map((p) => p.pages)).toEqual([200, 154, 342]);
+    expect(r.json()).toEqual({
+      data: {
+        productsForHome: [
+          { id: 1, title: 'The Comedy of Errors' },
+          { id: 2, title: 'Sonnets' },
+          { id: 3, title: 'Hamlet' },
+        ],
+      },
+    });
+    const nested = await gw.request('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{productsForHome{id author pages year}}' }),
+    });
+    expect(nested.json<{ data: { productsForHome: { pages: number }[] } }>().data.productsForHome.map((p) => p.pages)).toEqual([
+      200, 154, 342,
+    ]);
   });
 
   it('protects /secure/ with a token from the example provider', async () => {
     expect((await gw.request('/secure/products')).status).toBe(403);
-    const tokenRes = await eventually('the provider', () => fetch(`http://127.0.0.1:${providerPort}/token`, {
-      method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials&scope=products:read',
-    }));
+    const tokenRes = await eventually('the provider', () =>
+      fetch(`http://127.0.0.1:${providerPort}/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: 'grant_type=client_credentials&scope=products:read',
+      }),
+    );
     const { access_token: token } = (await tokenRes.json()) as { access_token: string };
     const r = await gw.until('/secure/products', (x) => x.status === 200, { headers: { authorization: `Bearer ${token}` } });
     expect(r.json<unknown[]>()).toHaveLength(3);

@@ -37,9 +37,13 @@ function step(introspectionUrl: string, cacheTimeoutMs: number, requiredScopes: 
 }
 
 function publish(configs: AuthConfigConfig[]): void {
-  cache.set('extauth', new Map([[ExtensionTypeUrls.authConfig, configs.map((c) => ({ name: c.name, resource: c as unknown as Record<string, unknown> }))]]), {
-    encoders: { [ExtensionTypeUrls.authConfig]: (_t, r) => encodeExtensionConfig(r) },
-  });
+  cache.set(
+    'extauth',
+    new Map([[ExtensionTypeUrls.authConfig, configs.map((c) => ({ name: c.name, resource: c as unknown as Record<string, unknown> }))]]),
+    {
+      encoders: { [ExtensionTypeUrls.authConfig]: (_t, r) => encodeExtensionConfig(r) },
+    },
+  );
 }
 
 function baseConfigs(oauthScopes: string[] = ['products:read']): AuthConfigConfig[] {
@@ -53,7 +57,10 @@ function baseConfigs(oauthScopes: string[] = ['products:read']): AuthConfigConfi
 async function getToken(p: RunningProvider, scope: string): Promise<string> {
   const res = await fetch(p.urls.token, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope }),
   });
   expect(res.status).toBe(200);
@@ -66,14 +73,22 @@ async function getToken(p: RunningProvider, scope: string): Promise<string> {
 async function revoke(token: string): Promise<void> {
   const res = await fetch(provider.urls.revocation, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ token, token_type_hint: 'access_token' }),
   });
   expect(res.status).toBe(200);
 }
 
 function check(configId: string | undefined, authorization?: string): Promise<CheckResponseMsg> {
-  const headers: Record<string, string> = { ':authority': 'api.example.com', ':path': '/api/v1/products', ':method': 'GET', 'user-agent': 'vitest' };
+  const headers: Record<string, string> = {
+    ':authority': 'api.example.com',
+    ':path': '/api/v1/products',
+    ':method': 'GET',
+    'user-agent': 'vitest',
+  };
   if (authorization !== undefined) headers['authorization'] = authorization;
   const request = {
     attributes: {
@@ -135,10 +150,16 @@ afterAll(async () => {
 
 describe('extauth service', () => {
   it('logs its startup line and "got new config" with config names and no secrets', () => {
-    expect(logged()).toContainEqual(expect.objectContaining({ msg: `extauth server running in insecure gRPC mode, listening at 127.0.0.1:${svc.port}` }));
+    expect(logged()).toContainEqual(
+      expect.objectContaining({ msg: `extauth server running in insecure gRPC mode, listening at 127.0.0.1:${svc.port}` }),
+    );
     const got = logged().filter((l) => l['msg'] === 'got new config');
     expect(got.length).toBeGreaterThanOrEqual(1);
-    expect(Object.keys(got.at(-1)!['configs'] as object).sort()).toEqual(['legate-system.nocache', 'legate-system.oauth', 'legate-system.short']);
+    expect(Object.keys(got.at(-1)!['configs'] as object).sort()).toEqual([
+      'legate-system.nocache',
+      'legate-system.oauth',
+      'legate-system.short',
+    ]);
     expect(JSON.stringify(got)).not.toContain(EXTAUTH.clientSecret);
   });
 
@@ -150,15 +171,29 @@ describe('extauth service', () => {
 
   it('denies without a header, with garbage, and with other schemes', async () => {
     expect(outcome(await check('legate-system.oauth'))).toEqual({ allowed: false, http: 'Forbidden', error: 'missing_token' });
-    expect(outcome(await check('legate-system.oauth', 'Bearer garbage-token-that-the-provider-never-issued'))).toEqual({ allowed: false, http: 'Forbidden', error: 'invalid_token' });
-    expect(outcome(await check('legate-system.oauth', 'Bearer not a token!'))).toEqual({ allowed: false, http: 'Forbidden', error: 'invalid_request' });
-    expect(outcome(await check('legate-system.oauth', `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`))).toMatchObject({ allowed: false, error: 'invalid_request' });
+    expect(outcome(await check('legate-system.oauth', 'Bearer garbage-token-that-the-provider-never-issued'))).toEqual({
+      allowed: false,
+      http: 'Forbidden',
+      error: 'invalid_token',
+    });
+    expect(outcome(await check('legate-system.oauth', 'Bearer not a token!'))).toEqual({
+      allowed: false,
+      http: 'Forbidden',
+      error: 'invalid_request',
+    });
+    expect(
+      outcome(await check('legate-system.oauth', `Basic ${Buffer.from(`${DEMO.clientId}:${DEMO.clientSecret}`).toString('base64')}`)),
+    ).toMatchObject({ allowed: false, error: 'invalid_request' });
     expect(outcome(await check('legate-system.oauth', ''))).toMatchObject({ allowed: false, error: 'invalid_request' });
   });
 
   it('denies a token missing a required scope', async () => {
     const t = await getToken(provider, 'products:write');
-    expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toEqual({ allowed: false, http: 'Forbidden', error: 'insufficient_scope' });
+    expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toEqual({
+      allowed: false,
+      http: 'Forbidden',
+      error: 'insufficient_scope',
+    });
     expect(outcome(await check('legate-system.nocache', `Bearer ${t}`))).toEqual({ allowed: true });
   });
 
@@ -188,9 +223,22 @@ describe('extauth service', () => {
     expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toEqual({ allowed: true });
     await provider.stop();
     const before = lines.length;
-    expect(outcome(await check('legate-system.nocache', `Bearer ${t}`))).toEqual({ allowed: false, http: 'Forbidden', error: 'temporarily_unavailable' });
-    const errors = logged().slice(before).filter((l) => l['level'] === 'error');
-    expect(errors).toContainEqual(expect.objectContaining({ msg: 'token introspection failed; denying', config_id: 'legate-system.nocache', kind: 'unreachable', token: expect.stringMatching(/^sha256:/) }));
+    expect(outcome(await check('legate-system.nocache', `Bearer ${t}`))).toEqual({
+      allowed: false,
+      http: 'Forbidden',
+      error: 'temporarily_unavailable',
+    });
+    const errors = logged()
+      .slice(before)
+      .filter((l) => l['level'] === 'error');
+    expect(errors).toContainEqual(
+      expect.objectContaining({
+        msg: 'token introspection failed; denying',
+        config_id: 'legate-system.nocache',
+        kind: 'unreachable',
+        token: expect.stringMatching(/^sha256:/),
+      }),
+    );
     // a token that is still in a cache keeps working (that is what the cache is for)
     expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toEqual({ allowed: true });
     // same port, same token store: the provider is back
@@ -201,9 +249,17 @@ describe('extauth service', () => {
   it('denies and logs an unknown config_id (and a missing one)', async () => {
     const t = await getToken(provider, 'products:read');
     const before = lines.length;
-    expect(outcome(await check('legate-system.nope', `Bearer ${t}`))).toEqual({ allowed: false, http: 'Forbidden', error: 'access_denied' });
+    expect(outcome(await check('legate-system.nope', `Bearer ${t}`))).toEqual({
+      allowed: false,
+      http: 'Forbidden',
+      error: 'access_denied',
+    });
     expect(logged().slice(before)).toContainEqual(
-      expect.objectContaining({ level: 'error', msg: 'Auth Server does not contain auth configuration with the given ID', config_id: 'legate-system.nope' }),
+      expect.objectContaining({
+        level: 'error',
+        msg: 'Auth Server does not contain auth configuration with the given ID',
+        config_id: 'legate-system.nope',
+      }),
     );
     expect(outcome(await check(undefined, `Bearer ${t}`))).toMatchObject({ allowed: false, error: 'access_denied' });
   });
@@ -213,7 +269,9 @@ describe('extauth service', () => {
     expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toEqual({ allowed: true });
     const gotBefore = logged().filter((l) => l['msg'] === 'got new config').length;
     publish(baseConfigs(['products:read', 'products:write']));
-    await eventually('the new scope to apply', async () => ((await check('legate-system.oauth', `Bearer ${t}`)).status?.code === 7 ? true : undefined));
+    await eventually('the new scope to apply', async () =>
+      (await check('legate-system.oauth', `Bearer ${t}`)).status?.code === 7 ? true : undefined,
+    );
     expect(outcome(await check('legate-system.oauth', `Bearer ${t}`))).toMatchObject({ allowed: false, error: 'insufficient_scope' });
     expect(svc.configs()['legate-system.oauth']!.steps[0]!.requiredScopes).toEqual(['products:read', 'products:write']);
     expect(logged().filter((l) => l['msg'] === 'got new config').length).toBeGreaterThan(gotBefore);

@@ -129,7 +129,14 @@ describe('GraphQL over Envoy ext_proc', () => {
     const r = await gw.request('/graphql', post({ query: '{productsForHome{id title}}' }));
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('application/json');
-    expect(r.json()).toEqual({ data: { productsForHome: [{ id: 1, title: 'The Comedy of Errors' }, { id: 2, title: 'Sonnets' }] } });
+    expect(r.json()).toEqual({
+      data: {
+        productsForHome: [
+          { id: 1, title: 'The Comedy of Errors' },
+          { id: 2, title: 'Sonnets' },
+        ],
+      },
+    });
   });
 
   it('resolves nested fields with {$parent.id}, calling each identical backend URL once per request', async () => {
@@ -147,7 +154,10 @@ describe('GraphQL over Envoy ext_proc', () => {
   });
 
   it('passes arguments and variables into templates', async () => {
-    const r = await gw.request('/graphql', post({ query: 'query Q($id: Int!) { product(id: $id) { author year } }', variables: { id: 2 }, operationName: 'Q' }));
+    const r = await gw.request(
+      '/graphql',
+      post({ query: 'query Q($id: Int!) { product(id: $id) { author year } }', variables: { id: 2 }, operationName: 'Q' }),
+    );
     expect(r.json()).toEqual({ data: { product: { author: 'William Shakespeare', year: 1609 } } });
   });
 
@@ -162,7 +172,12 @@ describe('GraphQL over Envoy ext_proc', () => {
   });
 
   it('answers request errors with 400 and no data under application/graphql-response+json', async () => {
-    for (const body of ['{not json', JSON.stringify({ variables: {} }), JSON.stringify({ query: '{ productsForHome { id ' }), JSON.stringify({ query: '{ nope }' })]) {
+    for (const body of [
+      '{not json',
+      JSON.stringify({ variables: {} }),
+      JSON.stringify({ query: '{ productsForHome { id ' }),
+      JSON.stringify({ query: '{ nope }' }),
+    ]) {
       const r = await gw.request('/graphql', post(body, GQL));
       expect(r.status, body).toBe(400);
       expect(r.headers.get('content-type')).toContain(GQL);
@@ -182,7 +197,10 @@ describe('GraphQL over Envoy ext_proc', () => {
   it('returns partial data with errors (path, code, backend status) when a resolver fails', async () => {
     const r = await gw.request('/graphql', post({ query: '{ broken productsForHome { id } }' }, GQL));
     expect(r.status).toBe(200);
-    const json = r.json<{ data: Record<string, unknown>; errors: { path: string[]; extensions: { code: string; http?: { status: number } } }[] }>();
+    const json = r.json<{
+      data: Record<string, unknown>;
+      errors: { path: string[]; extensions: { code: string; http?: { status: number } } }[];
+    }>();
     expect(json.data).toEqual({ broken: null, productsForHome: [{ id: 1 }, { id: 2 }] });
     expect(json.errors[0]!.path).toEqual(['broken']);
     expect(json.errors[0]!.extensions.code).toBeTruthy();
@@ -190,7 +208,10 @@ describe('GraphQL over Envoy ext_proc', () => {
   });
 
   it('rejects queries deeper than maxDepth and keeps introspection off by default', async () => {
-    const deep = await gw.request('/graphql', post({ query: '{ productsForHome { related { related { related { related { id } } } } } }' }, GQL));
+    const deep = await gw.request(
+      '/graphql',
+      post({ query: '{ productsForHome { related { related { related { related { id } } } } } }' }, GQL),
+    );
     expect(deep.status).toBe(400);
     expect(deep.text).toMatch(/depth/i);
     const intro = await gw.request('/graphql', post({ query: '{ __schema { types { name } } }' }, GQL));

@@ -97,7 +97,8 @@ afterAll(async () => {
 });
 
 const on = (host: string) => ({ host });
-const bodyOf = async (p: string, opts: Parameters<Gateway['request']>[1] = {}) => (await gw.request(p, { host: 'match.example.com', ...opts })).text;
+const bodyOf = async (p: string, opts: Parameters<Gateway['request']>[1] = {}) =>
+  (await gw.request(p, { host: 'match.example.com', ...opts })).text;
 
 describe('routing', () => {
   it('routes by domain and prefix', async () => {
@@ -233,7 +234,7 @@ spec:
 `;
     gw.write('careful.yaml', vs(''));
     await gw.until('/', (r) => r.text === 'good', on('careful.example.com'));
-    gw.write('careful.yaml', vs('', ).replace('prefix: /', 'prefx: /'));
+    gw.write('careful.yaml', vs('').replace('prefix: /', 'prefx: /'));
     const status = await waitForStatus('careful', (s) => s.state === 'Rejected');
     expect(status.reason).toContain('prefx: unknown field');
     expect(status.reason).toContain('serving the last accepted version');
@@ -242,7 +243,9 @@ spec:
 
   it('survives a malformed YAML file without losing other files', async () => {
     gw.write('garbage.yaml', 'apiVersion: [unclosed\n  kind: : :\n');
-    gw.write('after-garbage.yaml', `
+    gw.write(
+      'after-garbage.yaml',
+      `
 apiVersion: gateway.legate.dev/v1
 kind: VirtualService
 metadata: { name: after-garbage, namespace: default }
@@ -250,14 +253,17 @@ spec:
   virtualHost:
     domains: [after.example.com]
     routes: [{ directResponseAction: { status: 200, body: loaded } }]
-`);
+`,
+    );
     await gw.until('/', (r) => r.text === 'loaded', on('after.example.com'));
     expect((await gw.request('/blue', on('shop.example.com'))).json()['upstream']).toBe('blue');
     expect(gw.log('controller')).toContain('garbage.yaml');
   });
 
   it('applies a Gloo Edge manifest unchanged', async () => {
-    gw.write('gloo.yaml', `
+    gw.write(
+      'gloo.yaml',
+      `
 apiVersion: gloo.solo.io/v1
 kind: Upstream
 metadata:
@@ -288,14 +294,17 @@ spec:
               namespace: gloo-system
         options:
           prefixRewrite: /api/posts
-`);
+`,
+    );
     const r = await gw.until('/posts/1', (x) => x.status === 200, on('gloo.example.com'));
     expect(r.json()['path']).toBe('/api/posts/1');
     expect(gw.ctl('get', 'upstream', 'gloo-blue', '-n', 'gloo-system', '-o', 'yaml').stdout).toContain('state: Accepted');
   });
 
   it('routes to Kubernetes services through Service/Endpoints and lists discovered upstreams', async () => {
-    gw.write('kube.yaml', `
+    gw.write(
+      'kube.yaml',
+      `
 apiVersion: v1
 kind: Service
 metadata: { name: pets, namespace: shop }
@@ -320,7 +329,8 @@ spec:
         routeAction: { single: { kube: { ref: { name: pets, namespace: shop }, port: 80 } } }
       - matchers: [{ prefix: /discovered }]
         routeAction: { single: { upstream: { name: shop-pets-80, namespace: legate-system } } }
-`);
+`,
+    );
     expect((await gw.until('/kube', (r) => r.status === 200, on('pets.example.com'))).json()['upstream']).toBe('green');
     expect((await gw.request('/discovered', on('pets.example.com'))).json()['upstream']).toBe('green');
     const list = gw.ctl('get', 'upstreams');

@@ -54,14 +54,17 @@ describe('status', () => {
 
   it('reports a configuration Envoy rejects (NACK) on the Proxy, and keeps serving the last good config', async () => {
     // Legate cannot see Envoy's file system, so a missing CA file is only caught by Envoy itself.
-    gw.write('tls.yaml', `
+    gw.write(
+      'tls.yaml',
+      `
 apiVersion: gloo.solo.io/v1
 kind: Upstream
 metadata: { name: needs-ca, namespace: gloo-system }
 spec:
   static: { hosts: [{ addr: 127.0.0.1, port: ${echo.port} }] }
   sslConfig: { sslFiles: { rootCa: /nonexistent/legate-test/ca.pem } }
-`);
+`,
+    );
     const proxy = await eventually('the NACK on the Proxy status', () => {
       const out = JSON.parse(gw.ctl('get', 'proxy', 'gateway-proxy', '-n', 'gloo-system', '-o', 'json').stdout);
       const s = out.status.statuses['gloo-system'];

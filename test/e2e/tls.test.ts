@@ -11,18 +11,26 @@ import { eventually } from './harness/util.js';
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const cert = fs.readFileSync(path.join(fixtures, 'secure.example.com.crt'), 'utf8');
 const key = fs.readFileSync(path.join(fixtures, 'secure.example.com.key'), 'utf8');
-const indent = (pem: string): string => pem.trim().split('\n').map((l) => `    ${l}`).join('\n');
+const indent = (pem: string): string =>
+  pem
+    .trim()
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
 
 let gw: Gateway;
 let tlsUpstream: https.Server;
 
 function httpsGet(port: number, servername: string, p: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', port, path: p, servername, headers: { host: servername }, ca: cert, timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = https.request(
+      { host: '127.0.0.1', port, path: p, servername, headers: { host: servername }, ca: cert, timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -73,7 +73,9 @@ spec:
 }
 
 async function stat(gw: Gateway, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/stats?filter=${encodeURIComponent(`^${name.replaceAll('.', '\\.')}$`)}`)).text();
+  const text = await (
+    await fetch(`http://127.0.0.1:${gw.ports.admin}/stats?filter=${encodeURIComponent(`^${name.replaceAll('.', '\\.')}$`)}`)
+  ).text();
   const m = /: (\d+)/.exec(text);
   return m ? Number(m[1]) : 0;
 }
@@ -81,7 +83,10 @@ async function stat(gw: Gateway, name: string): Promise<number> {
 async function token(): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${provider.port}/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from('legate-demo:legate-demo-secret').toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: 'grant_type=client_credentials&scope=products:read',
   });
   return ((await res.json()) as { access_token: string }).access_token;
@@ -177,7 +182,9 @@ describe.each([
     expect(put.headers.get('allow')).toBe('GET, POST');
     expect(put.json<{ errors: unknown[] }>().errors.length).toBe(1);
     expect((await gw().request('/graphql', post('{"query":"{products{id}}"}', 'text/plain'))).status).toBe(415);
-    expect((await gw().request('/graphql', post(JSON.stringify({ query: '{products{id}}', pad: 'x'.repeat(1_100_000) })))).status).toBe(413);
+    expect((await gw().request('/graphql', post(JSON.stringify({ query: '{products{id}}', pad: 'x'.repeat(1_100_000) })))).status).toBe(
+      413,
+    );
     const mutation = await gw().request(`/graphql?query=${encodeURIComponent('mutation { noop }')}`);
     expect(mutation.status).toBe(405);
     expect(mutation.headers.get('allow')).toBe('POST');
@@ -186,7 +193,9 @@ describe.each([
   });
 
   it('leaves normal requests alone', async () => {
-    expect((await gw().request('/graphql', post('{"query":"{products{id title}}"}'))).json()).toEqual({ data: { products: [{ id: 1, title: 'Sonnets' }] } });
+    expect((await gw().request('/graphql', post('{"query":"{products{id title}}"}'))).json()).toEqual({
+      data: { products: [{ id: 1, title: 'Sonnets' }] },
+    });
     expect((await gw().request(`/graphql?query=${encodeURIComponent('{products{id}}')}`)).status).toBe(200);
     expect((await gw().request('/open/x')).json()).toEqual({ path: '/open/x' });
     expect(gw().ctl('proxy', 'stats').stdout).toContain('wasmcustom.legate_graphql_check_allowed');
@@ -202,14 +211,17 @@ describe('wasm filter configuration', () => {
 
   it('rejects a malformed filter configuration with a clear status and keeps the listener serving', async () => {
     const gw = gateways[0]!;
-    gw.write('settings.yaml', `
+    gw.write(
+      'settings.yaml',
+      `
 apiVersion: legate.dev/v1
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
   wasmChecks:
     graphqlCheck: { maxBodyBytes: -5 }
-`);
+`,
+    );
     const status = await eventually('the Settings to be rejected', () => {
       const out = JSON.parse(gw.ctl('get', 'settings', 'default', '-n', 'legate-system', '-o', 'json').stdout);
       const s = out.status.statuses['legate-system'];
@@ -218,14 +230,17 @@ spec:
     expect(status.reason).toContain('spec.wasmChecks.graphqlCheck.maxBodyBytes');
     expect((await gw.request('/graphql', post('{"query":"{products{id}}"}'))).status).toBe(200);
     expect((await gw.request('/secure')).status).toBe(403);
-    gw.write('settings.yaml', `
+    gw.write(
+      'settings.yaml',
+      `
 apiVersion: legate.dev/v1
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
   wasmChecks:
     graphqlCheck: { maxBodyBytes: 100 }
-`);
+`,
+    );
     await gw.until('/graphql', (r) => r.status === 413, post(JSON.stringify({ query: '{products{id}}', pad: 'x'.repeat(200) })));
   });
 });

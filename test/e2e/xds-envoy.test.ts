@@ -44,7 +44,12 @@ function freePort(): Promise<number> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, diag?: () => string): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 10_000,
+  diag?: () => string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -109,7 +114,10 @@ function listenerRes(port: number, statPrefix: string): XdsResource {
                 stat_prefix: statPrefix,
                 rds: { config_source: { ads: {}, resource_api_version: 'V3' }, route_config_name: ROUTES },
                 http_filters: [
-                  { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+                  {
+                    name: 'envoy.filters.http.router',
+                    typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+                  },
                 ],
               },
             },
@@ -174,7 +182,9 @@ describe.sequential('AdsServer with a real Envoy', () => {
   };
 
   const envoyLogs = (): string =>
-    envoys.map((e) => `--- ${e.nodeId} (${e.logFile}) ---\n${fs.existsSync(e.logFile) ? fs.readFileSync(e.logFile, 'utf8').slice(-3000) : ''}`).join('\n');
+    envoys
+      .map((e) => `--- ${e.nodeId} (${e.logFile}) ---\n${fs.existsSync(e.logFile) ? fs.readFileSync(e.logFile, 'utf8').slice(-3000) : ''}`)
+      .join('\n');
 
   async function startEnvoy(nodeId: string): Promise<RunningEnvoy> {
     const dir = path.join(tmp, nodeId);
@@ -187,7 +197,9 @@ describe.sequential('AdsServer with a real Envoy', () => {
           api_type: 'GRPC',
           transport_api_version: 'V3',
           set_node_on_first_message_only: true,
-          grpc_services: [{ envoy_grpc: { cluster_name: 'xds', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '1s' } } } }],
+          grpc_services: [
+            { envoy_grpc: { cluster_name: 'xds', retry_policy: { retry_back_off: { base_interval: '0.1s', max_interval: '1s' } } } },
+          ],
         },
         cds_config: { ads: {}, resource_api_version: 'V3' },
         lds_config: { ads: {}, resource_api_version: 'V3' },
@@ -220,7 +232,19 @@ describe.sequential('AdsServer with a real Envoy', () => {
     const out = fs.openSync(logFile, 'a');
     const proc = spawn(
       ENVOY_BIN,
-      ['-c', configFile, '--base-id', String(baseId), '--disable-hot-restart', '-l', 'warning', '--admin-address-path', adminPath, '--log-path', logFile],
+      [
+        '-c',
+        configFile,
+        '--base-id',
+        String(baseId),
+        '--disable-hot-restart',
+        '-l',
+        'warning',
+        '--admin-address-path',
+        adminPath,
+        '--log-path',
+        logFile,
+      ],
       { stdio: ['ignore', out, out] },
     );
     fs.closeSync(out);
@@ -252,7 +276,9 @@ describe.sequential('AdsServer with a real Envoy', () => {
   /** Waits until every connected stream of ROLE has ACKed the cache's current version of all four types. */
   async function waitForAcks(count: number): Promise<void> {
     const snap = cache.get(ROLE)!;
-    const want = [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.listener, TypeUrls.route].map((t) => [t, snap.typeSnapshot(t).version] as const);
+    const want = [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.listener, TypeUrls.route].map(
+      (t) => [t, snap.typeSnapshot(t).version] as const,
+    );
     await waitFor(
       `${count} Envoy(s) to ACK the current snapshot`,
       () => {
@@ -354,7 +380,9 @@ describe.sequential('AdsServer with a real Envoy', () => {
     secondCluster = true;
     routes = [{ prefix: '/switch', cluster: 'second' }, ...routes];
     setSnapshot();
-    await waitFor('the route to the new cluster', async () => ((await get(`http://127.0.0.1:${listenerPort}/switch`)).body === 'second /switch' ? true : undefined));
+    await waitFor('the route to the new cluster', async () =>
+      (await get(`http://127.0.0.1:${listenerPort}/switch`)).body === 'second /switch' ? true : undefined,
+    );
     await sleep(100);
     stop = true;
     await load;
@@ -370,7 +398,13 @@ describe.sequential('AdsServer with a real Envoy', () => {
     setSnapshot();
     const badVersion = cache.get(ROLE)!.typeSnapshot(TypeUrls.route).version;
     const nack = await waitFor('a NACK', () => nacks.find((n) => n.version === badVersion), 10_000, envoyLogs);
-    expect(nack).toMatchObject({ role: ROLE, nodeId: 'envoy-a', typeUrl: TypeUrls.route, previousVersion: goodVersion, resourceNames: [ROUTES] });
+    expect(nack).toMatchObject({
+      role: ROLE,
+      nodeId: 'envoy-a',
+      typeUrl: TypeUrls.route,
+      previousVersion: goodVersion,
+      resourceNames: [ROUTES],
+    });
     expect(nack.message).toMatch(/regex|\(/i);
     const status = server.connections().find((c) => c.nodeId === 'envoy-a')!.types[TypeUrls.route]!;
     expect(status.lastNack?.version).toBe(badVersion);
@@ -401,7 +435,9 @@ describe.sequential('AdsServer with a real Envoy', () => {
     const dump = JSON.parse((await get(`http://127.0.0.1:${b.adminPort}/config_dump?resource=dynamic_route_configs`)).body) as {
       configs: { version_info: string; route_config: { name: string } }[];
     };
-    expect(dump.configs.map((c) => [c.route_config.name, c.version_info])).toEqual([[ROUTES, cache.get(ROLE)!.typeSnapshot(TypeUrls.route).version]]);
+    expect(dump.configs.map((c) => [c.route_config.name, c.version_info])).toEqual([
+      [ROUTES, cache.get(ROLE)!.typeSnapshot(TypeUrls.route).version],
+    ]);
   }, 25_000);
 
   it('Envoys reconnect after the server restarts and get config again', async () => {

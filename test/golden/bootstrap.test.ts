@@ -10,7 +10,13 @@ const golden = path.join(import.meta.dirname, 'bootstrap', 'gateway-proxy.out.ya
 const envoy = path.resolve(import.meta.dirname, '../../.venv/bin/envoy');
 
 describe('bootstrap', () => {
-  const text = renderBootstrap({ role: 'legate-system~gateway-proxy', xdsHost: '127.0.0.1', xdsPort: 9977, adminHost: '127.0.0.1', adminPort: 19000 });
+  const text = renderBootstrap({
+    role: 'legate-system~gateway-proxy',
+    xdsHost: '127.0.0.1',
+    xdsPort: 9977,
+    adminHost: '127.0.0.1',
+    adminPort: 19000,
+  });
 
   it('matches the golden file', () => {
     if (process.env['UPDATE_GOLDEN'] || !fs.existsSync(golden)) fs.writeFileSync(golden, text);
@@ -20,7 +26,10 @@ describe('bootstrap', () => {
   it('is accepted by Envoy', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'legate-bs-')), 'bootstrap.yaml');
     fs.writeFileSync(file, text);
-    const r = spawnSync(envoy, ['--mode', 'validate', '-c', file, '--disable-hot-restart', '-l', 'error'], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(envoy, ['--mode', 'validate', '-c', file, '--disable-hot-restart', '-l', 'error'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.stderr + r.stdout).toContain('configuration');
     expect(r.status).toBe(0);
     fs.rmSync(path.dirname(file), { recursive: true, force: true });

@@ -13,7 +13,10 @@ import { renderPlugins, renderProxy } from '../../controller/translate/render.js
 
 const RENDER: RenderOptions = {
   ...DEFAULT_RENDER_OPTIONS,
-  wasm: { ...DEFAULT_RENDER_OPTIONS.wasm, bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' } },
+  wasm: {
+    ...DEFAULT_RENDER_OPTIONS.wasm,
+    bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' },
+  },
 };
 
 interface RenderCase {
@@ -31,7 +34,9 @@ const cases = fs
 
 describe('render golden files (IR -> xDS)', () => {
   it('has a case per feature', () => {
-    const covered = new Set(cases.flatMap((c) => (parse(fs.readFileSync(path.join(dir, `${c}.in.yaml`), 'utf8')) as RenderCase).features ?? []));
+    const covered = new Set(
+      cases.flatMap((c) => (parse(fs.readFileSync(path.join(dir, `${c}.in.yaml`), 'utf8')) as RenderCase).features ?? []),
+    );
     for (const f of features(RENDER)) expect(covered, `a case that renders only with ${f.name}`).toContain(f.name);
   });
 

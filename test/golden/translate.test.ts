@@ -14,7 +14,10 @@ import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from '../../controller/tra
 // a fixed edge-cache secret (the controller generates one at start), so the wiring shows in the goldens
 const RENDER: RenderOptions = {
   ...DEFAULT_RENDER_OPTIONS,
-  wasm: { ...DEFAULT_RENDER_OPTIONS.wasm, bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' } },
+  wasm: {
+    ...DEFAULT_RENDER_OPTIONS.wasm,
+    bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' },
+  },
 };
 
 const dir = path.join(import.meta.dirname, 'translate');
@@ -54,9 +57,17 @@ describe('translation golden files', () => {
       const previousFile = path.join(dir, `${name}.previous.yaml`);
       let lastAccepted = new Map<string, LegateResource>();
       if (fs.existsSync(previousFile)) {
-        lastAccepted = runPipeline({ resources: load(previousFile), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER } }).accepted;
+        lastAccepted = runPipeline({
+          resources: load(previousFile),
+          lastAccepted,
+          options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER },
+        }).accepted;
       }
-      const out = runPipeline({ resources: load(path.join(dir, `${name}.in.yaml`)), lastAccepted, options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER } });
+      const out = runPipeline({
+        resources: load(path.join(dir, `${name}.in.yaml`)),
+        lastAccepted,
+        options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER },
+      });
 
       // Every rendered resource must survive protobuf encoding unchanged: catches misspelt fields,
       // which protobufjs would otherwise drop silently.

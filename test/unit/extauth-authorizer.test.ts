@@ -78,11 +78,23 @@ function token(): string {
   return t;
 }
 const activeFor = (t: string, extra: Record<string, unknown> = {}): void => {
-  behaviour.set(t, { body: { active: true, scope: 'products:read products:write', client_id: 'legate-demo', exp: Date.now() / 1000 + 600, ...extra } });
+  behaviour.set(t, {
+    body: { active: true, scope: 'products:read products:write', client_id: 'legate-demo', exp: Date.now() / 1000 + 600, ...extra },
+  });
 };
 const cfg = (name: string, step: Partial<AuthConfigConfig['steps'][number]> = {}): AuthConfigConfig => ({
   name,
-  steps: [{ type: 'oauth2-introspection', introspectionUrl: url, clientId: 'legate-extauth', clientSecret: 's3cret', cacheTimeoutMs: 60_000, requiredScopes: [], ...step }],
+  steps: [
+    {
+      type: 'oauth2-introspection',
+      introspectionUrl: url,
+      clientId: 'legate-extauth',
+      clientSecret: 's3cret',
+      cacheTimeoutMs: 60_000,
+      requiredScopes: [],
+      ...step,
+    },
+  ],
 });
 const calls = (t: string) => seen.filter((s) => s.body.get('token') === t).length;
 const decide = (configId: string, header: string | undefined): Promise<Outcome> => Promise.resolve(authz.check(configId, header));
@@ -111,7 +123,10 @@ describe('introspection call and outcomes', () => {
   });
 
   it('sends a client id without a secret as a form field, and nothing without a client id', async () => {
-    authz.apply([cfg('ns.pub', { clientSecret: undefined }), cfg('ns.none', { clientId: undefined, clientSecret: undefined, introspectionUrl: `${url}?x=1` })]);
+    authz.apply([
+      cfg('ns.pub', { clientSecret: undefined }),
+      cfg('ns.none', { clientId: undefined, clientSecret: undefined, introspectionUrl: `${url}?x=1` }),
+    ]);
     const t = token();
     activeFor(t);
     await decide('ns.pub', `Bearer ${t}`);
@@ -150,7 +165,11 @@ describe('introspection call and outcomes', () => {
   });
 
   it('requires every required scope', async () => {
-    authz.apply([cfg('ns.read', { requiredScopes: ['products:read'] }), cfg('ns.both', { requiredScopes: ['products:read', 'products:write'] }), cfg('ns.admin', { requiredScopes: ['products:read', 'admin'] })]);
+    authz.apply([
+      cfg('ns.read', { requiredScopes: ['products:read'] }),
+      cfg('ns.both', { requiredScopes: ['products:read', 'products:write'] }),
+      cfg('ns.admin', { requiredScopes: ['products:read', 'admin'] }),
+    ]);
     const t = token();
     activeFor(t, { scope: 'products:read products:write' });
     expect(await decide('ns.read', `Bearer ${t}`)).toBe('allow');
@@ -170,11 +189,22 @@ describe('introspection call and outcomes', () => {
     const before = lines.length;
     expect(authz.check('ns.missing', 'Bearer abc')).toBe('unknown_config');
     const logged = lines.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(logged).toContainEqual(expect.objectContaining({ level: 'error', msg: 'Auth Server does not contain auth configuration with the given ID', config_id: 'ns.missing' }));
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        msg: 'Auth Server does not contain auth configuration with the given ID',
+        config_id: 'ns.missing',
+      }),
+    );
   });
 
   it('all steps must pass', async () => {
-    authz.apply([{ name: 'ns.two', steps: [...cfg('x').steps, ...cfg('x', { requiredScopes: ['admin'], clientId: 'other', clientSecret: 'o' }).steps] }]);
+    authz.apply([
+      {
+        name: 'ns.two',
+        steps: [...cfg('x').steps, ...cfg('x', { requiredScopes: ['admin'], clientId: 'other', clientSecret: 'o' }).steps],
+      },
+    ]);
     const t = token();
     activeFor(t);
     expect(await decide('ns.two', `Bearer ${t}`)).toBe('insufficient_scope');
@@ -197,9 +227,16 @@ describe('fail closed', () => {
       behaviour.set(t, b);
       const before = lines.length;
       expect(await decide('ns.a', `Bearer ${t}`)).toBe('unavailable');
-      const errors = lines.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['level'] === 'error');
+      const errors = lines
+        .slice(before)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l['level'] === 'error');
       expect(errors).toHaveLength(1);
-      expect(errors[0]).toMatchObject({ msg: 'token introspection failed; denying', config_id: 'ns.a', token: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
+      expect(errors[0]).toMatchObject({
+        msg: 'token introspection failed; denying',
+        config_id: 'ns.a',
+        token: expect.stringMatching(/^sha256:[0-9a-f]{12}$/),
+      });
       expect(JSON.stringify(errors[0])).not.toContain(t);
       expect(JSON.stringify(errors[0])).not.toContain('s3cret');
     });
@@ -295,7 +332,10 @@ describe('cache', () => {
     const other = token();
     behaviour.set(t, { delayMs: 100, body: { active: true, scope: 'products:read' } });
     behaviour.set(other, { delayMs: 100, body: { active: true } });
-    const results = await Promise.all([...Array.from({ length: 20 }, () => decide('ns.a', `Bearer ${t}`)), decide('ns.a', `Bearer ${other}`)]);
+    const results = await Promise.all([
+      ...Array.from({ length: 20 }, () => decide('ns.a', `Bearer ${t}`)),
+      decide('ns.a', `Bearer ${other}`),
+    ]);
     expect(results.every((r) => r === 'allow')).toBe(true);
     expect(calls(t)).toBe(1);
     expect(calls(other)).toBe(1);

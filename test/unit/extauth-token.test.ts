@@ -83,11 +83,23 @@ describe('interpret (introspection response)', () => {
     expect(r.expiresAt).toBe(2_000_000);
     expect(r.fetchedAt).toBe(5);
     expect(r.subject).toBe('cid');
-    expect(interpret(j({ active: true, sub: 's', client_id: 'c' }), 0)).toMatchObject({ subject: 's', expiresAt: Number.POSITIVE_INFINITY });
+    expect(interpret(j({ active: true, sub: 's', client_id: 'c' }), 0)).toMatchObject({
+      subject: 's',
+      expiresAt: Number.POSITIVE_INFINITY,
+    });
   });
   it('treats active:false as inactive and anything malformed as an error', () => {
     expect(interpret(j({ active: false, scope: 'x' }), 0)).toEqual({ active: false });
-    for (const bad of ['not json', '[]', 'null', '{}', '{"active":"true"}', '{"active":1}', '{"active":true,"scope":["a"]}', '{"active":true,"exp":"soon"}']) {
+    for (const bad of [
+      'not json',
+      '[]',
+      'null',
+      '{}',
+      '{"active":"true"}',
+      '{"active":1}',
+      '{"active":true,"scope":["a"]}',
+      '{"active":true,"exp":"soon"}',
+    ]) {
       expect(() => interpret(Buffer.from(bad), 0), bad).toThrow(/introspection|scope|exp/);
     }
   });

@@ -6,7 +6,9 @@ import { EDGE_METADATA, encodeAllowWithEdgeGrant, parseCheckRequest } from '../.
 import { DENIAL_BODIES, encodeResponses } from '../../extensions/extauth/service.js';
 import { DENY_REASONS } from '../../extensions/extauth/authorizer.js';
 
-const check = lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service['Check']!;
+const check = lookupService(loadEnvoyService('envoy/service/auth/v3/external_auth.proto'), 'envoy.service.auth.v3.Authorization').service[
+  'Check'
+]!;
 const encode = (msg: object): Buffer => check.requestSerialize(msg);
 const decodeResponse = (b: Buffer): Record<string, any> => check.responseDeserialize(b) as Record<string, any>;
 
@@ -41,7 +43,12 @@ describe('parseCheckRequest', () => {
   });
 
   it('reports absent values', () => {
-    expect(parseCheckRequest(encode(envoyLike({}, {})))).toEqual({ configId: '', authorization: undefined, ambiguous: false, malformed: false });
+    expect(parseCheckRequest(encode(envoyLike({}, {})))).toEqual({
+      configId: '',
+      authorization: undefined,
+      ambiguous: false,
+      malformed: false,
+    });
     expect(parseCheckRequest(encode({}))).toEqual({ configId: '', authorization: undefined, ambiguous: false, malformed: false });
     expect(parseCheckRequest(Buffer.alloc(0)).malformed).toBe(false);
   });
@@ -51,7 +58,9 @@ describe('parseCheckRequest', () => {
   });
 
   it('does not confuse similar keys', () => {
-    const r = parseCheckRequest(encode(envoyLike({ 'x-authorization': 'Bearer nope', authorizatio: 'x' }, { config_idx: 'no', config_i: 'no' })));
+    const r = parseCheckRequest(
+      encode(envoyLike({ 'x-authorization': 'Bearer nope', authorizatio: 'x' }, { config_idx: 'no', config_i: 'no' })),
+    );
     expect(r.authorization).toBeUndefined();
     expect(r.configId).toBe('');
   });
@@ -63,13 +72,29 @@ describe('parseCheckRequest', () => {
         context_extensions: { config_id: 'ns.name' },
       },
     });
-    expect(parseCheckRequest(encode(msg([[':path', '/'], ['authorization', 'Bearer tok']])))).toEqual({
+    expect(
+      parseCheckRequest(
+        encode(
+          msg([
+            [':path', '/'],
+            ['authorization', 'Bearer tok'],
+          ]),
+        ),
+      ),
+    ).toEqual({
       configId: 'ns.name',
       authorization: 'Bearer tok',
       ambiguous: false,
       malformed: false,
     });
-    const twice = parseCheckRequest(encode(msg([['authorization', 'Bearer a'], ['authorization', 'Bearer b']])));
+    const twice = parseCheckRequest(
+      encode(
+        msg([
+          ['authorization', 'Bearer a'],
+          ['authorization', 'Bearer b'],
+        ]),
+      ),
+    );
     expect(twice.ambiguous).toBe(true);
     // `value` (not raw) also works
     const plain = { attributes: { request: { http: { header_map: { headers: [{ key: 'authorization', value: 'Bearer v' }] } } } } };
@@ -121,7 +146,9 @@ describe('encoded CheckResponses', () => {
       expect(r['status'].code).toBe(7);
       expect(r['denied_response'].status.code).toBe('Forbidden');
       expect(JSON.parse(r['denied_response'].body)).toEqual({ error: DENIAL_BODIES[reason].error });
-      const headers = Object.fromEntries((r['denied_response'].headers as Array<{ header: { key: string; value: string } }>).map((h) => [h.header.key, h.header.value]));
+      const headers = Object.fromEntries(
+        (r['denied_response'].headers as Array<{ header: { key: string; value: string } }>).map((h) => [h.header.key, h.header.value]),
+      );
       expect(headers['content-type']).toBe('application/json');
       if (DENIAL_BODIES[reason].challenge) expect(headers['www-authenticate']).toBe(DENIAL_BODIES[reason].challenge);
     }

@@ -7,7 +7,8 @@ import { FileSource } from '../../controller/source/file/source.js';
 
 let dir: string;
 const quiet = createLogger('test', { write: () => undefined });
-const vs = (name: string) => `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nmetadata: { name: ${name}, namespace: default }\nspec: { virtualHost: {} }\n`;
+const vs = (name: string) =>
+  `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nmetadata: { name: ${name}, namespace: default }\nspec: { virtualHost: {} }\n`;
 const write = (file: string, text: string) => {
   fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
   fs.writeFileSync(path.join(dir, file), text);
@@ -50,7 +51,10 @@ describe('FileSource', () => {
     write('a.yaml', 'kind: VirtualService\n---\n' + vs('ok') + '---\n- a list\n');
     const { snapshot } = new FileSource(dir, quiet).scan();
     expect(snapshot.resources.map((r) => r.metadata.name)).toEqual(['ok']);
-    expect(snapshot.errors.map((e) => e.message)).toEqual(['apiVersion: required string', 'a resource must be a mapping with apiVersion, kind, metadata']);
+    expect(snapshot.errors.map((e) => e.message)).toEqual([
+      'apiVersion: required string',
+      'a resource must be a mapping with apiVersion, kind, metadata',
+    ]);
   });
 
   it('lets a later file replace a resource with the same kind, namespace and name, and says so', () => {

@@ -30,7 +30,14 @@ function config(port: number, version: string): GraphQLApiConfig {
     enableIntrospection: false,
     maxDepth: 0,
     resolutions: {
-      'Query|product': { rest: { upstream: { name: 'test.products', endpoints: [{ address: '127.0.0.1', port }] }, request: { headers: { ':path': '/products/{$args.id}' }, queryParams: {} }, response: { setters: {} }, timeoutMs: 1000 } },
+      'Query|product': {
+        rest: {
+          upstream: { name: 'test.products', endpoints: [{ address: '127.0.0.1', port }] },
+          request: { headers: { ':path': '/products/{$args.id}' }, queryParams: {} },
+          response: { setters: {} },
+          timeoutMs: 1000,
+        },
+      },
     },
   };
 }
@@ -52,7 +59,12 @@ afterAll(async () => {
 });
 
 const post = (engine: Engine, body: object) =>
-  engine.handle({ method: 'POST', path: '/graphql', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) });
+  engine.handle({
+    method: 'POST',
+    path: '/graphql',
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify(body)),
+  });
 
 describe('graphql-jit fallback', () => {
   for (const mode of ['refuse', 'throw'] as const) {
@@ -65,12 +77,21 @@ describe('graphql-jit fallback', () => {
         const res = await post(engine, { query, variables: { id: 1 } });
         expect(res.status).toBe(200);
         expect(JSON.parse(res.body)).toEqual({
-          errors: [{ message: 'Query|product: upstream answered HTTP 503', locations: [{ line: 1, column: 48 }], path: ['other'], extensions: { code: 'UPSTREAM_HTTP_ERROR', resolver: 'Query|product', http: { status: 503 } } }],
+          errors: [
+            {
+              message: 'Query|product: upstream answered HTTP 503',
+              locations: [{ line: 1, column: 48 }],
+              path: ['other'],
+              extensions: { code: 'UPSTREAM_HTTP_ERROR', resolver: 'Query|product', http: { status: 503 } },
+            },
+          ],
           data: { product: { id: 1, title: 'Book 1' }, other: null },
         });
       }
       const coercion = await post(engine, { query, variables: { id: 'x' } });
-      expect(JSON.parse(coercion.body).errors[0].message).toBe('Variable "$id" got invalid value "x"; Int cannot represent non-integer value: "x"');
+      expect(JSON.parse(coercion.body).errors[0].message).toBe(
+        'Variable "$id" got invalid value "x"; Int cannot represent non-integer value: "x"',
+      );
       expect(engine.stats()).toMatchObject({ compilations: 0, compileFailures: 1, jitExecutions: 0, upstreamCalls: 6 });
     });
   }

@@ -8,7 +8,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream, RestResolverConfig } from '../../common/contract.js';
-import { checkApiConfig, createEngine, UpstreamPools, type Engine, type EngineOptions, type GraphQLHttpResponse } from '../../extensions/graphql/engine/index.js';
+import {
+  checkApiConfig,
+  createEngine,
+  UpstreamPools,
+  type Engine,
+  type EngineOptions,
+  type GraphQLHttpResponse,
+} from '../../extensions/graphql/engine/index.js';
 
 // ---------------------------------------------------------------- backend
 
@@ -156,7 +163,11 @@ function upstreamAt(port: number, name = 'legate-system.books'): ResolverUpstrea
   return { name, endpoints: [{ address: '127.0.0.1', port }] };
 }
 
-function rest(upstream: ResolverUpstream, headers: Record<string, string>, opts: { query?: Record<string, string>; body?: unknown; response?: Partial<RestResolverConfig['response']>; timeoutMs?: number } = {}): ResolverConfig {
+function rest(
+  upstream: ResolverUpstream,
+  headers: Record<string, string>,
+  opts: { query?: Record<string, string>; body?: unknown; response?: Partial<RestResolverConfig['response']>; timeoutMs?: number } = {},
+): ResolverConfig {
   return {
     rest: {
       upstream,
@@ -178,13 +189,44 @@ function apiConfig(port: number, downPort: number, over: Partial<GraphQLApiConfi
     resolutions: {
       'Query|productsForHome': rest(up, { ':method': 'GET', ':path': '/api/v1/products' }),
       'Query|product': rest(up, { ':path': '/details/{$args.id}' }),
-      'Query|authors': rest(up, { ':path': '/wrapped' }, { response: { resultRoot: '{$body.data.items}', setters: { name: '{$body.details.first} {$body.details.lastname}', lastname: '{$body.details.lastname}' } } }),
-      'Query|firstAuthor': rest(up, { ':path': '/wrapped' }, { response: { resultRoot: 'data.items[0]', setters: { first: 'details.first' } } }),
-      'Query|echo': rest(up, { ':path': '/echo/{$args.q}', authorization: '{$headers.authorization}', 'x-static': 'yes' }, { query: { ids: '{$args.ids}', limit: '{$args.limit}', input: '{$args.input}', fixed: 'a b' }, response: { setters: { auth: '{$body.headers.authorization}' } } }),
+      'Query|authors': rest(
+        up,
+        { ':path': '/wrapped' },
+        {
+          response: {
+            resultRoot: '{$body.data.items}',
+            setters: { name: '{$body.details.first} {$body.details.lastname}', lastname: '{$body.details.lastname}' },
+          },
+        },
+      ),
+      'Query|firstAuthor': rest(
+        up,
+        { ':path': '/wrapped' },
+        { response: { resultRoot: 'data.items[0]', setters: { first: 'details.first' } } },
+      ),
+      'Query|echo': rest(
+        up,
+        { ':path': '/echo/{$args.q}', authorization: '{$headers.authorization}', 'x-static': 'yes' },
+        {
+          query: { ids: '{$args.ids}', limit: '{$args.limit}', input: '{$args.input}', fixed: 'a b' },
+          response: { setters: { auth: '{$body.headers.authorization}' } },
+        },
+      ),
       'Query|echoPost': rest(
         up,
         { ':method': 'POST', ':path': '/echo' },
-        { body: { q: '{$args.q}', n: '{$args.n}', input: '{$args.input}', label: 'n={$args.n}', missing: '{$args.missing}' }, response: { setters: { contentType: '{$body.headers.content-type}', n: '{$body.body.n}', a: '{$body.body.input.a}', body: '{$body.body.label}', missing: '{$body.body.missing}' } } },
+        {
+          body: { q: '{$args.q}', n: '{$args.n}', input: '{$args.input}', label: 'n={$args.n}', missing: '{$args.missing}' },
+          response: {
+            setters: {
+              contentType: '{$body.headers.content-type}',
+              n: '{$body.body.n}',
+              a: '{$body.body.input.a}',
+              body: '{$body.body.label}',
+              missing: '{$body.body.missing}',
+            },
+          },
+        },
       ),
       'Query|failing': rest(up, { ':path': '/status/{$args.code}' }),
       'Query|notJson': rest(up, { ':path': '/notjson' }),
@@ -219,7 +261,10 @@ function get(engine: Engine, params: Record<string, string>, headers: Record<str
   return engine.handle({ method: 'GET', path: '/graphql?' + new URLSearchParams(params).toString(), headers, body: Buffer.alloc(0) });
 }
 
-function json(res: GraphQLHttpResponse): { data?: unknown; errors?: { message: string; path?: (string | number)[]; locations?: unknown; extensions?: Record<string, unknown> }[] } {
+function json(res: GraphQLHttpResponse): {
+  data?: unknown;
+  errors?: { message: string; path?: (string | number)[]; locations?: unknown; extensions?: Record<string, unknown> }[];
+} {
   return JSON.parse(res.body);
 }
 
@@ -281,7 +326,10 @@ describe('results', () => {
         ],
       },
     });
-    const urls = backend.hits.slice(before).map((h) => h.url).sort();
+    const urls = backend.hits
+      .slice(before)
+      .map((h) => h.url)
+      .sort();
     // 4 products x 3 fields = 12 resolutions, but only 3 distinct /details calls (+ the list)
     expect(urls).toEqual(['/api/v1/products', '/details/1', '/details/2', '/details/3']);
   });
@@ -355,7 +403,9 @@ describe('results', () => {
       },
     });
     const before = count(backend, '/details/3');
-    expect(json(await post(e, { query: '{book(id: 3){id name pages}}' }))).toEqual({ data: { book: { id: 3, name: 'William Shakespeare', pages: 342 } } });
+    expect(json(await post(e, { query: '{book(id: 3){id name pages}}' }))).toEqual({
+      data: { book: { id: 3, name: 'William Shakespeare', pages: 342 } },
+    });
     expect(count(backend, '/details/3') - before).toBe(1);
   });
 
@@ -388,7 +438,9 @@ describe('templates in requests', () => {
 
   it('keeps JSON types in bodies for whole placeholders, null for missing values', async () => {
     const res = await post(engine, { query: '{echoPost(q: "x", n: 42, input: {a: 7}){method contentType n a body missing}}' });
-    expect(json(res).data).toEqual({ echoPost: { method: 'POST', contentType: 'application/json', n: 42, a: 7, body: 'n=42', missing: null } });
+    expect(json(res).data).toEqual({
+      echoPost: { method: 'POST', contentType: 'application/json', n: 42, a: 7, body: 'n=42', missing: null },
+    });
     const hit = lastHit((h) => h.url === '/echo');
     expect(JSON.parse(hit.body)).toEqual({ q: 'x', n: 42, input: { a: 7 }, label: 'n=42', missing: null });
   });
@@ -419,7 +471,12 @@ describe('resolver errors: partial data', () => {
       const res = await post(engine, { query: '{productsForHome{id author}}' });
       const body = json(res);
       expect(res.status).toBe(200);
-      expect((body.data as { productsForHome: { author: string | null }[] }).productsForHome.map((p) => p.author)).toEqual(['William Shakespeare', 'William Shakespeare', null, 'William Shakespeare']);
+      expect((body.data as { productsForHome: { author: string | null }[] }).productsForHome.map((p) => p.author)).toEqual([
+        'William Shakespeare',
+        'William Shakespeare',
+        null,
+        'William Shakespeare',
+      ]);
       expect(body.errors).toHaveLength(1);
       expect(body.errors![0]!.path).toEqual(['productsForHome', 2, 'author']);
       expect(body.errors![0]!.extensions).toMatchObject({ code: 'UPSTREAM_HTTP_ERROR', http: { status: 404 } });
@@ -446,7 +503,11 @@ describe('resolver errors: partial data', () => {
     const body = json(await post(engine, { query: '{slow{id}}' }));
     expect(Date.now() - t0).toBeLessThan(1_000);
     expect(body.data).toEqual({ slow: null });
-    expect(body.errors![0]!).toMatchObject({ message: 'Query|slow: upstream did not answer within 150 ms', path: ['slow'], extensions: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(body.errors![0]!).toMatchObject({
+      message: 'Query|slow: upstream did not answer within 150 ms',
+      path: ['slow'],
+      extensions: { code: 'UPSTREAM_TIMEOUT' },
+    });
   });
 
   it('propagates a failing non-null field to its parent (data: null, still 200)', async () => {
@@ -460,7 +521,11 @@ describe('resolver errors: partial data', () => {
 
 describe('GraphQL over HTTP', () => {
   it('serves GET queries, with variables and operationName', async () => {
-    const res = await get(engine, { query: 'query P($id: Int!){product(id: $id){id title: author}} query Other{__typename}', variables: '{"id":3}', operationName: 'P' });
+    const res = await get(engine, {
+      query: 'query P($id: Int!){product(id: $id){id title: author}} query Other{__typename}',
+      variables: '{"id":3}',
+      operationName: 'P',
+    });
     expect(res.status).toBe(200);
     expect(json(res)).toEqual({ data: { product: { id: 3, title: 'William Shakespeare' } } });
   });
@@ -476,7 +541,9 @@ describe('GraphQL over HTTP', () => {
     const sub = make({ version: 'v-sub', schemaDefinition: `${SDL}\ntype Subscription { tick: Int }` });
     const res = await post(sub, { query: 'subscription { tick }' }, { accept: GR });
     expect(res.status).toBe(400);
-    expect(json(res)).toEqual({ errors: [{ message: 'Subscriptions are not supported by this API.', locations: [{ line: 1, column: 1 }] }] });
+    expect(json(res)).toEqual({
+      errors: [{ message: 'Subscriptions are not supported by this API.', locations: [{ line: 1, column: 1 }] }],
+    });
   });
 
   it('refuses mutations over GET with 405 and Allow: POST', async () => {
@@ -592,7 +659,11 @@ describe('GraphQL over HTTP', () => {
       ['parse error', { query: '{' }, /Syntax Error/],
       ['validation error', { query: '{ 8f31403dfe404bccbb0e835f2629c6a7 }' }, /Syntax Error|Cannot query field/],
       ['unknown field', { query: '{ nope }' }, /Cannot query field "nope" on type "Query"/],
-      ['variable coercion', { query: 'query Q($id: Int!){ product(id: $id){id} }', variables: { id: null } }, /Variable "\$id" of non-null type "Int!" must not be null/],
+      [
+        'variable coercion',
+        { query: 'query Q($id: Int!){ product(id: $id){id} }', variables: { id: null } },
+        /Variable "\$id" of non-null type "Int!" must not be null/,
+      ],
       ['unknown operationName', { query: 'query A{__typename}', operationName: 'B' }, /Unknown operation named "B"/],
       ['several operations, no name', { query: 'query A{__typename} query B{__typename}' }, /Must provide operation name/],
       ['subscription', { query: 'subscription{__typename}' }, /Schema is not configured|Subscriptions are not supported/],
@@ -615,12 +686,18 @@ describe('GraphQL over HTTP', () => {
 
 describe('introspection', () => {
   it('is refused when disabled, with a message saying so; __typename still works', async () => {
-    for (const query of ['{__schema{queryType{name}}}', '{__type(name: "Product"){name}}', '{productsForHome{id} ... on Query { __schema { types { name } } }}']) {
+    for (const query of [
+      '{__schema{queryType{name}}}',
+      '{__type(name: "Product"){name}}',
+      '{productsForHome{id} ... on Query { __schema { types { name } } }}',
+    ]) {
       const res = await post(engine, { query }, { accept: GR });
       expect(res.status, query).toBe(400);
       expect(json(res).errors![0]!.message).toMatch(/Introspection is disabled/);
     }
-    expect(json(await post(engine, { query: '{productsForHome{__typename}}' })).data).toEqual({ productsForHome: [{ __typename: 'Product' }, { __typename: 'Product' }, { __typename: 'Product' }, { __typename: 'Product' }] });
+    expect(json(await post(engine, { query: '{productsForHome{__typename}}' })).data).toEqual({
+      productsForHome: [{ __typename: 'Product' }, { __typename: 'Product' }, { __typename: 'Product' }, { __typename: 'Product' }],
+    });
   });
 
   it('works when enabled, and the @resolve directive is part of the schema', async () => {
@@ -658,7 +735,8 @@ describe('maxDepth', () => {
   });
 
   it('counts depth through fragment spreads and inline fragments', async () => {
-    const viaFragments = 'query { ...Q } fragment Q on Query { productsForHome { ...P } } fragment P on Product { ... on Product { details { author } } }';
+    const viaFragments =
+      'query { ...Q } fragment Q on Query { productsForHome { ...P } } fragment P on Product { ... on Product { details { author } } }';
     const res = await post(limited, { query: viaFragments }, { accept: GR });
     expect(res.status).toBe(400);
     expect(json(res).errors![0]!.message).toMatch(/depth 3/);
@@ -670,7 +748,11 @@ describe('maxDepth', () => {
     const cyclic = '{ productsForHome { ...A } } fragment A on Product { id ...B } fragment B on Product { title ...A }';
     const res = await post(limited, { query: cyclic }, { accept: GR });
     expect(res.status).toBe(400);
-    expect(json(res).errors!.map((e) => e.message).join('\n')).toMatch(/Cannot spread fragment "A" within itself/);
+    expect(
+      json(res)
+        .errors!.map((e) => e.message)
+        .join('\n'),
+    ).toMatch(/Cannot spread fragment "A" within itself/);
   });
 });
 
@@ -679,9 +761,18 @@ describe('graphql-jit and graphql-js', () => {
   const corpus: { name: string; request: () => Parameters<Engine['handle']>[0] }[] = [
     ['flat', { query: '{productsForHome{id title}}' }],
     ['nested with dedup', { query: '{productsForHome{id author pages year details{author}}}' }],
-    ['aliases, fragments, __typename', { query: 'query Q { a: product(id: 1) { ...F } b: product(id: 2) { ...F __typename } } fragment F on Product { id title: author }' }],
-    ['variables and operationName', { query: 'query P($id: Int!){product(id: $id){id pages}} query Other{__typename}', variables: { id: 3 }, operationName: 'P' }],
-    ['skip and include', { query: 'query($s: Boolean!){product(id: 1){id author @skip(if: $s) pages @include(if: $s)}}', variables: { s: true } }],
+    [
+      'aliases, fragments, __typename',
+      { query: 'query Q { a: product(id: 1) { ...F } b: product(id: 2) { ...F __typename } } fragment F on Product { id title: author }' },
+    ],
+    [
+      'variables and operationName',
+      { query: 'query P($id: Int!){product(id: $id){id pages}} query Other{__typename}', variables: { id: 3 }, operationName: 'P' },
+    ],
+    [
+      'skip and include',
+      { query: 'query($s: Boolean!){product(id: 1){id author @skip(if: $s) pages @include(if: $s)}}', variables: { s: true } },
+    ],
     ['templates: path, query, headers, input object', { query: '{echo(q: "a b", ids: [1, 2], input: {a: 1, b: "x"}){url auth}}' }],
     ['templated JSON body', { query: '{echoPost(q: "x", n: 2, input: {a: 5}){contentType n a body missing}}' }],
     ['resultRoot and setters', { query: '{authors{id name lastname} firstAuthor{id first}}' }],
@@ -697,7 +788,12 @@ describe('graphql-jit and graphql-js', () => {
     ['several operations, no name', { query: 'query A{__typename} query B{__typename}' }],
   ].map(([name, body]) => ({
     name: name as string,
-    request: () => ({ method: 'POST', path: '/graphql', headers: { 'content-type': 'application/json', accept: GR, authorization: 'Bearer t' }, body: Buffer.from(JSON.stringify(body)) }),
+    request: () => ({
+      method: 'POST',
+      path: '/graphql',
+      headers: { 'content-type': 'application/json', accept: GR, authorization: 'Bearer t' },
+      body: Buffer.from(JSON.stringify(body)),
+    }),
   }));
   let jit: Engine;
   let js: Engine;
@@ -741,7 +837,8 @@ describe('graphql-jit and graphql-js', () => {
     expect(json(await post(e, { query, operationName: 'A' })).data).toEqual({ product: { id: 1 } });
     expect(json(await post(e, { query, operationName: 'B' })).data).toEqual({ product: { id: 2 } });
     expect(json(await post(e, { query, operationName: 'A' })).data).toEqual({ product: { id: 1 } });
-    for (let i = 0; i < 3; i++) expect(json(await post(e, { query, operationName: `C${i}` })).errors![0]!.message).toMatch(/Unknown operation named "C/);
+    for (let i = 0; i < 3; i++)
+      expect(json(await post(e, { query, operationName: `C${i}` })).errors![0]!.message).toMatch(/Unknown operation named "C/);
     expect(e.stats()).toMatchObject({ compilations: 2, jitExecutions: 3 });
   });
 });
@@ -816,9 +913,22 @@ describe('upstream pools', () => {
     const b2 = await startBackend();
     const local = new UpstreamPools(0);
     try {
-      const up: ResolverUpstream = { name: 'ns.two', endpoints: [{ address: '127.0.0.1', port: b1.port }, { address: '127.0.0.1', port: b2.port }] };
+      const up: ResolverUpstream = {
+        name: 'ns.two',
+        endpoints: [
+          { address: '127.0.0.1', port: b1.port },
+          { address: '127.0.0.1', port: b2.port },
+        ],
+      };
       const e = createEngine(
-        { name: 'ns.rr', version: '1', enableIntrospection: false, maxDepth: 0, schemaDefinition: 'type Query { p(id: Int): Details @resolve(name: "Query|p") } type Details { id: Int }', resolutions: { 'Query|p': rest(up, { ':path': '/details/{$args.id}' }) } },
+        {
+          name: 'ns.rr',
+          version: '1',
+          enableIntrospection: false,
+          maxDepth: 0,
+          schemaDefinition: 'type Query { p(id: Int): Details @resolve(name: "Query|p") } type Details { id: Int }',
+          resolutions: { 'Query|p': rest(up, { ':path': '/details/{$args.id}' }) },
+        },
         { upstreamPools: local },
       );
       for (let i = 0; i < 6; i++) await post(e, { query: `{p(id: ${(i % 3) + 1}){id}}` });
@@ -845,13 +955,20 @@ describe('upstream pools', () => {
       enableIntrospection: false,
       maxDepth: 0,
       schemaDefinition: sdl,
-      resolutions: { 'Query|p': rest({ name: 'ns.secure', endpoints: [{ address: '127.0.0.1', port: b.port }], tls }, { ':path': '/details/{$args.id}' }) },
+      resolutions: {
+        'Query|p': rest(
+          { name: 'ns.secure', endpoints: [{ address: '127.0.0.1', port: b.port }], tls },
+          { ':path': '/details/{$args.id}' },
+        ),
+      },
     });
     try {
       const good = createEngine(cfg({ sni: 'secure.example.com', rootCa: cert }), { upstreamPools: local });
       expect(json(await post(good, { query: '{p(id: 1){id author}}' }))).toEqual({ data: { p: { id: 1, author: 'William Shakespeare' } } });
       const wrongName = createEngine(cfg({ sni: 'wrong.example.com', rootCa: cert }), { upstreamPools: local });
-      expect(json(await post(wrongName, { query: '{p(id: 1){id}}' })).errors![0]!.extensions).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+      expect(json(await post(wrongName, { query: '{p(id: 1){id}}' })).errors![0]!.extensions).toMatchObject({
+        code: 'UPSTREAM_UNAVAILABLE',
+      });
       // no rootCa: like Envoy without a validation context, the certificate is not verified
       const unverified = createEngine(cfg({}), { upstreamPools: local });
       expect(json(await post(unverified, { query: '{p(id: 2){id}}' }))).toEqual({ data: { p: { id: 2 } } });
@@ -882,7 +999,9 @@ describe('config checks', () => {
     cfg.resolutions['Query|ghost'] = rest(up, { ':path': '/x' });
     cfg.resolutions['Query|echo'] = rest(up, { ':path': '/echo/{$args.nope}' });
     cfg.resolutions['Query|slow'] = rest(up, { ':path': '/x/{$parent.id' });
-    cfg.resolutions['Query|down'] = { rest: { ...rest(up, { ':path': '/x' }).rest!, upstream: { name: 'ns.bad', endpoints: [{ address: '', port: 70000 }] } } };
+    cfg.resolutions['Query|down'] = {
+      rest: { ...rest(up, { ':path': '/x' }).rest!, upstream: { name: 'ns.bad', endpoints: [{ address: '', port: 70000 }] } },
+    };
     cfg.resolutions['Query|nothing'] = {};
     const problems = checkApiConfig(cfg);
     expect(problems).toEqual(
@@ -895,19 +1014,34 @@ describe('config checks', () => {
         'resolution "Query|nothing" has no REST resolver (this engine executes REST resolvers only)',
       ]),
     );
-    expect(() => createEngine(cfg, { upstreamPools: pools })).toThrow(/GraphQL API "legate-system.bookinfo" \(version v1\) is unusable: .*Query\|missing/);
+    expect(() => createEngine(cfg, { upstreamPools: pools })).toThrow(
+      /GraphQL API "legate-system.bookinfo" \(version v1\) is unusable: .*Query\|missing/,
+    );
   });
 
   it('reports SDL that does not parse or is not a valid schema', () => {
-    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query {', resolutions: {} })).toEqual(['schemaDefinition does not parse: Syntax Error: Expected Name, found <EOF>. (line 1, column 13)']);
-    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query { a: Nope }', resolutions: {} })[0]).toMatch(/schemaDefinition is not a valid schema: Unknown type "Nope"/);
-    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Foo { a: String }', resolutions: {} })).toEqual(['schemaDefinition is not a valid schema: Query root type must be provided.']);
-    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query { a: String @other }', resolutions: {} })[0]).toMatch(/Unknown directive "@other"/);
+    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query {', resolutions: {} })).toEqual([
+      'schemaDefinition does not parse: Syntax Error: Expected Name, found <EOF>. (line 1, column 13)',
+    ]);
+    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query { a: Nope }', resolutions: {} })[0]).toMatch(
+      /schemaDefinition is not a valid schema: Unknown type "Nope"/,
+    );
+    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Foo { a: String }', resolutions: {} })).toEqual([
+      'schemaDefinition is not a valid schema: Query root type must be provided.',
+    ]);
+    expect(checkApiConfig({ ...base(), schemaDefinition: 'type Query { a: String @other }', resolutions: {} })[0]).toMatch(
+      /Unknown directive "@other"/,
+    );
   });
 
   it('reports unusable TLS material', () => {
     const cfg = base();
-    cfg.resolutions['Query|product'] = { rest: { ...rest(upstreamAt(1), { ':path': '/x' }).rest!, upstream: { name: 'ns.tls', endpoints: [{ address: '127.0.0.1', port: 1 }], tls: { rootCa: 'not a PEM' } } } };
+    cfg.resolutions['Query|product'] = {
+      rest: {
+        ...rest(upstreamAt(1), { ':path': '/x' }).rest!,
+        upstream: { name: 'ns.tls', endpoints: [{ address: '127.0.0.1', port: 1 }], tls: { rootCa: 'not a PEM' } },
+      },
+    };
     expect(checkApiConfig(cfg).join('\n')).toMatch(/resolution "Query\|product" upstream ns.tls: unusable TLS material/);
   });
 });

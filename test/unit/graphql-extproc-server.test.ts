@@ -4,10 +4,26 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
-import { PROCESS_PATH, frameMessage, framePrefix, startExtProcServer, type ExtProcServer, type ProcessCall } from '../../extensions/graphql/extproc-server.js';
-import { CONTINUE_REQUEST_BODY, CONTINUE_REQUEST_HEADERS, Phase, encodeImmediateResponse, type ProcessingRequestIn } from '../../extensions/graphql/wire.js';
+import {
+  PROCESS_PATH,
+  frameMessage,
+  framePrefix,
+  startExtProcServer,
+  type ExtProcServer,
+  type ProcessCall,
+} from '../../extensions/graphql/extproc-server.js';
+import {
+  CONTINUE_REQUEST_BODY,
+  CONTINUE_REQUEST_HEADERS,
+  Phase,
+  encodeImmediateResponse,
+  type ProcessingRequestIn,
+} from '../../extensions/graphql/wire.js';
 
-const Processor = lookupService(loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'), 'envoy.service.ext_proc.v3.ExternalProcessor');
+const Processor = lookupService(
+  loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'),
+  'envoy.service.ext_proc.v3.ExternalProcessor',
+);
 const processMethod = Processor.service['Process']!;
 
 interface Seen {
@@ -38,7 +54,17 @@ function open(call: ProcessCall) {
         if (msg.body) chunks.push(Buffer.from(msg.body));
         if (!msg.endOfStream) call.write(frameMessage(CONTINUE_REQUEST_BODY));
         else {
-          call.end(framePrefix(encodeImmediateResponse(200, { 'content-type': 'text/plain', 'x-api': s.api }, Buffer.concat(chunks).toString('utf8'), 'test', 5)));
+          call.end(
+            framePrefix(
+              encodeImmediateResponse(
+                200,
+                { 'content-type': 'text/plain', 'x-api': s.api },
+                Buffer.concat(chunks).toString('utf8'),
+                'test',
+                5,
+              ),
+            ),
+          );
         }
       }
     },
@@ -143,7 +169,13 @@ describe('ext_proc server', () => {
   it('tells the handler when the client resets the stream (as Envoy does) rather than half-closing it', async () => {
     const session = http2.connect(`http://127.0.0.1:${server.port}`);
     try {
-      const stream = session.request({ ':method': 'POST', ':path': PROCESS_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-legate-graphql-api': 'a.reset' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': PROCESS_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'x-legate-graphql-api': 'a.reset',
+      });
       stream.on('error', () => undefined);
       const answered = new Promise<void>((resolve) => stream.once('data', () => resolve()));
       stream.write(frameMessage(processMethod.requestSerialize({ request_headers: { headers: { headers: [] }, end_of_stream: false } })));
@@ -162,7 +194,13 @@ describe('ext_proc server', () => {
   async function raw(api: string, bytes: Buffer, cuts: number[]): Promise<{ data: Buffer; grpcStatus: string | undefined; seen: Seen }> {
     const session = http2.connect(`http://127.0.0.1:${server.port}`);
     try {
-      const stream = session.request({ ':method': 'POST', ':path': PROCESS_PATH, 'content-type': 'application/grpc', te: 'trailers', 'x-legate-graphql-api': api });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': PROCESS_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'x-legate-graphql-api': api,
+      });
       stream.on('error', () => undefined);
       const chunks: Buffer[] = [];
       let grpcStatus: string | undefined;
@@ -184,8 +222,14 @@ describe('ext_proc server', () => {
     }
   }
 
-  const headersMsg = frameMessage(processMethod.requestSerialize({ request_headers: { headers: { headers: [{ key: ':path', raw_value: Buffer.from('/g') }] }, end_of_stream: false } }));
-  const bodyMsg = frameMessage(processMethod.requestSerialize({ request_body: { body: Buffer.from('{"query":"{a}"}'), end_of_stream: true } }));
+  const headersMsg = frameMessage(
+    processMethod.requestSerialize({
+      request_headers: { headers: { headers: [{ key: ':path', raw_value: Buffer.from('/g') }] }, end_of_stream: false },
+    }),
+  );
+  const bodyMsg = frameMessage(
+    processMethod.requestSerialize({ request_body: { body: Buffer.from('{"query":"{a}"}'), end_of_stream: true } }),
+  );
 
   it('reassembles messages cut anywhere across DATA frames, and reads several messages from one frame', async () => {
     const bytes = Buffer.concat([headersMsg, bodyMsg]);
@@ -194,7 +238,7 @@ describe('ext_proc server', () => {
     expect(r.grpcStatus).toBe('0');
     expect(r.seen.messages.map((m) => m.phase)).toEqual([Phase.requestHeaders, Phase.requestBody]);
     const answers: any[] = [];
-    for (let at = 0; at < r.data.length; ) {
+    for (let at = 0; at < r.data.length;) {
       const len = r.data.readUInt32BE(at + 1);
       answers.push(processMethod.responseDeserialize(r.data.subarray(at + 5, at + 5 + len)));
       at += 5 + len;

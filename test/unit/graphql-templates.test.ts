@@ -15,7 +15,11 @@ import {
 
 const REQ = ['parent', 'args', 'headers'] as const;
 
-function rest(headers: Record<string, string>, more: Partial<RestResolverConfig> = {}, response: RestResolverConfig['response'] = { setters: {} }): RestResolverConfig {
+function rest(
+  headers: Record<string, string>,
+  more: Partial<RestResolverConfig> = {},
+  response: RestResolverConfig['response'] = { setters: {} },
+): RestResolverConfig {
   return {
     upstream: { name: 'ns.up', endpoints: [{ address: '127.0.0.1', port: 1 }] },
     request: { queryParams: {}, ...(more.request ?? {}), headers },
@@ -25,7 +29,14 @@ function rest(headers: Record<string, string>, more: Partial<RestResolverConfig>
 }
 
 describe('paths', () => {
-  const doc = { a: { b: 1 }, list: [{ id: 1, tags: ['x'] }, { id: 2, tags: ['y', 'z'] }], map: { k1: 'v1', k2: 'v2' } };
+  const doc = {
+    a: { b: 1 },
+    list: [
+      { id: 1, tags: ['x'] },
+      { id: 2, tags: ['y', 'z'] },
+    ],
+    map: { k1: 'v1', k2: 'v2' },
+  };
 
   it('walks keys, indexes and [*]', () => {
     expect(getPath(doc, parsePath('a.b', 't'))).toBe(1);
@@ -108,7 +119,19 @@ describe('JSON bodies', () => {
   const ctx = { parent: { id: 7 }, args: { n: 3, input: { a: [1] } }, headers: {} };
 
   it('keeps JSON types for whole placeholders, null for missing, strings otherwise', () => {
-    const c = compileJson({ id: '{$parent.id}', n: '{$args.n}', input: '{$args.input}', missing: '{$args.nope}', label: 'id-{$parent.id}', nested: [{ x: '{$args.n}' }], fixed: 1 }, REQ, 'b');
+    const c = compileJson(
+      {
+        id: '{$parent.id}',
+        n: '{$args.n}',
+        input: '{$args.input}',
+        missing: '{$args.nope}',
+        label: 'id-{$parent.id}',
+        nested: [{ x: '{$args.n}' }],
+        fixed: 1,
+      },
+      REQ,
+      'b',
+    );
     expect(c.constant).toBe(false);
     expect(c.value(ctx)).toEqual({ id: 7, n: 3, input: { a: [1] }, missing: null, label: 'id-7', nested: [{ x: 3 }], fixed: 1 });
   });
@@ -127,14 +150,29 @@ describe('REST resolver compilation', () => {
       'Query|search',
       rest(
         { ':method': 'post', ':path': '/search/{$args.kind}', 'X-Token': '{$headers.authorization}', 'X-Static': 's' },
-        { request: { headers: {}, queryParams: { q: '{$args.q}', limit: '{$args.limit}', tag: 'a&b' }, body: { q: '{$args.q}', page: '{$args.page}' } } },
+        {
+          request: {
+            headers: {},
+            queryParams: { q: '{$args.q}', limit: '{$args.limit}', tag: 'a&b' },
+            body: { q: '{$args.q}', page: '{$args.page}' },
+          },
+        },
       ),
     );
-    const { spec, key } = buildCall(c, { parent: undefined, args: { kind: 'a/b', q: 'x y', page: 2 }, headers: { authorization: 'Bearer t' } });
+    const { spec, key } = buildCall(c, {
+      parent: undefined,
+      args: { kind: 'a/b', q: 'x y', page: 2 },
+      headers: { authorization: 'Bearer t' },
+    });
     expect(spec.method).toBe('POST');
     // optional args not given are left out of the query string
     expect(spec.path).toBe('/search/a%2Fb?q=x%20y&tag=a%26b');
-    expect(spec.headers).toMatchObject({ 'x-token': 'Bearer t', 'x-static': 's', accept: 'application/json', 'content-type': 'application/json' });
+    expect(spec.headers).toMatchObject({
+      'x-token': 'Bearer t',
+      'x-static': 's',
+      accept: 'application/json',
+      'content-type': 'application/json',
+    });
     expect(spec.body).toBe('{"q":"x y","page":2}');
     expect(spec.headers['content-length']).toBe(String(Buffer.byteLength(spec.body!)));
     expect(key).toContain('POST /search/a%2Fb?q=x%20y&tag=a%26b');
@@ -184,9 +222,12 @@ describe('response shaping', () => {
   });
 
   it('applies setters to an object, keeping its other attributes', () => {
-    const shaped = shapeResult(c({ resultRoot: 'data', setters: { lastname: '{$body.details.lastname}', full: '{$body.details.first} {$body.details.lastname}' } }), {
-      data: { id: 1, details: { first: 'Ada', lastname: 'Lovelace' } },
-    });
+    const shaped = shapeResult(
+      c({ resultRoot: 'data', setters: { lastname: '{$body.details.lastname}', full: '{$body.details.first} {$body.details.lastname}' } }),
+      {
+        data: { id: 1, details: { first: 'Ada', lastname: 'Lovelace' } },
+      },
+    );
     expect(shaped).toEqual({ id: 1, details: { first: 'Ada', lastname: 'Lovelace' }, lastname: 'Lovelace', full: 'Ada Lovelace' });
   });
 

@@ -13,7 +13,10 @@ import {
   encodeImmediateResponse,
 } from '../../extensions/graphql/wire.js';
 
-const processMethod = lookupService(loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'), 'envoy.service.ext_proc.v3.ExternalProcessor').service['Process']!;
+const processMethod = lookupService(
+  loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'),
+  'envoy.service.ext_proc.v3.ExternalProcessor',
+).service['Process']!;
 const encodeRequest = (msg: object): Buffer => processMethod.requestSerialize(msg);
 const encodeResponse = (msg: object): Buffer => processMethod.responseSerialize(msg);
 const decodeResponse = (b: Buffer): Record<string, any> => processMethod.responseDeserialize(b) as Record<string, any>;
@@ -90,7 +93,9 @@ describe('decodeProcessingRequest', () => {
     const parts = [bytes.subarray(0, 7), bytes.subarray(7, 200), bytes.subarray(200)];
     const got: Buffer[] = [];
     parts.forEach((part, i) => {
-      const r = decodeProcessingRequest(encodeRequest({ request_body: { body: part, end_of_stream: i === parts.length - 1 }, observability_mode: false }));
+      const r = decodeProcessingRequest(
+        encodeRequest({ request_body: { body: part, end_of_stream: i === parts.length - 1 }, observability_mode: false }),
+      );
       expect(r.phase).toBe(Phase.requestBody);
       expect(r.endOfStream).toBe(i === parts.length - 1);
       got.push(r.body!);
@@ -105,13 +110,21 @@ describe('decodeProcessingRequest', () => {
   });
 
   it('tells the other phases apart', () => {
-    expect(decodeProcessingRequest(encodeRequest({ request_trailers: { trailers: { headers: [{ key: 'x', value: 'y' }] } } })).phase).toBe(Phase.requestTrailers);
-    expect(decodeProcessingRequest(encodeRequest({ response_headers: { headers: { headers: [{ key: ':status', value: '200' }] }, end_of_stream: true } }))).toMatchObject({
+    expect(decodeProcessingRequest(encodeRequest({ request_trailers: { trailers: { headers: [{ key: 'x', value: 'y' }] } } })).phase).toBe(
+      Phase.requestTrailers,
+    );
+    expect(
+      decodeProcessingRequest(
+        encodeRequest({ response_headers: { headers: { headers: [{ key: ':status', value: '200' }] }, end_of_stream: true } }),
+      ),
+    ).toMatchObject({
       phase: Phase.responseHeaders,
       headers: [],
       endOfStream: true,
     });
-    expect(decodeProcessingRequest(encodeRequest({ response_body: { body: Buffer.from('x'), end_of_stream: false } })).phase).toBe(Phase.responseBody);
+    expect(decodeProcessingRequest(encodeRequest({ response_body: { body: Buffer.from('x'), end_of_stream: false } })).phase).toBe(
+      Phase.responseBody,
+    );
     expect(decodeProcessingRequest(encodeRequest({ response_trailers: {} })).phase).toBe(Phase.responseTrailers);
     expect(decodeProcessingRequest(encodeRequest({}))).toMatchObject({ phase: Phase.none, malformed: false });
     expect(decodeProcessingRequest(Buffer.alloc(0))).toMatchObject({ phase: Phase.none, malformed: false });
@@ -120,7 +133,9 @@ describe('decodeProcessingRequest', () => {
   it('skips unknown fields of every wire type at every level', () => {
     const headers = encodeRequest(envoyHeaders([[':path', '/g']], true));
     // unknown fields: 50 varint, 51 fixed64, 52 length-delimited, 53 fixed32
-    const unknown = Buffer.from([0x90, 0x03, 0x96, 0x01, 0x99, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 0xa2, 0x03, 0x02, 0xff, 0xfe, 0xad, 0x03, 9, 9, 9, 9]);
+    const unknown = Buffer.from([
+      0x90, 0x03, 0x96, 0x01, 0x99, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 0xa2, 0x03, 0x02, 0xff, 0xfe, 0xad, 0x03, 9, 9, 9, 9,
+    ]);
     const nest = (tag: number, inner: Buffer): Buffer => Buffer.concat([Buffer.from([tag, inner.length]), inner]);
     // HeaderValue with an unknown field in front, inside a HeaderMap with one too, inside HttpHeaders with one too
     const hv = Buffer.concat([unknown, nest(0x0a, Buffer.from('k')), nest(0x1a, Buffer.from('v'))]);
@@ -129,7 +144,10 @@ describe('decodeProcessingRequest', () => {
     const msg = Buffer.concat([unknown, headers.subarray(0, 0), nest(0x12, httpHeaders), unknown]);
     const r = decodeProcessingRequest(msg);
     expect(r).toMatchObject({ phase: Phase.requestHeaders, headers: ['k', 'v'], endOfStream: true, malformed: false });
-    const body = Buffer.concat([unknown, nest(0x22, Buffer.concat([unknown, nest(0x0a, Buffer.from('{}')), Buffer.from([0x10, 0x01]), unknown]))]);
+    const body = Buffer.concat([
+      unknown,
+      nest(0x22, Buffer.concat([unknown, nest(0x0a, Buffer.from('{}')), Buffer.from([0x10, 0x01]), unknown])),
+    ]);
     const b = decodeProcessingRequest(body);
     expect(b.body?.toString()).toBe('{}');
     expect(b.endOfStream).toBe(true);
@@ -142,7 +160,8 @@ describe('decodeProcessingRequest', () => {
     for (let n = 1; n < good.length; n++) expect(decodeProcessingRequest(good.subarray(0, n)).malformed).toBe(true);
     expect(decodeProcessingRequest(Buffer.from([0x13])).malformed).toBe(true); // group wire type
     expect(decodeProcessingRequest(Buffer.from([0x12, 0x05, 0x0a])).malformed).toBe(true); // length past the end
-    expect(decodeProcessingRequest(Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01])).malformed).toBe(true); // varint too long
+    // varint too long
+    expect(decodeProcessingRequest(Buffer.from([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01])).malformed).toBe(true);
   });
 });
 
@@ -159,7 +178,12 @@ describe('ProcessingResponse encoding', () => {
   // [status, its name in envoy.type.v3.StatusCode (proto-loader decodes enums as names), headers, body]
   const cases: Array<[number, string, Record<string, string>, string]> = [
     [200, 'OK', { 'content-type': 'application/json; charset=utf-8' }, '{"data":{"productsForHome":[{"id":1,"title":"Book 1"}]}}'],
-    [405, 'MethodNotAllowed', { 'content-type': 'application/graphql-response+json; charset=utf-8', allow: 'GET, POST' }, '{"errors":[{"message":"no"}]}'],
+    [
+      405,
+      'MethodNotAllowed',
+      { 'content-type': 'application/graphql-response+json; charset=utf-8', allow: 'GET, POST' },
+      '{"errors":[{"message":"no"}]}',
+    ],
     [503, 'ServiceUnavailable', {}, ''],
     [200, 'OK', { 'x-unicode': 'caf\u00e9 \u2713', 'x-empty': '' }, '\u00e9\u2713'.repeat(100)],
     [413, 'PayloadTooLarge', { 'content-type': 'application/json' }, 'x'.repeat(70_000)],
@@ -181,7 +205,9 @@ describe('ProcessingResponse encoding', () => {
       expect(back['immediate_response'].status.code).toBe(statusName);
       expect(back['immediate_response'].details).toBe('legate_graphql');
       expect(Buffer.from(back['immediate_response'].body).toString('utf8')).toBe(body);
-      const hs = ((back['immediate_response'].headers.set_headers ?? []) as Array<{ header: { key: string; raw_value: Buffer } }>).map((o) => [o.header.key, Buffer.from(o.header.raw_value).toString('utf8')]);
+      const hs = ((back['immediate_response'].headers.set_headers ?? []) as Array<{ header: { key: string; raw_value: Buffer } }>).map(
+        (o) => [o.header.key, Buffer.from(o.header.raw_value).toString('utf8')],
+      );
       expect(hs).toEqual(Object.entries(headers));
     }
   });

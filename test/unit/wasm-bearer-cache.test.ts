@@ -30,7 +30,10 @@ async function plugin(config: object | string = { cacheEntries: 64, verifiedHead
 }
 
 /** A request on a route with `routeKey`; `accepted` says what ext_authz left in dynamic metadata. */
-function request(token: string, o: { routeKey?: string; accepted?: { key: string; ms: string }; extraHeaders?: Array<[string, string]> } = {}): TestRequest {
+function request(
+  token: string,
+  o: { routeKey?: string; accepted?: { key: string; ms: string }; extraHeaders?: Array<[string, string]> } = {},
+): TestRequest {
   return {
     headers: [[':method', 'GET'], [':path', '/secure'], ['authorization', `Bearer ${token}`], ...(o.extraHeaders ?? [])],
     properties: o.routeKey === undefined ? {} : { [ROUTE_KEY]: o.routeKey },
@@ -70,7 +73,14 @@ describe('bearer-check edge cache', () => {
     host.request(request('t5', { routeKey: 'ns.a@v1', accepted: { key: 'ns.a@v1', ms: '12abc' } }));
     host.request(request('t6', { accepted: { key: 'ns.a@v1', ms: '60000' } })); // route without a key (AuthConfig missing)
     expect(host.counter('legate_bearer_check_cache_stores')).toBe(0);
-    for (const [t, v] of [['t1', 'v1'], ['t2', 'v2'], ['t3', 'v1'], ['t4', 'v1'], ['t5', 'v1'], ['t6', 'v1']]) {
+    for (const [t, v] of [
+      ['t1', 'v1'],
+      ['t2', 'v2'],
+      ['t3', 'v1'],
+      ['t4', 'v1'],
+      ['t5', 'v1'],
+      ['t6', 'v1'],
+    ]) {
       expect(verified(host.request(request(t!, { routeKey: `ns.a@${v}` })).headers), t).toBeUndefined();
     }
   });
@@ -112,7 +122,9 @@ describe('bearer-check edge cache', () => {
   it('is off by default and with cacheEntries 0: no header changes, no response work', async () => {
     for (const config of ['', { cacheEntries: 0 }]) {
       const host = await plugin(config);
-      const r = host.request(request('tok', { routeKey: 'ns.a@v1', accepted: { key: 'ns.a@v1', ms: '60000' }, extraHeaders: [[HEADER, SECRET]] }));
+      const r = host.request(
+        request('tok', { routeKey: 'ns.a@v1', accepted: { key: 'ns.a@v1', ms: '60000' }, extraHeaders: [[HEADER, SECRET]] }),
+      );
       expect(verified(r.headers)).toBe(SECRET); // untouched: without the cache the matcher is not rendered either
       expect(host.counter('legate_bearer_check_cache_stores')).toBe(0);
       expect(host.calls.get('proxy_remove_header_map_value') ?? 0).toBe(0);
@@ -141,12 +153,28 @@ describe('bearer-check edge cache', () => {
 describe('bearer-check SHA-256', () => {
   it('matches node:crypto for lengths around the block boundaries, fed whole or in pieces', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'legate-sha-')), 'sha256.wasm');
-    execFileSync(process.execPath, [join(REPO_ROOT, 'node_modules/assemblyscript/bin/asc.js'), 'test/unit/wasm-fixtures/sha256-entry.ts', '--target', 'release', '-o', out], {
-      cwd: REPO_ROOT,
-      stdio: 'pipe',
-    });
+    execFileSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'node_modules/assemblyscript/bin/asc.js'),
+        'test/unit/wasm-fixtures/sha256-entry.ts',
+        '--target',
+        'release',
+        '-o',
+        out,
+      ],
+      {
+        cwd: REPO_ROOT,
+        stdio: 'pipe',
+      },
+    );
     const { instance } = await WebAssembly.instantiate(readFileSync(out), { env: { proxy_log: () => 0 } });
-    const ex = instance.exports as { memory: WebAssembly.Memory; _initialize(): void; alloc(n: number): number; digest(p: number, n: number, c: number): number };
+    const ex = instance.exports as {
+      memory: WebAssembly.Memory;
+      _initialize(): void;
+      alloc(n: number): number;
+      digest(p: number, n: number, c: number): number;
+    };
     ex._initialize();
     for (const len of [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096]) {
       const input = Buffer.alloc(len);

@@ -21,7 +21,11 @@ async function plugin(configuration = ''): Promise<TestHost> {
 }
 
 function withAuth(value: string | undefined) {
-  const headers: Array<[string, string]> = [[':method', 'GET'], [':path', '/products'], [':authority', 'example.com']];
+  const headers: Array<[string, string]> = [
+    [':method', 'GET'],
+    [':path', '/products'],
+    [':authority', 'example.com'],
+  ];
   if (value !== undefined) headers.push(['authorization', value]);
   return { headers };
 }
@@ -41,7 +45,20 @@ describe('bearer-check module', () => {
       expect(ABI_EXPORTS[e.name], `unexpected export ${e.name}`).toBeDefined();
       expect(e.sig, e.name).toEqual(ABI_EXPORTS[e.name]);
     }
-    expect(names).toEqual(expect.arrayContaining(['proxy_abi_version_0_2_1', 'malloc', 'memory', '_initialize', 'proxy_on_context_create', 'proxy_on_vm_start', 'proxy_on_configure', 'proxy_on_request_headers', 'proxy_on_done', 'proxy_on_delete']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'proxy_abi_version_0_2_1',
+        'malloc',
+        'memory',
+        '_initialize',
+        'proxy_on_context_create',
+        'proxy_on_vm_start',
+        'proxy_on_configure',
+        'proxy_on_request_headers',
+        'proxy_on_done',
+        'proxy_on_delete',
+      ]),
+    );
     expect(names).not.toContain('proxy_on_memory_allocate'); // one allocator only
     expect(names).not.toContain('proxy_on_request_body'); // headers-only: Envoy skips body callbacks
   });
@@ -59,7 +76,16 @@ describe('bearer-check runtime', () => {
 
 describe('bearer-check configuration', () => {
   it('uses the defaults without a configuration and accepts {} and maxTokenBytes', async () => {
-    for (const configuration of ['', '  ', '{}', '{"maxTokenBytes": 4096}', ' { "maxTokenBytes" : 1 } ', '{"maxTokenBytes": 65536}', '{"maxTokenBytes": 1e2}', '{"maxTokenBytes": 10.0}']) {
+    for (const configuration of [
+      '',
+      '  ',
+      '{}',
+      '{"maxTokenBytes": 4096}',
+      ' { "maxTokenBytes" : 1 } ',
+      '{"maxTokenBytes": 65536}',
+      '{"maxTokenBytes": 1e2}',
+      '{"maxTokenBytes": 10.0}',
+    ]) {
       const host = await TestHost.load(wasmPath);
       expect(host.startPlugin({ rootId: ROOT_ID, configuration }).configured, configuration).toBe(true);
     }
@@ -69,7 +95,7 @@ describe('bearer-check configuration', () => {
 
   it('rejects malformed configurations with a clear error', async () => {
     const cases: Array<[string, string]> = [
-      ['not json', 'the configuration must be a JSON object, at offset 0 (found \'n\')'],
+      ['not json', "the configuration must be a JSON object, at offset 0 (found 'n')"],
       ['[]', 'the configuration must be a JSON object'],
       ['null', 'the configuration must be a JSON object'],
       ['{"maxTokenBytes": "4096"}', '"maxTokenBytes" must be an integer, got a string'],
@@ -79,9 +105,9 @@ describe('bearer-check configuration', () => {
       ['{"maxTokenBytes": -5}', '"maxTokenBytes" must be between 1 and 65536, got -5'],
       ['{"maxTokenBytes": 65537}', '"maxTokenBytes" must be between 1 and 65536, got 65537'],
       ['{"maxTokenBytes": 4096.5}', '"maxTokenBytes" must be an integer, got 4096.5'],
-      ['{"maxTokenBytes": 01}', 'invalid JSON: bad number at offset 19 (found \'1\')'],
+      ['{"maxTokenBytes": 01}', "invalid JSON: bad number at offset 19 (found '1')"],
       ['{"maxTokenBytes": 10,}', 'invalid JSON: expected a member name'],
-      ['{"maxTokenBytes": 10', 'invalid JSON: expected \',\' or \'}\' at the end of the input'],
+      ['{"maxTokenBytes": 10', "invalid JSON: expected ',' or '}' at the end of the input"],
       ['{"maxTokenBytes": 10} x', 'invalid JSON: unexpected data after the object'],
       ['{"maxTokens": 10}', 'unknown field "maxTokens"'],
       ['{"maxTokenBytes": 10, "maxTokenBytes": 20}', 'duplicate field "maxTokenBytes"'],
@@ -117,7 +143,10 @@ describe('bearer-check decisions', () => {
       status: 403,
       details: 'bearer_check_missing_token',
       body: '{"error":"missing_token"}',
-      headers: [['content-type', 'application/json'], ['www-authenticate', 'Bearer']],
+      headers: [
+        ['content-type', 'application/json'],
+        ['www-authenticate', 'Bearer'],
+      ],
       grpcStatus: -1,
     });
     expect(host.counter('legate_bearer_check_denied_missing')).toBe(1);
@@ -126,9 +155,25 @@ describe('bearer-check decisions', () => {
   it('answers 403 invalid_request for a malformed credential', async () => {
     const host = await plugin();
     const malformed = [
-      '', 'Bearer', 'Bearer ', 'Bearer  ', 'Basic dXNlcjpwYXNz', 'Token abc', 'Bearerabc', 'Bearer\tabc', 'Bearer a b', 'Bearer a,b',
+      '',
+      'Bearer',
+      'Bearer ',
+      'Bearer  ',
+      'Basic dXNlcjpwYXNz',
+      'Token abc',
+      'Bearerabc',
+      'Bearer\tabc',
+      'Bearer a b',
+      'Bearer a,b',
       'Bearer abc,Bearer def', // two Authorization headers, as Envoy joins them
-      'Bearer =abc', 'Bearer ab=c', 'Bearer abc= ', ' Bearer abc', 'Bearer ab"c', 'Bearer abc\u00e9', 'Bearer ab%20c', 'Bearer a*b',
+      'Bearer =abc',
+      'Bearer ab=c',
+      'Bearer abc= ',
+      ' Bearer abc',
+      'Bearer ab"c',
+      'Bearer abc\u00e9',
+      'Bearer ab%20c',
+      'Bearer a*b',
     ];
     for (const value of malformed) {
       const out = host.request(withAuth(value));
@@ -136,7 +181,10 @@ describe('bearer-check decisions', () => {
         status: 403,
         details: 'bearer_check_invalid_request',
         body: '{"error":"invalid_request"}',
-        headers: [['content-type', 'application/json'], ['www-authenticate', 'Bearer error="invalid_request"']],
+        headers: [
+          ['content-type', 'application/json'],
+          ['www-authenticate', 'Bearer error="invalid_request"'],
+        ],
         grpcStatus: -1,
       });
     }
@@ -147,8 +195,17 @@ describe('bearer-check decisions', () => {
   it('lets well-formed credentials through untouched', async () => {
     const host = await plugin();
     const good = [
-      'Bearer abc', 'bearer abc', 'BEARER abc', 'BeArEr abc', 'Bearer   abc', 'Bearer AZaz09-._~+/', 'Bearer abc==', 'Bearer a=',
-      'Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln', `Bearer ${'x'.repeat(4096)}`, `Bearer ${'x'.repeat(4094)}==`,
+      'Bearer abc',
+      'bearer abc',
+      'BEARER abc',
+      'BeArEr abc',
+      'Bearer   abc',
+      'Bearer AZaz09-._~+/',
+      'Bearer abc==',
+      'Bearer a=',
+      'Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln',
+      `Bearer ${'x'.repeat(4096)}`,
+      `Bearer ${'x'.repeat(4094)}==`,
     ];
     for (const value of good) {
       const out = host.request(withAuth(value));
@@ -188,21 +245,33 @@ describe('bearer-check decisions', () => {
   it('defines its counters once and counts every decision once', async () => {
     const host = await plugin();
     expect(host.counterNames()).toEqual([
-      'legate_bearer_check_allowed', 'legate_bearer_check_cache_hits', 'legate_bearer_check_cache_stores',
-      'legate_bearer_check_denied_malformed', 'legate_bearer_check_denied_missing',
+      'legate_bearer_check_allowed',
+      'legate_bearer_check_cache_hits',
+      'legate_bearer_check_cache_stores',
+      'legate_bearer_check_denied_malformed',
+      'legate_bearer_check_denied_missing',
     ]);
     host.request(withAuth('Bearer ok'));
     host.request(withAuth('Bearer ok'));
     host.request(withAuth(undefined));
     host.request(withAuth('Basic x'));
     host.requestAnsweredEarlier();
-    expect([host.counter('legate_bearer_check_allowed'), host.counter('legate_bearer_check_denied_missing'), host.counter('legate_bearer_check_denied_malformed')]).toEqual([2, 1, 1]);
+    expect([
+      host.counter('legate_bearer_check_allowed'),
+      host.counter('legate_bearer_check_denied_missing'),
+      host.counter('legate_bearer_check_denied_malformed'),
+    ]).toEqual([2, 1, 1]);
     expect(host.calls.get('proxy_define_metric')).toBe(5);
   });
 
   it('keeps memory flat over 10,000 requests (host buffers freed, contexts collected)', async () => {
     const host = await plugin();
-    const requests = [withAuth(undefined), withAuth('Bearer abc.def'), withAuth(`Basic ${'y'.repeat(2000)}`), withAuth(`Bearer ${'z'.repeat(3000)}`)];
+    const requests = [
+      withAuth(undefined),
+      withAuth('Bearer abc.def'),
+      withAuth(`Basic ${'y'.repeat(2000)}`),
+      withAuth(`Bearer ${'z'.repeat(3000)}`),
+    ];
     for (let i = 0; i < 1000; i++) host.request(requests[i % requests.length]!);
     const before = host.memoryBytes();
     for (let i = 0; i < 10_000; i++) host.request(requests[i % requests.length]!);

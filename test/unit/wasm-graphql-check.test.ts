@@ -56,13 +56,29 @@ describe('graphql-check module', () => {
       expect(ABI_EXPORTS[e.name], `unexpected export ${e.name}`).toBeDefined();
       expect(e.sig, e.name).toEqual(ABI_EXPORTS[e.name]);
     }
-    expect(exports.map((e) => e.name)).toEqual(expect.arrayContaining(['proxy_abi_version_0_2_1', 'malloc', 'memory', 'proxy_on_request_headers', 'proxy_on_request_body', 'proxy_on_done']));
+    expect(exports.map((e) => e.name)).toEqual(
+      expect.arrayContaining([
+        'proxy_abi_version_0_2_1',
+        'malloc',
+        'memory',
+        'proxy_on_request_headers',
+        'proxy_on_request_body',
+        'proxy_on_done',
+      ]),
+    );
   });
 });
 
 describe('graphql-check configuration', () => {
   it('accepts the defaults and valid settings', async () => {
-    for (const configuration of ['', '{}', '{"maxBodyBytes": 1048576, "allowGet": true}', '{"allowGet": false}', '{"maxBodyBytes": 1}', '{"maxBodyBytes": 1073741824}']) {
+    for (const configuration of [
+      '',
+      '{}',
+      '{"maxBodyBytes": 1048576, "allowGet": true}',
+      '{"allowGet": false}',
+      '{"maxBodyBytes": 1}',
+      '{"maxBodyBytes": 1073741824}',
+    ]) {
       const host = await TestHost.load(wasmPath);
       expect(host.startPlugin({ rootId: ROOT_ID, configuration }).configured, configuration).toBe(true);
     }
@@ -84,8 +100,8 @@ describe('graphql-check configuration', () => {
       ['{"allowGet": tru}', '"allowGet" must be a boolean, got a boolean'],
       ['{"allowGet": true, "allowGet": false}', 'duplicate field "allowGet"'],
       ['{"allowPut": true}', 'unknown field "allowPut"'],
-      ['{"allowGet": true', 'invalid JSON: expected \',\' or \'}\' at the end of the input'],
-      ['{allowGet: true}', 'invalid JSON: expected a member name (a string) at offset 1 (found \'a\')'],
+      ['{"allowGet": true', "invalid JSON: expected ',' or '}' at the end of the input"],
+      ['{allowGet: true}', "invalid JSON: expected a member name (a string) at offset 1 (found 'a')"],
     ];
     for (const [configuration, message] of cases) {
       const host = await TestHost.load(wasmPath);
@@ -105,7 +121,10 @@ describe('graphql-check methods', () => {
         status: 405,
         details: 'graphql_check_method_not_allowed',
         body: JSON.stringify({ errors: [{ message: `Method ${method} is not allowed: use GET or POST.` }] }),
-        headers: [['content-type', JSON_CT], ['allow', 'GET, POST']],
+        headers: [
+          ['content-type', JSON_CT],
+          ['allow', 'GET, POST'],
+        ],
         grpcStatus: -1,
       });
     }
@@ -117,7 +136,10 @@ describe('graphql-check methods', () => {
     const host = await plugin('{"allowGet": false}');
     const out = host.request(get('{ a }'));
     expect(out.reply?.status).toBe(405);
-    expect(out.reply?.headers).toEqual([['content-type', JSON_CT], ['allow', 'POST']]);
+    expect(out.reply?.headers).toEqual([
+      ['content-type', JSON_CT],
+      ['allow', 'POST'],
+    ]);
     expect(errorsOf(out)).toEqual({ errors: [{ message: 'Method GET is not allowed: use POST.' }] });
     expect(host.request({ headers: req('PUT') }).reply?.headers).toContainEqual(['allow', 'POST']);
     expect(host.request(post('application/json')).reply).toBeUndefined();
@@ -128,7 +150,11 @@ describe('graphql-check methods', () => {
     expect(host.request(get('{ a }'))).toMatchObject({ headersAction: Action.Continue, bodyActions: [], reply: undefined });
     expect(host.request({ headers: req('GET', '/graphql') }).reply).toBeUndefined(); // no query: the service answers 400
     expect(host.request({ headers: req('get', '/graphql?query=%7Ba%7D') }).reply).toBeUndefined(); // methods compared as the service does
-    expect(host.request(post('application/json', ['{"query":', '"{a}"}']))).toMatchObject({ headersAction: Action.Continue, bodyActions: [0, 0], reply: undefined });
+    expect(host.request(post('application/json', ['{"query":', '"{a}"}']))).toMatchObject({
+      headersAction: Action.Continue,
+      bodyActions: [0, 0],
+      reply: undefined,
+    });
     expect(host.counter('legate_graphql_check_allowed')).toBe(4);
     expect(host.calls.get('proxy_send_local_response')).toBeUndefined();
   });
@@ -137,7 +163,15 @@ describe('graphql-check methods', () => {
 describe('graphql-check content type', () => {
   it('accepts application/json (any case, parameters, a UTF-8 charset)', async () => {
     const host = await plugin();
-    for (const ct of ['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf8"', ' application/json ; foo=bar', 'application/json; boundary']) {
+    for (const ct of [
+      'application/json',
+      'Application/JSON',
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'application/json; charset="utf8"',
+      ' application/json ; foo=bar',
+      'application/json; boundary',
+    ]) {
       expect(host.request(post(ct)).reply, ct).toBeUndefined();
     }
   });
@@ -160,7 +194,9 @@ describe('graphql-check content type', () => {
       expect(out.reply?.status, String(ct)).toBe(415);
       expect(out.reply?.headers).toEqual([['content-type', JSON_CT]]);
       expect(out.reply?.details).toBe('graphql_check_unsupported_media_type');
-      expect(errorsOf(out)).toEqual({ errors: [{ message: `Unsupported Media Type: POST bodies must be application/json (UTF-8), got ${got}.` }] });
+      expect(errorsOf(out)).toEqual({
+        errors: [{ message: `Unsupported Media Type: POST bodies must be application/json (UTF-8), got ${got}.` }],
+      });
       expect(out.bodyActions).toEqual([]); // answered at the headers: no body callback
     }
     expect(host.counter('legate_graphql_check_unsupported_media_type')).toBe(cases.length);
@@ -191,7 +227,11 @@ describe('graphql-check body size', () => {
   it('counts a streamed body without buffering it and answers 413 once it grows past the limit', async () => {
     const host = await plugin('{"maxBodyBytes": 10}');
     const ok = host.request(post('application/json', ['0123', '4567', '89']));
-    expect(ok).toMatchObject({ headersAction: Action.Continue, bodyActions: [Action.Continue, Action.Continue, Action.Continue], reply: undefined });
+    expect(ok).toMatchObject({
+      headersAction: Action.Continue,
+      bodyActions: [Action.Continue, Action.Continue, Action.Continue],
+      reply: undefined,
+    });
     const big = host.request(post('application/json', ['0123', '4567', '89A', 'never delivered']));
     expect(big.bodyActions).toEqual([Action.Continue, Action.Continue, Action.Pause]);
     expect(big.reply?.status).toBe(413);
@@ -211,7 +251,10 @@ describe('graphql-check GET mutations', () => {
     status: 405,
     details: 'graphql_check_get_mutation',
     body: JSON.stringify({ errors: [{ message: 'Mutations are not allowed over GET: use POST.' }] }),
-    headers: [['content-type', JSON_CT], ['allow', 'POST']],
+    headers: [
+      ['content-type', JSON_CT],
+      ['allow', 'POST'],
+    ],
     grpcStatus: -1,
   };
 
@@ -318,7 +361,7 @@ describe('graphql-check GET mutations', () => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
       return seed % n;
     };
-    const pick = <T,>(xs: readonly T[]): T => xs[rand(xs.length)]!;
+    const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)]!;
     const names = ['A', 'M', 'M', 'B', 'query', 'mutation', 'fragment', 'on'];
     const seps = [' ', '\n', ',', ' # c } mutation {\n', '\t'];
     const values = ['1', '-2.5e3', '"s}"', '"""b { """', '[1, {a: "x"}]', '$v', 'ENUM', '{o: {p: 1}}'];
@@ -335,8 +378,10 @@ describe('graphql-check GET mutations', () => {
     };
     const definition = (): string => {
       switch (rand(5)) {
-        case 0: return selection(2);
-        case 1: return `fragment F${rand(3)} on T ${selection(1)}`;
+        case 0:
+          return selection(2);
+        case 1:
+          return `fragment F${rand(3)} on T ${selection(1)}`;
         default: {
           const type = pick(['query', 'mutation', 'subscription']);
           const name = rand(2) === 0 ? ` ${pick(names)}` : '';
@@ -365,7 +410,13 @@ describe('graphql-check GET mutations', () => {
 
   it('passes unparsable documents on to the service', async () => {
     const host = await plugin();
-    for (const doc of ['mutation { a', 'type Query { a: Int }', '{ a(s: "unterminated) }', 'mutation { a } \u00e9', 'mutation { a } extend type Q { b: Int }']) {
+    for (const doc of [
+      'mutation { a',
+      'type Query { a: Int }',
+      '{ a(s: "unterminated) }',
+      'mutation { a } \u00e9',
+      'mutation { a } extend type Q { b: Int }',
+    ]) {
       expect(host.request(get(doc)).reply, doc).toBeUndefined();
     }
   });

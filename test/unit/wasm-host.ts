@@ -209,7 +209,16 @@ interface FilterExports {
 }
 
 function asFilterExports(exports: WebAssembly.Exports): FilterExports {
-  const required = ['_initialize', 'malloc', 'proxy_on_context_create', 'proxy_on_vm_start', 'proxy_on_configure', 'proxy_on_request_headers', 'proxy_on_done', 'proxy_on_delete'];
+  const required = [
+    '_initialize',
+    'malloc',
+    'proxy_on_context_create',
+    'proxy_on_vm_start',
+    'proxy_on_configure',
+    'proxy_on_request_headers',
+    'proxy_on_done',
+    'proxy_on_delete',
+  ];
   for (const name of required) {
     if (typeof exports[name] !== 'function') throw new Error(`the module does not export ${name}`);
   }
@@ -311,13 +320,22 @@ export class TestHost {
         self().proxyGetBufferBytes(type, start, max, retPtr, retSize),
       proxy_get_header_map_value: (map: number, keyPtr: number, keyLen: number, retPtr: number, retSize: number): number =>
         self().proxyGetHeaderMapValue(map, keyPtr, keyLen, retPtr, retSize),
-      proxy_get_header_map_pairs: (map: number, retPtr: number, retSize: number): number => self().proxyGetHeaderMapPairs(map, retPtr, retSize),
+      proxy_get_header_map_pairs: (map: number, retPtr: number, retSize: number): number =>
+        self().proxyGetHeaderMapPairs(map, retPtr, retSize),
       proxy_replace_header_map_value: (map: number, keyPtr: number, keyLen: number, valPtr: number, valLen: number): number =>
         self().proxyReplaceHeaderMapValue(map, keyPtr, keyLen, valPtr, valLen),
-      proxy_remove_header_map_value: (map: number, keyPtr: number, keyLen: number): number => self().proxyRemoveHeaderMapValue(map, keyPtr, keyLen),
+      proxy_remove_header_map_value: (map: number, keyPtr: number, keyLen: number): number =>
+        self().proxyRemoveHeaderMapValue(map, keyPtr, keyLen),
       proxy_get_current_time_nanoseconds: (retPtr: number): number => self().proxyGetCurrentTime(retPtr),
       proxy_send_local_response: (
-        status: number, detailsPtr: number, detailsLen: number, bodyPtr: number, bodyLen: number, hdrsPtr: number, hdrsLen: number, grpcStatus: number,
+        status: number,
+        detailsPtr: number,
+        detailsLen: number,
+        bodyPtr: number,
+        bodyLen: number,
+        hdrsPtr: number,
+        hdrsLen: number,
+        grpcStatus: number,
       ): number => self().proxySendLocalResponse(status, detailsPtr, detailsLen, bodyPtr, bodyLen, hdrsPtr, hdrsLen, grpcStatus),
       proxy_get_property: (pathPtr: number, pathLen: number, retPtr: number, retSize: number): number =>
         self().proxyGetProperty(pathPtr, pathLen, retPtr, retSize),
@@ -368,8 +386,8 @@ export class TestHost {
     this.requestHeaders = req.headers.map(([k, v]): [string, string] => [k, v]);
     this.streamProperties = new Map(Object.entries(req.properties ?? {}).map(([k, v]) => [k, encoder.encode(v)]));
     const bodyActions: number[] = [];
-    let headersAction: number = Action.Continue;
-    let headers: Array<[string, string]> = [];
+    let headersAction: number;
+    let headers: Array<[string, string]>;
     try {
       this.exports.proxy_on_context_create(id, this.rootContextId);
       headersAction = this.exports.proxy_on_request_headers(id, req.headers.length, chunks.length === 0 ? 1 : 0);
@@ -484,7 +502,8 @@ export class TestHost {
 
   private proxyGetBufferBytes(type: number, start: number, max: number, retPtr: number, retSize: number): number {
     this.count('proxy_get_buffer_bytes');
-    const buf = type === BUFFER_PLUGIN_CONFIGURATION ? this.pluginConfiguration : type === BUFFER_HTTP_REQUEST_BODY ? this.requestBody : undefined;
+    const buf =
+      type === BUFFER_PLUGIN_CONFIGURATION ? this.pluginConfiguration : type === BUFFER_HTTP_REQUEST_BODY ? this.requestBody : undefined;
     if (buf === undefined) return Status.NotFound;
     return this.returnBytes(buf.subarray(start, Math.min(buf.length, start + max)), retPtr, retSize);
   }
@@ -529,7 +548,14 @@ export class TestHost {
   }
 
   private proxySendLocalResponse(
-    status: number, detailsPtr: number, detailsLen: number, bodyPtr: number, bodyLen: number, hdrsPtr: number, hdrsLen: number, grpcStatus: number,
+    status: number,
+    detailsPtr: number,
+    detailsLen: number,
+    bodyPtr: number,
+    bodyLen: number,
+    hdrsPtr: number,
+    hdrsLen: number,
+    grpcStatus: number,
   ): number {
     this.count('proxy_send_local_response');
     if (this.requestHeaders === undefined) return Status.BadArgument;

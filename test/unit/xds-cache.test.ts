@@ -45,7 +45,10 @@ function listener(name: string, port: number): XdsResource {
                 stat_prefix: 'http',
                 rds: { config_source: { ads: {}, resource_api_version: 'V3' }, route_config_name: `${name}-routes` },
                 http_filters: [
-                  { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+                  {
+                    name: 'envoy.filters.http.router',
+                    typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+                  },
                 ],
               },
             },
@@ -164,7 +167,16 @@ describe('SnapshotCache versions', () => {
   });
 
   it('orders types make-before-break, then others by name', () => {
-    expect(orderTypeUrls(['type.googleapis.com/z.Z', TypeUrls.route, 'type.googleapis.com/a.A', TypeUrls.listener, TypeUrls.endpoint, TypeUrls.cluster])).toEqual([
+    expect(
+      orderTypeUrls([
+        'type.googleapis.com/z.Z',
+        TypeUrls.route,
+        'type.googleapis.com/a.A',
+        TypeUrls.listener,
+        TypeUrls.endpoint,
+        TypeUrls.cluster,
+      ]),
+    ).toEqual([
       TypeUrls.cluster,
       TypeUrls.endpoint,
       TypeUrls.listener,
@@ -199,7 +211,15 @@ describe('SnapshotCache encoding', () => {
     const cache = new SnapshotCache({ encoders: { [typeUrl]: encoder } });
     const subscribers = [vi.fn(), vi.fn(), vi.fn()];
     for (const s of subscribers) cache.subscribe('extauth', s);
-    cache.set('extauth', snapshot({ [typeUrl]: [{ name: 'ns.a', resource: { x: 1 } }, { name: 'ns.b', resource: { x: 2 } }] }));
+    cache.set(
+      'extauth',
+      snapshot({
+        [typeUrl]: [
+          { name: 'ns.a', resource: { x: 1 } },
+          { name: 'ns.b', resource: { x: 2 } },
+        ],
+      }),
+    );
     expect(encoder).toHaveBeenCalledTimes(2);
     const enc = cache.get('extauth')!.typeSnapshot(typeUrl).byName.get('ns.a')!;
     expect(JSON.parse(enc.value.toString())).toEqual({ x: 1 });

@@ -48,13 +48,30 @@ function node(role: string | undefined, id = 'node-1'): unknown {
 }
 
 function cluster(name: string): XdsResource {
-  return { name, resource: { name, type: 'EDS', connect_timeout: { seconds: 1, nanos: 0 }, eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' } } } };
+  return {
+    name,
+    resource: {
+      name,
+      type: 'EDS',
+      connect_timeout: { seconds: 1, nanos: 0 },
+      eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' } },
+    },
+  };
 }
 function cla(name: string, port: number): XdsResource {
-  return { name, resource: { cluster_name: name, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } }] }] } };
+  return {
+    name,
+    resource: {
+      cluster_name: name,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } }] }],
+    },
+  };
 }
 function rc(name: string, prefix: string): XdsResource {
-  return { name, resource: { name, virtual_hosts: [{ name: 'vh', domains: ['*'], routes: [{ match: { prefix }, direct_response: { status: 200 } }] }] } };
+  return {
+    name,
+    resource: { name, virtual_hosts: [{ name: 'vh', domains: ['*'], routes: [{ match: { prefix }, direct_response: { status: 200 } }] }] },
+  };
 }
 function listener(name: string, port: number): XdsResource {
   return { name, resource: { name, address: { socket_address: { address: '127.0.0.1', port_value: port } } } };
@@ -114,7 +131,11 @@ const names = (r: ResponseMsg): string[] =>
 describe('AdsServer (protocol, no Envoy)', () => {
   const cache = new SnapshotCache({ encoders: { [CUSTOM]: (_t, r) => Buffer.from(JSON.stringify(r)) } });
   const nacks: NackEvent[] = [];
-  const server = new AdsServer(cache, { logger: createLogger('xds-test', { level: 'error' }), observers: [{ onNack: (e) => void nacks.push(e) }], stopGraceMs: 500 });
+  const server = new AdsServer(cache, {
+    logger: createLogger('xds-test', { level: 'error' }),
+    observers: [{ onNack: (e) => void nacks.push(e) }],
+    stopGraceMs: 500,
+  });
   let client: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   let port = 0;
   const streams: TestStream[] = [];
@@ -137,12 +158,23 @@ describe('AdsServer (protocol, no Envoy)', () => {
   it('serializes DiscoveryResponse like protobufjs', () => {
     cache.set('ser', snap({ [TypeUrls.cluster]: [cluster('a'), cluster('b')] }));
     const t = cache.get('ser')!.typeSnapshot(TypeUrls.cluster);
-    const bytes = serializeDiscoveryResponse({ version_info: t.version, type_url: t.typeUrl, nonce: '7', resources: t.resources, control_plane_id: 'legate' });
+    const bytes = serializeDiscoveryResponse({
+      version_info: t.version,
+      type_url: t.typeUrl,
+      nonce: '7',
+      resources: t.resources,
+      control_plane_id: 'legate',
+    });
     const decoded = envoyType('envoy.service.discovery.v3.DiscoveryResponse').toObject(
       envoyType('envoy.service.discovery.v3.DiscoveryResponse').decode(bytes),
       { json: true },
     ) as Record<string, unknown>;
-    expect(decoded).toMatchObject({ version_info: t.version, type_url: TypeUrls.cluster, nonce: '7', control_plane: { identifier: 'legate' } });
+    expect(decoded).toMatchObject({
+      version_info: t.version,
+      type_url: TypeUrls.cluster,
+      nonce: '7',
+      control_plane: { identifier: 'legate' },
+    });
     expect((decoded['resources'] as { name: string }[]).map((r) => r.name)).toEqual(['a', 'b']);
   });
 
@@ -289,7 +321,10 @@ describe('AdsServer (protocol, no Envoy)', () => {
       name,
       resource: { ...cluster(name).resource, connect_timeout: { seconds, nanos: 0 } },
     });
-    cache.set('warm', snap({ [TypeUrls.cluster]: [withTimeout('a', 1), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }));
+    cache.set(
+      'warm',
+      snap({ [TypeUrls.cluster]: [withTimeout('a', 1), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }),
+    );
     const s = open();
     s.send({ node: node('warm'), type_url: TypeUrls.cluster });
     const c1 = await s.next();
@@ -299,7 +334,10 @@ describe('AdsServer (protocol, no Envoy)', () => {
     s.ack(e1, ['a', 'b']);
     await s.nothing();
     // cluster a updated, endpoints unchanged: CDS, then EDS again with the same version
-    cache.set('warm', snap({ [TypeUrls.cluster]: [withTimeout('a', 2), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }));
+    cache.set(
+      'warm',
+      snap({ [TypeUrls.cluster]: [withTimeout('a', 2), withTimeout('b', 1)], [TypeUrls.endpoint]: [cla('a', 1), cla('b', 2)] }),
+    );
     const c2 = await s.next();
     const e2 = await s.next();
     expect([c2.type_url, e2.type_url]).toEqual([TypeUrls.cluster, TypeUrls.endpoint]);
@@ -317,11 +355,18 @@ describe('AdsServer (protocol, no Envoy)', () => {
   });
 
   it('holds routes while clusters warm even across late ACKs, and stops holding after the timeout', async () => {
-    const quick = new AdsServer(cache, { logger: createLogger('xds-test', { level: 'error' }), clusterWarmingTimeoutMs: 300, stopGraceMs: 200 });
+    const quick = new AdsServer(cache, {
+      logger: createLogger('xds-test', { level: 'error' }),
+      clusterWarmingTimeoutMs: 300,
+      stopGraceMs: 200,
+    });
     const { port: quickPort } = await quick.start({ port: 0 });
     const quickClient = new AdsClient(`127.0.0.1:${quickPort}`, grpc.credentials.createInsecure());
     try {
-      const withTimeout = (seconds: number): XdsResource => ({ name: 'a', resource: { ...cluster('a').resource, connect_timeout: { seconds, nanos: 0 } } });
+      const withTimeout = (seconds: number): XdsResource => ({
+        name: 'a',
+        resource: { ...cluster('a').resource, connect_timeout: { seconds, nanos: 0 } },
+      });
       cache.set('gate', snap({ [TypeUrls.cluster]: [withTimeout(1)], [TypeUrls.route]: [rc('r', '/')] }));
       const s = new TestStream(quickClient);
       streams.push(s);
@@ -350,11 +395,18 @@ describe('AdsServer (protocol, no Envoy)', () => {
     const version = cache.get('reconnect')!.typeSnapshot(TypeUrls.cluster).version;
     const s = open();
     s.send({ node: node('reconnect'), type_url: TypeUrls.cluster, version_info: version });
-    s.send({ type_url: TypeUrls.endpoint, version_info: cache.get('reconnect')!.typeSnapshot(TypeUrls.endpoint).version, resource_names: ['a'] });
+    s.send({
+      type_url: TypeUrls.endpoint,
+      version_info: cache.get('reconnect')!.typeSnapshot(TypeUrls.endpoint).version,
+      resource_names: ['a'],
+    });
     const e = await s.next();
     expect(e.type_url).toBe(TypeUrls.endpoint); // by-name types are always answered
     await s.nothing();
-    expect(server.connections().find((c) => c.role === 'reconnect')!.types[TypeUrls.cluster]).toMatchObject({ sentVersion: version, ackedVersion: version });
+    expect(server.connections().find((c) => c.role === 'reconnect')!.types[TypeUrls.cluster]).toMatchObject({
+      sentVersion: version,
+      ackedVersion: version,
+    });
     // an outdated version gets the current set
     const s2 = open();
     s2.send({ node: node('reconnect'), type_url: TypeUrls.cluster, version_info: 'outdated' });
@@ -362,7 +414,15 @@ describe('AdsServer (protocol, no Envoy)', () => {
   });
 
   it('serves custom type URLs with the caller encoder (empty names = all)', async () => {
-    cache.set('extauth', snap({ [CUSTOM]: [{ name: 'ns.a', resource: { v: 1 } }, { name: 'ns.b', resource: { v: 2 } }] }));
+    cache.set(
+      'extauth',
+      snap({
+        [CUSTOM]: [
+          { name: 'ns.a', resource: { v: 1 } },
+          { name: 'ns.b', resource: { v: 2 } },
+        ],
+      }),
+    );
     const s = open();
     s.send({ node: node(undefined, 'extauth'), type_url: CUSTOM });
     const r = await s.next();

@@ -62,7 +62,14 @@ function setup(warmingTimeoutMs = 10_000) {
   });
   const transport = new Recorder();
   const closed: number[] = [];
-  const settings = { cache, log, observer, controlPlaneId: 'legate', wildcard: new Set([TypeUrls.listener, TypeUrls.cluster]), warmingTimeoutMs };
+  const settings = {
+    cache,
+    log,
+    observer,
+    controlPlaneId: 'legate',
+    wildcard: new Set([TypeUrls.listener, TypeUrls.cluster]),
+    warmingTimeoutMs,
+  };
   const stream = new AdsStream(1, transport, settings, (s) => void closed.push(s.id));
   return { cache, stream, transport, events, nacks, counters, closed };
 }
@@ -126,18 +133,29 @@ describe('AdsStream', () => {
 
   it('after a CDS push that updates clusters, re-sends EDS and holds LDS until the CDS ACK', () => {
     const { cache, stream, transport } = setup();
-    cache.set(ROLE, snapshot({ [TypeUrls.cluster]: [cluster('a')], [TypeUrls.endpoint]: [cla('a')], [TypeUrls.listener]: [listener('l1')] }));
+    cache.set(
+      ROLE,
+      snapshot({ [TypeUrls.cluster]: [cluster('a')], [TypeUrls.endpoint]: [cla('a')], [TypeUrls.listener]: [listener('l1')] }),
+    );
     stream.handleRequest({ node: NODE, type_url: TypeUrls.cluster });
     stream.handleRequest({ type_url: TypeUrls.endpoint, resource_names: ['a'] });
     stream.handleRequest({ type_url: TypeUrls.listener });
     for (const t of [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.listener]) {
       const r = transport.last(t);
-      stream.handleRequest({ type_url: t, version_info: r.version_info, response_nonce: r.nonce, resource_names: t === TypeUrls.endpoint ? ['a'] : [] });
+      stream.handleRequest({
+        type_url: t,
+        version_info: r.version_info,
+        response_nonce: r.nonce,
+        resource_names: t === TypeUrls.endpoint ? ['a'] : [],
+      });
     }
     const before = transport.sent.length;
 
     // the cluster changes and so does the listener, in one snapshot
-    cache.set(ROLE, snapshot({ [TypeUrls.cluster]: [cluster('a', 2)], [TypeUrls.endpoint]: [cla('a')], [TypeUrls.listener]: [listener('l2')] }));
+    cache.set(
+      ROLE,
+      snapshot({ [TypeUrls.cluster]: [cluster('a', 2)], [TypeUrls.endpoint]: [cla('a')], [TypeUrls.listener]: [listener('l2')] }),
+    );
     const pushed = transport.sent.slice(before).map((r) => r.type_url);
     expect(pushed).toEqual([TypeUrls.cluster, TypeUrls.endpoint]);
     expect(stream.status()?.types[TypeUrls.listener]?.held).toBe(true);
@@ -174,7 +192,18 @@ describe('fanOut', () => {
   it('keeps calling the other observers when one throws', () => {
     const seen: string[] = [];
     const errors: unknown[] = [];
-    const o = fanOut([{ onFetch: () => void seen.push('a') }, { onFetch: () => { throw new Error('boom'); } }, { onFetch: () => void seen.push('c') }], (e) => void errors.push(e));
+    const o = fanOut(
+      [
+        { onFetch: () => void seen.push('a') },
+        {
+          onFetch: () => {
+            throw new Error('boom');
+          },
+        },
+        { onFetch: () => void seen.push('c') },
+      ],
+      (e) => void errors.push(e),
+    );
     o.onFetch(TypeUrls.cluster);
     expect(seen).toEqual(['a', 'c']);
     expect(errors).toHaveLength(1);

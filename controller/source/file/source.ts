@@ -51,7 +51,11 @@ export class FileSource {
       try {
         text = fs.readFileSync(file, 'utf8');
       } catch (err) {
-        this.files.set(file, { stamp, resources: previous?.resources ?? [], errors: [{ origin: rel, message: `cannot read: ${String(err)}` }] });
+        this.files.set(file, {
+          stamp,
+          resources: previous?.resources ?? [],
+          errors: [{ origin: rel, message: `cannot read: ${String(err)}` }],
+        });
         continue;
       }
       const parsed = parseResources(text, rel);
@@ -79,7 +83,10 @@ export class FileSource {
         const key = resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
         const earlier = byKey.get(key);
         if (earlier && earlier.origin.split('#')[0] !== r.origin.split('#')[0]) {
-          errors.push({ origin: r.origin, message: `${r.kind} ${r.metadata.namespace}.${r.metadata.name} is also defined in ${earlier.origin}; using this one` });
+          errors.push({
+            origin: r.origin,
+            message: `${r.kind} ${r.metadata.namespace}.${r.metadata.name} is also defined in ${earlier.origin}; using this one`,
+          });
         }
         byKey.set(key, r);
       }

@@ -2,11 +2,7 @@
 // GraphQLError, so clients see `errors[].extensions.code` (and `http.status` for backend statuses).
 
 export type UpstreamErrorCode =
-  | 'UPSTREAM_HTTP_ERROR'
-  | 'UPSTREAM_UNAVAILABLE'
-  | 'UPSTREAM_TIMEOUT'
-  | 'UPSTREAM_BAD_RESPONSE'
-  | 'INTERNAL_SERVER_ERROR';
+  'UPSTREAM_HTTP_ERROR' | 'UPSTREAM_UNAVAILABLE' | 'UPSTREAM_TIMEOUT' | 'UPSTREAM_BAD_RESPONSE' | 'INTERNAL_SERVER_ERROR';
 
 export interface UpstreamErrorExtensions {
   code: UpstreamErrorCode;

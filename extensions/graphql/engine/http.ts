@@ -88,9 +88,12 @@ function checkParams(raw: Record<string, unknown>): GraphQLParams | RequestRejec
   const { query, variables, operationName, extensions } = raw;
   if (query === undefined || query === null) return { status: 400, message: 'Missing query: the request must carry a "query" string.' };
   if (typeof query !== 'string') return { status: 400, message: 'Invalid query: "query" must be a string.' };
-  if (variables !== undefined && variables !== null && !isPlainObject(variables)) return { status: 400, message: 'Invalid variables: "variables" must be an object (map) or null.' };
-  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return { status: 400, message: 'Invalid operationName: "operationName" must be a string or null.' };
-  if (extensions !== undefined && extensions !== null && !isPlainObject(extensions)) return { status: 400, message: 'Invalid extensions: "extensions" must be an object (map) or null.' };
+  if (variables !== undefined && variables !== null && !isPlainObject(variables))
+    return { status: 400, message: 'Invalid variables: "variables" must be an object (map) or null.' };
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string')
+    return { status: 400, message: 'Invalid operationName: "operationName" must be a string or null.' };
+  if (extensions !== undefined && extensions !== null && !isPlainObject(extensions))
+    return { status: 400, message: 'Invalid extensions: "extensions" must be an object (map) or null.' };
   return {
     query,
     variables: (variables ?? undefined) as Record<string, unknown> | undefined,
@@ -132,7 +135,12 @@ export function paramsFromPost(contentType: string | undefined, body: Buffer, ma
     if (eq >= 0 && p.slice(0, eq).trim().toLowerCase() === 'charset') charsetOk = isUtf8Charset(p.slice(eq + 1));
   }
   if (media !== APPLICATION_JSON || !charsetOk) {
-    return { status: 415, message: `Unsupported Media Type: POST bodies must be application/json (UTF-8), got ${contentType === undefined || contentType === '' ? 'none' : JSON.stringify(contentType)}.` };
+    return {
+      status: 415,
+      message:
+        `Unsupported Media Type: POST bodies must be application/json (UTF-8), got ` +
+        `${contentType === undefined || contentType === '' ? 'none' : JSON.stringify(contentType)}.`,
+    };
   }
   if (body.length > maxBodyBytes) return { status: 413, message: `Payload Too Large: the request body exceeds ${maxBodyBytes} bytes.` };
   if (body.length === 0) return { status: 400, message: 'Missing body: a POST must carry a JSON object with a "query".' };
@@ -144,6 +152,7 @@ export function paramsFromPost(contentType: string | undefined, body: Buffer, ma
   } catch {
     return { status: 400, message: 'Malformed JSON: the request body does not parse as JSON.' };
   }
-  if (!isPlainObject(parsed)) return { status: 400, message: 'Invalid body: the JSON body must be an object (batched requests are not supported).' };
+  if (!isPlainObject(parsed))
+    return { status: 400, message: 'Invalid body: the JSON body must be an object (batched requests are not supported).' };
   return checkParams(parsed);
 }

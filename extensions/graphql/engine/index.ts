@@ -267,11 +267,18 @@ class GraphQLEngine implements Engine {
   private async handleInner(req: GraphQLHttpRequest): Promise<GraphQLHttpResponse> {
     const method = req.method.toUpperCase();
     if (method !== 'GET' && method !== 'POST') {
-      return reply(405, APPLICATION_JSON, { errors: [{ message: `Method ${req.method} is not allowed: use GET or POST.` }] }, { allow: 'GET, POST' });
+      return reply(
+        405,
+        APPLICATION_JSON,
+        { errors: [{ message: `Method ${req.method} is not allowed: use GET or POST.` }] },
+        { allow: 'GET, POST' },
+      );
     }
     const media = negotiate(req.headers['accept']);
     if (media === null) {
-      return reply(406, APPLICATION_JSON, { errors: [{ message: 'Not Acceptable: accept application/graphql-response+json or application/json.' }] });
+      return reply(406, APPLICATION_JSON, {
+        errors: [{ message: 'Not Acceptable: accept application/graphql-response+json or application/json.' }],
+      });
     }
     const params = method === 'GET' ? paramsFromGet(req.path) : paramsFromPost(req.headers['content-type'], req.body, this.maxBodyBytes);
     if (isRejection(params)) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
@@ -322,14 +329,34 @@ class GraphQLEngine implements Engine {
 
   private compileRefused(operationName: string | undefined, reason: unknown): void {
     this.counters.compileFailures++;
-    this.log.warn('graphql-jit cannot compile an operation; it runs on graphql-js', { api: this.name, operationName, reason: reason instanceof Error ? reason.message : JSON.stringify(reason) });
+    this.log.warn('graphql-jit cannot compile an operation; it runs on graphql-js', {
+      api: this.name,
+      operationName,
+      reason: reason instanceof Error ? reason.message : JSON.stringify(reason),
+    });
   }
 
-  private executeOnGraphqlJs(document: DocumentNode, context: RequestContext, params: GraphQLParams): Promise<ExecutionResult> | ExecutionResult {
-    return execute({ schema: this.schema, document, contextValue: context, variableValues: params.variables, operationName: params.operationName });
+  private executeOnGraphqlJs(
+    document: DocumentNode,
+    context: RequestContext,
+    params: GraphQLParams,
+  ): Promise<ExecutionResult> | ExecutionResult {
+    return execute({
+      schema: this.schema,
+      document,
+      contextValue: context,
+      variableValues: params.variables,
+      operationName: params.operationName,
+    });
   }
 
-  private async execute(document: DocumentNode, plan: OperationPlan | undefined, params: GraphQLParams, req: GraphQLHttpRequest, media: MediaType): Promise<GraphQLHttpResponse> {
+  private async execute(
+    document: DocumentNode,
+    plan: OperationPlan | undefined,
+    params: GraphQLParams,
+    req: GraphQLHttpRequest,
+    media: MediaType,
+  ): Promise<GraphQLHttpResponse> {
     const context: RequestContext = { headers: req.headers, memo: new Map(), calls: 0, deduplicated: 0 };
     const started = this.log.enabled('debug') ? process.hrtime.bigint() : 0n;
     const compiled = this.compiledFor(document, plan, params.operationName);

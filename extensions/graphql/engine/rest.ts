@@ -194,7 +194,11 @@ function applySetters(c: CompiledRest, element: unknown): unknown {
 
 export function toUpstreamError(c: CompiledRest, err: unknown): UpstreamError {
   if (err instanceof CallError) {
-    const extensions = { code: err.code, resolver: c.resolverName, ...(err.status !== undefined && err.code === 'UPSTREAM_HTTP_ERROR' ? { http: { status: err.status } } : {}) };
+    const extensions = {
+      code: err.code,
+      resolver: c.resolverName,
+      ...(err.status !== undefined && err.code === 'UPSTREAM_HTTP_ERROR' ? { http: { status: err.status } } : {}),
+    };
     const message =
       err.code === 'UPSTREAM_HTTP_ERROR'
         ? `${c.resolverName}: upstream answered HTTP ${err.status}`
@@ -205,7 +209,11 @@ export function toUpstreamError(c: CompiledRest, err: unknown): UpstreamError {
             : `${c.resolverName}: upstream unavailable`;
     return new UpstreamError(message, extensions, { cause: err });
   }
-  return new UpstreamError(`${c.resolverName}: internal error`, { code: 'INTERNAL_SERVER_ERROR', resolver: c.resolverName }, { cause: err });
+  return new UpstreamError(
+    `${c.resolverName}: internal error`,
+    { code: 'INTERNAL_SERVER_ERROR', resolver: c.resolverName },
+    { cause: err },
+  );
 }
 
 /** The graphql-js resolver for a field bound with @resolve to this REST resolution. */
@@ -231,7 +239,14 @@ export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logge
       (err: unknown) => {
         const e = toUpstreamError(c, err);
         if (log.enabled('debug')) {
-          log.debug('resolver call failed', { resolver: c.resolverName, upstream: pool.name, method: call.spec.method, path: call.spec.path, code: e.extensions.code, reason: err instanceof Error ? err.message : String(err) });
+          log.debug('resolver call failed', {
+            resolver: c.resolverName,
+            upstream: pool.name,
+            method: call.spec.method,
+            path: call.spec.path,
+            code: e.extensions.code,
+            reason: err instanceof Error ? err.message : String(err),
+          });
         }
         throw e;
       },

@@ -20,7 +20,11 @@ export const NoIntrospectionRule: ValidationRule = (context: ValidationContext):
  * count: they cost no backend call. A fragment's depth is computed once per document; a fragment cycle
  * (reported by graphql-js's NoFragmentCyclesRule) counts as 0 at the point it closes, so this never loops.
  */
-export function operationDepth(selectionSet: SelectionSetNode, context: Pick<ValidationContext, 'getFragment'>, memo = new Map<string, number>()): number {
+export function operationDepth(
+  selectionSet: SelectionSetNode,
+  context: Pick<ValidationContext, 'getFragment'>,
+  memo = new Map<string, number>(),
+): number {
   const inProgress = new Set<string>();
   const depthOf = (set: SelectionSetNode | undefined): number => {
     if (set === undefined) return 0;
@@ -60,7 +64,11 @@ export function maxDepthRule(maxDepth: number): ValidationRule {
         const depth = operationDepth(node.selectionSet, context, memo);
         if (depth > maxDepth) {
           const name = node.name !== undefined ? `Operation "${node.name.value}"` : 'The operation';
-          context.reportError(new GraphQLError(`${name} has depth ${depth}, which exceeds the maximum depth of ${maxDepth} allowed by this API.`, { nodes: node }));
+          context.reportError(
+            new GraphQLError(`${name} has depth ${depth}, which exceeds the maximum depth of ${maxDepth} allowed by this API.`, {
+              nodes: node,
+            }),
+          );
         }
         return false; // fragments are reached through getFragment
       },

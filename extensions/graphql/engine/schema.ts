@@ -26,7 +26,8 @@ import { compileRest, type CompiledRest } from './rest.js';
 
 const PRELUDE: Record<string, string> = {
   resolve: 'directive @resolve(name: String!) on FIELD_DEFINITION',
-  cacheControl: 'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
+  cacheControl:
+    'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
 };
 
 export interface Binding {
@@ -70,8 +71,10 @@ function checkUpstream(resolution: string, u: unknown, problems: string[]): u is
   if (!Array.isArray(eps)) problems.push(`${where} ${String(u['name'])}: endpoints must be a list`);
   else {
     eps.forEach((e: unknown, i) => {
-      if (!isRecord(e) || typeof e['address'] !== 'string' || e['address'] === '') problems.push(`${where} ${String(u['name'])}: endpoints[${i}].address must be a non-empty string`);
-      else if (typeof e['port'] !== 'number' || !Number.isInteger(e['port']) || e['port'] < 1 || e['port'] > 65535) problems.push(`${where} ${String(u['name'])}: endpoints[${i}].port must be an integer in 1..65535`);
+      if (!isRecord(e) || typeof e['address'] !== 'string' || e['address'] === '')
+        problems.push(`${where} ${String(u['name'])}: endpoints[${i}].address must be a non-empty string`);
+      else if (typeof e['port'] !== 'number' || !Number.isInteger(e['port']) || e['port'] < 1 || e['port'] > 65535)
+        problems.push(`${where} ${String(u['name'])}: endpoints[${i}].port must be an integer in 1..65535`);
     });
   }
   const t = u['tls'];
@@ -81,7 +84,8 @@ function checkUpstream(resolution: string, u: unknown, problems: string[]): u is
       for (const k of ['sni', 'rootCa', 'certChain', 'privateKey'] as const) {
         if (t[k] !== undefined && typeof t[k] !== 'string') problems.push(`${where} ${String(u['name'])}: tls.${k} must be a string`);
       }
-      if ((t['certChain'] === undefined) !== (t['privateKey'] === undefined)) problems.push(`${where} ${String(u['name'])}: tls.certChain and tls.privateKey go together`);
+      if ((t['certChain'] === undefined) !== (t['privateKey'] === undefined))
+        problems.push(`${where} ${String(u['name'])}: tls.certChain and tls.privateKey go together`);
       if (problems.length === before) {
         try {
           // createSecureContext ignores a `ca` without any PEM block; check that one ourselves
@@ -119,7 +123,8 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
   if (typeof config.maxDepth !== 'number' || !Number.isInteger(config.maxDepth) || config.maxDepth < 0) {
     if (config.maxDepth !== undefined) problems.push(`maxDepth must be a non-negative integer, got ${JSON.stringify(config.maxDepth)}`);
   }
-  if (config.enableIntrospection !== undefined && typeof config.enableIntrospection !== 'boolean') problems.push('enableIntrospection must be a boolean');
+  if (config.enableIntrospection !== undefined && typeof config.enableIntrospection !== 'boolean')
+    problems.push('enableIntrospection must be a boolean');
   const resolutions: unknown = config.resolutions ?? {};
   if (!isRecord(resolutions)) {
     problems.push('resolutions must be a map of resolution name to resolver');
@@ -226,7 +231,8 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
     const fieldName = m[2]!;
     const type = schema.getType(typeName);
     if (type === undefined || type === null) problems.push(`resolution "${name}": the schema has no type ${typeName}`);
-    else if (!isObjectType(type) && !isInterfaceType(type)) problems.push(`resolution "${name}": ${typeName} is not an object or interface type`);
+    else if (!isObjectType(type) && !isInterfaceType(type))
+      problems.push(`resolution "${name}": ${typeName} is not an object or interface type`);
     else if (type.getFields()[fieldName] === undefined) problems.push(`resolution "${name}": type ${typeName} has no field ${fieldName}`);
     else if (!referenced.has(name)) {
       if (isObjectType(type)) bind(type, fieldName, name);

@@ -119,7 +119,8 @@ function parsePlaceholder(sourceName: string, rest: string, text: string, allowe
   let path: Segment[];
   if (source === 'headers') {
     // a single segment: the header name (lowercased, as the request headers are)
-    if (!rest.startsWith('.') || rest.length < 2) throw new TemplateError(`${where}: "${text}" must name a header, e.g. {$headers.authorization}`);
+    if (!rest.startsWith('.') || rest.length < 2)
+      throw new TemplateError(`${where}: "${text}" must name a header, e.g. {$headers.authorization}`);
     const name = rest.slice(1).trim().toLowerCase();
     if (!/^[a-z0-9!#$%&'*+\-.^_`|~:]+$/.test(name)) throw new TemplateError(`${where}: "${text}" is not a valid header name`);
     path = [{ kind: 'key', key: name }];

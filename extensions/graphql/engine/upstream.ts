@@ -149,7 +149,12 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     const spec = this.spec;
     const ep = this.pool.pick();
     const headers = spec.headers['host'] === undefined ? { ...spec.headers, host: ep.hostHeader } : spec.headers;
-    const opts: Dispatcher.DispatchOptions & { servername?: string } = { path: spec.path, method: spec.method as Dispatcher.HttpMethod, headers, body: spec.body ?? null };
+    const opts: Dispatcher.DispatchOptions & { servername?: string } = {
+      path: spec.path,
+      method: spec.method as Dispatcher.HttpMethod,
+      headers,
+      body: spec.body ?? null,
+    };
     if (this.pool.servername !== undefined) opts.servername = this.pool.servername;
     ep.pool.dispatch(opts, this);
   }
@@ -188,7 +193,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     if (this.settled) return true;
     this.size += chunk.length;
     if (this.size > MAX_UPSTREAM_RESPONSE_BYTES) {
-      this.settle(new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} response exceeds ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`));
+      this.settle(
+        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} response exceeds ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`),
+      );
       this.abort?.(new Error('response too large'));
       return false;
     }
@@ -212,7 +219,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     try {
       parsed = JSON.parse(text);
     } catch {
-      return this.settle(new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} answered with a body that is not JSON`, this.status));
+      return this.settle(
+        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} answered with a body that is not JSON`, this.status),
+      );
     }
     this.settle(undefined, parsed);
   }

@@ -29,13 +29,30 @@ export interface RequestOptions {
 export interface Gateway {
   dir: string;
   stateDir: string;
-  ports: { http: number; https: number; admin: number; xds: number; api: number; graphql: number; extauth: number; controllerStats: number; extauthStats: number; graphqlStats: number; dev: number };
+  ports: {
+    http: number;
+    https: number;
+    admin: number;
+    xds: number;
+    api: number;
+    graphql: number;
+    extauth: number;
+    controllerStats: number;
+    extauthStats: number;
+    graphqlStats: number;
+    dev: number;
+  };
   /** Writes (or replaces) a resource file in the watched directory. */
   write(file: string, yaml: string): void;
   remove(file: string): void;
   request(pathAndQuery: string, options?: RequestOptions): Promise<GatewayResponse>;
   /** Retries the request until `check` passes (config changes apply asynchronously). */
-  until(pathAndQuery: string, check: (r: GatewayResponse) => boolean, options?: RequestOptions, timeoutMs?: number): Promise<GatewayResponse>;
+  until(
+    pathAndQuery: string,
+    check: (r: GatewayResponse) => boolean,
+    options?: RequestOptions,
+    timeoutMs?: number,
+  ): Promise<GatewayResponse>;
   /** Runs legatectl against this gateway. */
   ctl(...args: string[]): { status: number; stdout: string; stderr: string };
   log(component: string): string;
@@ -58,24 +75,50 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   fs.mkdirSync(configDir);
   for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(configDir, name), text);
   for (const [name, src] of Object.entries(options.copy ?? {})) fs.cpSync(src, path.join(configDir, name), { recursive: true });
-  const ports = { http: await freePort(), https: await freePort(), admin: await freePort(), xds: await freePort(), api: await freePort(), graphql: await freePort(), extauth: await freePort(), controllerStats: await freePort(), extauthStats: await freePort(), graphqlStats: await freePort(), dev: await freePort() };
+  const ports = {
+    http: await freePort(),
+    https: await freePort(),
+    admin: await freePort(),
+    xds: await freePort(),
+    api: await freePort(),
+    graphql: await freePort(),
+    extauth: await freePort(),
+    controllerStats: await freePort(),
+    extauthStats: await freePort(),
+    graphqlStats: await freePort(),
+    dev: await freePort(),
+  };
   const child: ChildProcess = spawn(
     process.execPath,
     [
-      LEGATE, 'run',
-      '--config', configDir,
-      '--state-dir', stateDir,
-      '--http-port', String(ports.http),
-      '--https-port', String(ports.https),
-      '--admin-port', String(ports.admin),
-      '--xds-port', String(ports.xds),
-      '--api-port', String(ports.api),
-      '--graphql-port', String(ports.graphql),
-      '--extauth-port', String(ports.extauth),
-      '--controller-stats-port', String(ports.controllerStats),
-      '--extauth-stats-port', String(ports.extauthStats),
-      '--graphql-stats-port', String(ports.graphqlStats),
-      '--dev-port', String(ports.dev),
+      LEGATE,
+      'run',
+      '--config',
+      configDir,
+      '--state-dir',
+      stateDir,
+      '--http-port',
+      String(ports.http),
+      '--https-port',
+      String(ports.https),
+      '--admin-port',
+      String(ports.admin),
+      '--xds-port',
+      String(ports.xds),
+      '--api-port',
+      String(ports.api),
+      '--graphql-port',
+      String(ports.graphql),
+      '--extauth-port',
+      String(ports.extauth),
+      '--controller-stats-port',
+      String(ports.controllerStats),
+      '--extauth-stats-port',
+      String(ports.extauthStats),
+      '--graphql-stats-port',
+      String(ports.graphqlStats),
+      '--dev-port',
+      String(ports.dev),
       ...(options.args ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'debug', ...options.env } },
@@ -150,12 +193,20 @@ export async function startGateway(files: Record<string, string> = {}, options: 
     remove: (file) => fs.rmSync(path.join(configDir, file), { force: true }),
     request,
     until: (p, check, options, timeoutMs = 15_000) =>
-      eventually(`${p} to satisfy the check`, async () => {
-        const r = await request(p, options);
-        return check(r) ? r : undefined;
-      }, timeoutMs),
+      eventually(
+        `${p} to satisfy the check`,
+        async () => {
+          const r = await request(p, options);
+          return check(r) ? r : undefined;
+        },
+        timeoutMs,
+      ),
     ctl: (...args) => {
-      const r = spawnSync(process.execPath, [LEGATECTL, ...args], { encoding: 'utf8', env: { ...process.env, LEGATE_STATE_DIR: stateDir }, timeout: 20_000 });
+      const r = spawnSync(process.execPath, [LEGATECTL, ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, LEGATE_STATE_DIR: stateDir },
+        timeout: 20_000,
+      });
       return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
     },
     log: (component) => {

@@ -36,7 +36,11 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         extensionResources() {
           const configs = [...authConfigs.results.values()].sort((a, b) => a.name.localeCompare(b.name));
           return [
-            { role: ExtensionRoles.extauth, typeUrl: ExtensionTypeUrls.authConfig, resources: configs.map((ac) => ({ name: ac.name, resource: { ...ac } })) },
+            {
+              role: ExtensionRoles.extauth,
+              typeUrl: ExtensionTypeUrls.authConfig,
+              resources: configs.map((ac) => ({ name: ac.name, resource: { ...ac } })),
+            },
           ];
         },
       };
@@ -68,9 +72,15 @@ function authBinding(
   const key = nsName(acNs, ext.configRef.name);
   const name = `${acNs}.${ext.configRef.name}`;
   if (authConfigs.rejected.has(key)) {
-    sink.warnings.push({ code: 'AuthConfigRejected', message: `${where}.configRef: AuthConfig ${name} is rejected; requests are denied until it is fixed` });
+    sink.warnings.push({
+      code: 'AuthConfigRejected',
+      message: `${where}.configRef: AuthConfig ${name} is rejected; requests are denied until it is fixed`,
+    });
   } else if (!authConfigs.results.has(key)) {
-    sink.warnings.push({ code: 'AuthConfigNotFound', message: `${where}.configRef: AuthConfig ${name} not found; requests are denied until it exists` });
+    sink.warnings.push({
+      code: 'AuthConfigNotFound',
+      message: `${where}.configRef: AuthConfig ${name} not found; requests are denied until it exists`,
+    });
   }
   const version = authConfigs.results.get(key)?.version;
   return { configId: name, ...(version !== undefined ? { configVersion: version } : {}), sourceType, sourceName };

@@ -33,24 +33,32 @@ function checkUrl(value: string, where: string, problems: Problem[]): void {
  */
 export function authConfigVersion(name: string, steps: readonly IntrospectionStepConfig[]): string {
   const judged = steps.map(({ clientSecret: _secret, ...rest }) => rest);
-  return createHash('sha256').update(JSON.stringify([name, judged])).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify([name, judged]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const ns = ac.metadata.namespace;
   const steps: IntrospectionStepConfig[] = [];
-  if (ac.spec.booleanExpr !== undefined) problems.push({ code: 'NotSupported', message: 'booleanExpr is not supported yet: every step must pass' });
+  if (ac.spec.booleanExpr !== undefined)
+    problems.push({ code: 'NotSupported', message: 'booleanExpr is not supported yet: every step must pass' });
   ac.spec.configs.forEach((step, i) => {
     const where = `configs[${i}]`;
     const record = step as Record<string, unknown>;
     const others = AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && record[k] !== undefined);
     for (const kind of others) {
-      problems.push({ code: 'NotSupported', message: `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation)` });
+      problems.push({
+        code: 'NotSupported',
+        message: `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation)`,
+      });
     }
     const oauth2 = step.oauth2;
     if (!oauth2) {
-      if (!others.length) problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind (supported: oauth2.accessTokenValidation)` });
+      if (!others.length)
+        problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind (supported: oauth2.accessTokenValidation)` });
       return;
     }
     if (oauth2.oidcAuthorizationCode || oauth2.oauth2) {
@@ -63,7 +71,10 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       return;
     }
     if (atv.jwt) {
-      problems.push({ code: 'NotSupported', message: `${where}.oauth2.accessTokenValidation.jwt: JWT validation is not supported yet; use introspection` });
+      problems.push({
+        code: 'NotSupported',
+        message: `${where}.oauth2.accessTokenValidation.jwt: JWT validation is not supported yet; use introspection`,
+      });
       return;
     }
     const cache = parseDuration(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT);
@@ -82,18 +93,29 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       checkUrl(intro.introspectionUrl, `${w}.introspectionUrl`, problems);
       out.introspectionUrl = intro.introspectionUrl;
       if (!intro.disableClientSecret && (!intro.clientId || !intro.clientSecretRef)) {
-        problems.push({ code: 'InvalidSpec', message: `${w}: clientId and clientSecretRef are required unless disableClientSecret is true` });
+        problems.push({
+          code: 'InvalidSpec',
+          message: `${w}: clientId and clientSecretRef are required unless disableClientSecret is true`,
+        });
       }
       if (intro.clientId) out.clientId = intro.clientId;
       if (intro.clientSecretRef && !intro.disableClientSecret) {
         const secretNs = intro.clientSecretRef.namespace ?? ns;
         const secret = secrets.get(nsName(secretNs, intro.clientSecretRef.name));
         if (!secret) {
-          problems.push({ code: 'SecretNotFound', message: `${w}.clientSecretRef: Secret ${secretNs}.${intro.clientSecretRef.name} not found` });
+          problems.push({
+            code: 'SecretNotFound',
+            message: `${w}.clientSecretRef: Secret ${secretNs}.${intro.clientSecretRef.name} not found`,
+          });
         } else {
           const value = CLIENT_SECRET_KEYS.map((k) => secretValue(secret, k)).find((v) => v !== undefined);
           if (value === undefined) {
-            problems.push({ code: 'InvalidSpec', message: `${w}.clientSecretRef: Secret ${secretNs}.${intro.clientSecretRef.name} has none of the keys ${CLIENT_SECRET_KEYS.join(', ')}` });
+            problems.push({
+              code: 'InvalidSpec',
+              message:
+                `${w}.clientSecretRef: Secret ${secretNs}.${intro.clientSecretRef.name} has none of the keys ` +
+                `${CLIENT_SECRET_KEYS.join(', ')}`,
+            });
           } else {
             out.clientSecret = value;
           }

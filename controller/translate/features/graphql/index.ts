@@ -35,11 +35,17 @@ export function graphqlFeature(service: ServiceAddress): Feature {
           const apiNs = ref.namespace ?? site.vs.metadata.namespace;
           const key = nsName(apiNs, ref.name);
           if (apis.rejected.has(key)) {
-            sink.problems.push({ code: 'GraphQLApiRejected', message: `${site.where}.${field}: GraphQLApi ${apiNs}.${ref.name} is rejected` });
+            sink.problems.push({
+              code: 'GraphQLApiRejected',
+              message: `${site.where}.${field}: GraphQLApi ${apiNs}.${ref.name} is rejected`,
+            });
             return undefined;
           }
           if (!apis.results.has(key)) {
-            sink.problems.push({ code: 'GraphQLApiNotFound', message: `${site.where}.${field}: GraphQLApi ${apiNs}.${ref.name} not found` });
+            sink.problems.push({
+              code: 'GraphQLApiNotFound',
+              message: `${site.where}.${field}: GraphQLApi ${apiNs}.${ref.name} not found`,
+            });
             return undefined;
           }
           return { type: 'graphql', api: { kind: 'GraphQLApi', namespace: apiNs, name: ref.name } };
@@ -47,7 +53,11 @@ export function graphqlFeature(service: ServiceAddress): Feature {
         extensionResources() {
           const configs: GraphQLApiConfig[] = [...apis.results.values()].sort((a, b) => a.name.localeCompare(b.name));
           return [
-            { role: ExtensionRoles.graphql, typeUrl: ExtensionTypeUrls.graphqlApi, resources: configs.map((api) => ({ name: api.name, resource: { ...api } })) },
+            {
+              role: ExtensionRoles.graphql,
+              typeUrl: ExtensionTypeUrls.graphqlApi,
+              resources: configs.map((api) => ({ name: api.name, resource: { ...api } })),
+            },
           ];
         },
       };

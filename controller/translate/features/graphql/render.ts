@@ -49,7 +49,11 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
       const perRoute = typed('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute', {
         overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: api }] },
       });
-      setPerFilterConfig(route, EXT_PROC_FILTER, typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: false, config: perRoute }));
+      setPerFilterConfig(
+        route,
+        EXT_PROC_FILTER,
+        typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: false, config: perRoute }),
+      );
     },
     extraClusters(proxy) {
       return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];

@@ -14,7 +14,8 @@ import { nsName } from '../../names.js';
 /** Directives Legate understands; declared for the user when the SDL does not declare them. */
 const DIRECTIVES: Record<string, string> = {
   resolve: 'directive @resolve(name: String!) on FIELD_DEFINITION',
-  cacheControl: 'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
+  cacheControl:
+    'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
 };
 
 export function withDirectiveDeclarations(sdl: string): string {
@@ -48,7 +49,13 @@ interface Normalized {
 function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
   if (api.kind === 'GraphQLSchema') {
     const s = api.spec;
-    return { sdl: s.schemaDefinition, resolutions: s.resolutions ?? {}, enableIntrospection: s.enableIntrospection ?? false, maxDepth: s.options?.maxDepth ?? 0, remote: false };
+    return {
+      sdl: s.schemaDefinition,
+      resolutions: s.resolutions ?? {},
+      enableIntrospection: s.enableIntrospection ?? false,
+      maxDepth: s.options?.maxDepth ?? 0,
+      remote: false,
+    };
   }
   const exe = api.spec.executableSchema;
   const local = exe.executor.local;
@@ -88,7 +95,10 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
   const n = normalize(api);
   const ns = api.metadata.namespace;
   if (n.remote) {
-    problems.push({ code: 'NotSupported', message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local' });
+    problems.push({
+      code: 'NotSupported',
+      message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local',
+    });
     return { problems };
   }
   let schema: Schema;
@@ -99,13 +109,17 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
     problems.push({ code: 'InvalidGraphQLSchema', message: `schemaDefinition: ${message}` });
     return { problems };
   }
-  if (!schema.getQueryType()) problems.push({ code: 'InvalidGraphQLSchema', message: 'schemaDefinition: a Query type with at least one field is required' });
+  if (!schema.getQueryType())
+    problems.push({ code: 'InvalidGraphQLSchema', message: 'schemaDefinition: a Query type with at least one field is required' });
 
   const bindings = resolveBindings(schema);
   for (const [name, fields] of bindings) {
     if (!Object.hasOwn(n.resolutions, name)) {
       const where = fields.map((b) => `${b.typeName}.${b.field.name}`).join(', ');
-      problems.push({ code: 'ResolutionNotFound', message: `schemaDefinition: @resolve(name: ${JSON.stringify(name)}) on ${where} names no resolution` });
+      problems.push({
+        code: 'ResolutionNotFound',
+        message: `schemaDefinition: @resolve(name: ${JSON.stringify(name)}) on ${where} names no resolution`,
+      });
     }
   }
 
@@ -135,19 +149,28 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
     const upNs = rest.upstreamRef.namespace ?? ns;
     const upKey = nsName(upNs, rest.upstreamRef.name);
     if (upstreams.rejected.has(upKey)) {
-      problems.push({ code: 'UpstreamRejected', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} is rejected` });
+      problems.push({
+        code: 'UpstreamRejected',
+        message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} is rejected`,
+      });
       continue;
     }
     const upstream = upstreams.resolved.get(upKey);
     if (!upstream) {
-      problems.push({ code: 'UpstreamNotFound', message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} not found` });
+      problems.push({
+        code: 'UpstreamNotFound',
+        message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} not found`,
+      });
       continue;
     }
     for (const t of templatesIn([rest.request?.headers, rest.request?.queryParams, rest.request?.body])) {
       const m = /^\{\$(\w+)(?:\.([^}]*))?\}$/.exec(t);
       const source = m?.[1];
       if (source === 'body') {
-        problems.push({ code: 'InvalidTemplate', message: `${where}.restResolver.request: ${t}: $body is only available in response setters` });
+        problems.push({
+          code: 'InvalidTemplate',
+          message: `${where}.restResolver.request: ${t}: $body is only available in response setters`,
+        });
         continue;
       }
       if (source !== 'args') continue;
@@ -155,16 +178,24 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
       for (const b of bound) {
         if (!b.field.args.some((a) => a.name === arg)) {
           const have = b.field.args.map((a) => a.name).join(', ') || 'none';
-          problems.push({ code: 'InvalidTemplate', message: `${where}.restResolver.request: ${t} names an argument ${b.typeName}.${b.field.name} does not have (arguments: ${have})` });
+          problems.push({
+            code: 'InvalidTemplate',
+            message:
+              `${where}.restResolver.request: ${t} names an argument ${b.typeName}.${b.field.name} does not have (arguments: ` + `${have})`,
+          });
         }
       }
     }
     const tls = upstream.tls;
     if (tls && [tls.rootCa, tls.certChain, tls.privateKey].some((d) => d && 'filename' in d)) {
-      problems.push({ code: 'NotSupported', message: `${where}.restResolver.upstreamRef: resolvers need the upstream's TLS material from a Secret, not sslFiles` });
+      problems.push({
+        code: 'NotSupported',
+        message: `${where}.restResolver.upstreamRef: resolvers need the upstream's TLS material from a Secret, not sslFiles`,
+      });
       continue;
     }
-    const pem = (d: { inline: string } | { filename: string } | undefined): string | undefined => (d && 'inline' in d ? d.inline : undefined);
+    const pem = (d: { inline: string } | { filename: string } | undefined): string | undefined =>
+      d && 'inline' in d ? d.inline : undefined;
     const resolverTls: NonNullable<ResolverConfig['rest']>['upstream']['tls'] = {};
     if (tls?.sni) resolverTls.sni = tls.sni;
     const ca = pem(tls?.rootCa);

@@ -16,12 +16,17 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
           : (route.routeAction.multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));
         const clusters: WeightedClusterIR[] = [];
         dests.forEach((d, j) => {
-          const path = route.routeAction?.single ? `${where}.routeAction.single` : `${where}.routeAction.multi.destinations[${j}].destination`;
+          const path = route.routeAction?.single
+            ? `${where}.routeAction.single`
+            : `${where}.routeAction.multi.destinations[${j}].destination`;
           const cluster = resolveDestination(d.destination, path, site.vs.metadata.namespace, ctx, sink.problems);
           if (cluster) clusters.push({ cluster, weight: d.weight });
         });
         if (clusters.length > 1 && clusters.every((c) => c.weight === 0)) {
-          sink.problems.push({ code: 'InvalidSpec', message: `${where}.routeAction.multi: at least one destination needs a weight above 0` });
+          sink.problems.push({
+            code: 'InvalidSpec',
+            message: `${where}.routeAction.multi: at least one destination needs a weight above 0`,
+          });
         }
         return { type: 'route', clusters: clusters.filter((c) => c.weight > 0 || clusters.length === 1) };
       }

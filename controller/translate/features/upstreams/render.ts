@@ -26,9 +26,12 @@ export const upstreamsRender: RenderPlugin = {
     }
     if (ir.http2) {
       cluster.typed_extension_protocol_options = {
-        'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed('type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions', {
-          explicit_http_config: { http2_protocol_options: {} },
-        }),
+        'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed(
+          'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+          {
+            explicit_http_config: { http2_protocol_options: {} },
+          },
+        ),
       };
     }
     if (ir.tls) cluster.transport_socket = upstreamTls(ir);
@@ -68,5 +71,8 @@ function upstreamTls(ir: UpstreamIR): TransportSocket {
   if (tls?.alpnProtocols.length) common.alpn_protocols = tls.alpnProtocols;
   const context: UpstreamTlsContext = { common_tls_context: common };
   if (tls?.sni) context.sni = tls.sni;
-  return { name: 'envoy.transport_sockets.tls', typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', context) };
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', context),
+  };
 }

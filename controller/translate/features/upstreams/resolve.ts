@@ -17,7 +17,11 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   let tlsOn = false;
 
   if (spec.static) {
-    endpoints = spec.static.hosts.map((h) => ({ address: h.addr, port: h.port, ...(h.loadBalancingWeight ? { weight: h.loadBalancingWeight } : {}) }));
+    endpoints = spec.static.hosts.map((h) => ({
+      address: h.addr,
+      port: h.port,
+      ...(h.loadBalancingWeight ? { weight: h.loadBalancingWeight } : {}),
+    }));
     if (spec.static.hosts.some((h) => isIP(h.addr) === 0)) discovery = 'STRICT_DNS';
     const first = spec.static.hosts[0];
     // As in Gloo: a host on 443 turns TLS on unless useTls says otherwise.
@@ -32,7 +36,10 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
       const port = service.spec.spec.ports.find((p) => p.port === servicePort);
       if (!port) {
         const have = service.spec.spec.ports.map((p) => p.port).join(', ');
-        problems.push({ code: 'ServicePortNotFound', message: `kube: Service ${serviceNamespace}.${serviceName} has no port ${servicePort} (ports: ${have})` });
+        problems.push({
+          code: 'ServicePortNotFound',
+          message: `kube: Service ${serviceNamespace}.${serviceName} has no port ${servicePort} (ports: ${have})`,
+        });
       } else {
         endpoints = kubeEndpoints(index.endpoints.get(nsName(serviceNamespace, serviceName)), port, service.spec.spec.ports.length);
       }
@@ -53,7 +60,10 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
       } else {
         const material = tlsMaterialFromSecret(secret);
         if (!material.rootCa && !material.certChain) {
-          problems.push({ code: 'InvalidTls', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} has none of tls.crt, ca.crt` });
+          problems.push({
+            code: 'InvalidTls',
+            message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} has none of tls.crt, ca.crt`,
+          });
         }
         for (const message of checkTlsMaterial(material, `sslConfig.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`)) {
           problems.push({ code: 'InvalidTls', message });
@@ -67,7 +77,8 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
       if ((files.tlsCert === undefined) !== (files.tlsKey === undefined)) {
         problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: tlsCert and tlsKey must be set together' });
       }
-      if (!files.tlsCert && !files.rootCa) problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: set rootCa and/or tlsCert with tlsKey' });
+      if (!files.tlsCert && !files.rootCa)
+        problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: set rootCa and/or tlsCert with tlsKey' });
       if (files.rootCa) tls.rootCa = { filename: files.rootCa };
       if (files.tlsCert) tls.certChain = { filename: files.tlsCert };
       if (files.tlsKey) tls.privateKey = { filename: files.tlsKey };

@@ -8,7 +8,12 @@
 // accepted for that version with VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
 // a matcher that skips it for exactly that header value. Virtual hosts drop the header before
 // anything goes upstream. See docs/wasm.md "Edge cache".
-import { typed, type HttpFilter, type TypedConfig, type envoy_config_core_v3_AsyncDataSource as AsyncDataSource } from '../../../../envoy/typed.js';
+import {
+  typed,
+  type HttpFilter,
+  type TypedConfig,
+  type envoy_config_core_v3_AsyncDataSource as AsyncDataSource,
+} from '../../../../envoy/typed.js';
 import { setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../../ir.js';
@@ -85,7 +90,11 @@ function codeFor(name: string, code: WasmCodeSource): AsyncDataSource {
   const m = code.modules[module];
   return {
     remote: {
-      http_uri: { uri: `http://${code.host}:${code.port}${m?.path ?? `/wasm/${module}.wasm`}`, cluster: CONTROLLER_HTTP_CLUSTER, timeout: { seconds: 10 } },
+      http_uri: {
+        uri: `http://${code.host}:${code.port}${m?.path ?? `/wasm/${module}.wasm`}`,
+        cluster: CONTROLLER_HTTP_CLUSTER,
+        timeout: { seconds: 10 },
+      },
       sha256: m?.sha256 ?? '',
       retry_policy: { num_retries: 5 },
     },
