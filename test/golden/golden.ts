@@ -1,0 +1,34 @@
+// What both golden suites do: check a rendered Envoy resource survives protobuf encoding unchanged
+// (protobufjs would otherwise drop a misspelt field silently), and compare with (or, with
+// UPDATE_GOLDEN=1 or when missing, write) the .out.yaml file.
+import fs from 'node:fs';
+import { expect } from 'vitest';
+import { stringify } from 'yaml';
+import { decodeAny, encodeAny } from '../../envoy/protos.js';
+
+export function expectRoundTrip(typeUrl: string, name: string, resource: object): void {
+  const back = decodeAny(typeUrl, encodeAny(typeUrl, resource).value);
+  expect(normalize(back), `${name} round-trips through protobuf`).toEqual(normalize(resource));
+}
+
+export function expectGolden(outFile: string, value: unknown): void {
+  const actual = stringify(value, { sortMapEntries: false, lineWidth: 0, aliasDuplicateObjects: false });
+  if (process.env['UPDATE_GOLDEN'] || !fs.existsSync(outFile)) fs.writeFileSync(outFile, actual);
+  expect(actual).toBe(fs.readFileSync(outFile, 'utf8'));
+}
+
+/** JSON form with sorted keys, numbers for 64-bit ints, enum names, so both sides compare equal. */
+function normalize(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(normalize);
+  if (v && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return Object.fromEntries(
+      Object.keys(o)
+        .filter((k) => o[k] !== undefined && !(Array.isArray(o[k]) && (o[k] as unknown[]).length === 0))
+        .sort()
+        .map((k) => [k, normalize(o[k])]),
+    );
+  }
+  if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
+  return v;
+}
