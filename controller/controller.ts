@@ -1,4 +1,4 @@
-// Controller composition root: file source -> pipeline -> xDS cache/server, statuses, loopback API.
+// Controller composition root: a resource source -> pipeline -> xDS cache/server, statuses, loopback API.
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import type http from 'node:http';
@@ -7,7 +7,6 @@ import { ExtensionTypeUrls, encodeExtensionConfig } from '../common/contract.js'
 import type { Logger } from '../common/log.js';
 import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
-import { REPORTER, type ResourceStatus } from './api/meta.js';
 import type { LegateResource } from './api/resources.js';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { startAdminServer, type RunningAdmin } from '../common/admin.js';
@@ -16,14 +15,18 @@ import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
 import { runPipeline, type PipelineOutput } from './pipeline.js';
-import { FileSource, type SourceSnapshot } from './source/file/source.js';
+import type { ResourceSource, SourceSnapshot } from './source/source.js';
+import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { SnapshotCache } from './xds/cache.js';
-import { AdsServer, type NackEvent } from './xds/server.js';
+import { AdsServer } from './xds/server.js';
 
 export interface ControllerOptions {
-  configDir: string;
+  /** where resources come from (a directory: FileSource) */
+  source: ResourceSource;
+  /** where statuses go besides the controller API (e.g. the Kubernetes status subresource) */
+  statusSinks?: readonly StatusSink[];
   xds: { host: string; port: number };
   api: { host: string; port: number };
   writeNamespace?: string;
@@ -32,7 +35,6 @@ export interface ControllerOptions {
   /** Where Envoy reaches the extension services. */
   render?: RenderOptions;
   logger: Logger;
-  pollMs?: number;
   /** where the wasm modules are, and whether Envoy reads them from disk or fetches them from the API */
   wasm?: { dir: string; source: 'local' | 'remote' };
   /** the admin interface (spec 4.3), when set */
@@ -57,8 +59,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     encoders: Object.fromEntries(Object.values(ExtensionTypeUrls).map((t) => [t, extensionEncoder])),
     onListenerError: (error, role) => log.error('xDS subscriber failed', { role, error }),
   });
-  // NACKs by role; cleared when that role gets a new version of the type.
-  const nacks = new Map<string, NackEvent>();
+  // statuses: the pipeline's, overlaid with NACKs; the API shows the latest
+  const latestStatuses = new LatestStatuses();
+  const statuses = new StatusBook([latestStatuses, ...(options.statusSinks ?? [])]);
   let output: PipelineOutput | undefined;
   let source: SourceSnapshot = { resources: [], errors: [] };
   let lastAccepted = new Map<string, LegateResource>();
@@ -67,7 +70,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     logger: log.child('xds'),
     // extension services always get their full set of configs
     wildcardTypes: [TypeUrls.listener, TypeUrls.cluster, ...Object.values(ExtensionTypeUrls)],
-    observers: [{ onNack: (event) => void nacks.set(`${event.role}|${event.typeUrl}`, event) }],
+    observers: [statuses.nacks],
   });
 
   const registry = new Registry();
@@ -159,10 +162,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     });
     lastAccepted = out.accepted;
     output = out;
+    statuses.translated(out);
     for (const [role, snap] of out.xds) {
       try {
-        const changed = cache.set(role, snap);
-        for (const typeUrl of changed) nacks.delete(`${role}|${typeUrl}`);
+        statuses.nacks.served(role, cache.set(role, snap));
       } catch (err) {
         log.error('cannot encode xDS snapshot; keeping the previous one', { role, error: err });
       }
@@ -188,37 +191,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     syncDevMode(out.devMode);
   };
 
-  // An Envoy NACK shows on the Proxy it was for, and on the virtual services and upstreams its message
-  // names (Envoy names the virtual host `<ns>_<vs>` or the cluster `<upstream>_<ns>`).
-  const statusWithNacks = (
-    resource: { kind: string; metadata: { namespace: string; name: string } },
-    status: ResourceStatus,
-  ): ResourceStatus => {
-    const { kind, metadata } = resource;
-    const all = [...nacks.values()];
-    const mine =
-      kind === 'Proxy'
-        ? all.filter((n) => n.role === `${metadata.namespace}~${metadata.name}`)
-        : kind === 'VirtualService'
-          ? all.filter((n) => n.message.includes(`${metadata.namespace}_${metadata.name}`.replace(/\./g, '_')))
-          : kind === 'Upstream'
-            ? all.filter((n) => n.message.includes(`${metadata.name}_${metadata.namespace}`))
-            : [];
-    if (!mine.length) return status;
-    return {
-      state: 'Rejected',
-      reason: mine.map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message}`).join('; '),
-      reportedBy: REPORTER,
-    };
-  };
-
   const view = {
     version: VERSION,
     resources: (): ApiResource[] => {
-      if (!output) return [];
-      const ns = output.writeNamespace;
-      return [...output.listed.values()].map(({ resource, status }) => {
-        const shown = statusWithNacks(resource, status);
+      const { writeNamespace: ns, reports } = latestStatuses.get();
+      return reports.map(({ resource, status: shown }) => {
         const item: ApiResource = {
           apiVersion: resource.apiVersion,
           kind: resource.kind,
@@ -276,9 +253,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
 
   const abort = new AbortController();
-  const fileSource = new FileSource(options.configDir, log.child('source'));
-  fileSource.watch(abort.signal, reconcile, options.pollMs);
-  log.info('watching configuration directory', { dir: options.configDir });
+  options.source.watch(abort.signal, reconcile);
+  log.info('watching resources', { source: options.source.description });
 
   return {
     xdsPort,

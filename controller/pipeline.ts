@@ -5,10 +5,12 @@ import { canonicalApiVersion } from './api/kinds.js';
 import { LEGATE_NAMESPACE, REPORTER, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
 import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
-import type { ProxyIR } from './translate/ir.js';
+import type { ProxyIR, SourceRef } from './translate/ir.js';
+import { envoyNames } from './translate/names.js';
 import type { WasmChecks } from './api/schemas.js';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
-import { proxyRole, renderPlugins, renderProxy } from './translate/render.js';
+import { proxyRole } from './translate/names.js';
+import { renderPlugins, renderProxy } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
 import { sameRef } from './translate/reporter.js';
 import { translate } from './translate/translate.js';
@@ -47,6 +49,8 @@ export interface PipelineOutput {
   /** Feed back as `lastAccepted` next time. */
   accepted: Map<string, LegateResource>;
   reports: Report[];
+  /** Every Envoy resource name rendered, with the resource it came from (to attribute NACKs). */
+  envoyNames: Map<string, SourceRef>;
 }
 
 export function runPipeline(input: PipelineInput): PipelineOutput {
@@ -135,6 +139,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     xds,
     accepted: out.accepted,
     reports: out.reports,
+    envoyNames: envoyNames(out.proxies, out.upstreams),
   };
 }
 

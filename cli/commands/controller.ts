@@ -4,6 +4,7 @@ import path from 'node:path';
 import { statsServerEnabled } from '../../common/admin.js';
 import { VERSION } from '../../common/version.js';
 import { startController } from '../../controller/controller.js';
+import { FileSource } from '../../controller/source/file/source.js';
 import { DEFAULT_WASM_OPTIONS } from '../../controller/translate/features/wasm/index.js';
 import { loadOrCreateEdgeSecret } from '../edge-secret.js';
 import { UsageError, command } from '../flags.js';
@@ -64,7 +65,7 @@ export const controllerCommand = command({
         }
       : DEFAULT_WASM_OPTIONS;
     const ctl = await startController({
-      configDir: path.resolve(flags.config),
+      source: new FileSource(path.resolve(flags.config), logger.child('source')),
       xds: { host: flags['xds-host'], port: flags['xds-port'] },
       api: { host: '127.0.0.1', port: flags['api-port'] },
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),

@@ -19,3 +19,44 @@ export function discoveredUpstreamName(namespace: string, service: string, port:
 export function sourceOf(r: { kind: string; metadata: { namespace: string; name: string } }): SourceRef {
   return { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
 }
+
+/** Node role of a proxy, matched against Envoy's node.metadata.role: `<namespace>~<name>`. */
+export function proxyRole(proxy: { namespace: string; name: string }): string {
+  return `${proxy.namespace}~${proxy.name}`;
+}
+
+export function listenerName(bindAddress: string, bindPort: number): string {
+  return `listener-${bindAddress}-${bindPort}`;
+}
+
+/** Envoy virtual host of a VirtualService: `<namespace>_<name>` (dots would confuse Envoy's stats). */
+export function virtualHostName(namespace: string, name: string): string {
+  return `${namespace}_${name}`.replace(/\./g, '_');
+}
+
+/** The filter chain that serves a virtual host's certificate on an ssl listener. */
+export function tlsFilterChainName(virtualHost: string): string {
+  return `${virtualHost}-tls`;
+}
+
+/**
+ * Every Envoy resource name a translation produced, with the resource it came from: what a NACK's
+ * message can name (a cluster, a virtual host, a TLS filter chain, a listener).
+ */
+export function envoyNames(
+  proxies: readonly { listeners: readonly { name: string; source: SourceRef; virtualHosts: readonly { name: string; source: SourceRef; tls?: unknown }[] }[] }[],
+  upstreams: readonly { cluster: string; source: SourceRef }[],
+): Map<string, SourceRef> {
+  const names = new Map<string, SourceRef>();
+  for (const up of upstreams) names.set(up.cluster, up.source);
+  for (const proxy of proxies) {
+    for (const listener of proxy.listeners) {
+      names.set(listener.name, listener.source);
+      for (const vh of listener.virtualHosts) {
+        names.set(vh.name, vh.source);
+        if (vh.tls) names.set(tlsFilterChainName(vh.name), vh.source);
+      }
+    }
+  }
+  return names;
+}

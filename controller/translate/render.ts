@@ -31,10 +31,7 @@ export function renderPlugins(from: readonly Feature[] | RenderOptions = DEFAULT
 export const HCM_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager' as const;
 const ADS_SOURCE: envoy_config_core_v3_ConfigSource = { ads: {}, resource_api_version: 'V3' };
 
-/** Node role of a proxy, matched against Envoy's node.metadata.role: `<namespace>~<name>`. */
-export function proxyRole(proxy: { namespace: string; name: string }): string {
-  return `${proxy.namespace}~${proxy.name}`;
-}
+export { proxyRole } from './names.js';
 
 export function routeConfigName(listener: ListenerIR): string {
   return `${listener.name}-routes`;

@@ -24,7 +24,7 @@ import type {
 import { features as defaultFeatures } from './features/index.js';
 import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { translateMatcher } from './matchers.js';
-import { nsName, sourceOf } from './names.js';
+import { listenerName, nsName, sourceOf, virtualHostName } from './names.js';
 import { Reporter, type Report } from './reporter.js';
 
 export const DEFAULT_PROXY_NAME = 'gateway-proxy';
@@ -125,7 +125,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     let kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
     if (gw.spec.ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
     const listener: ListenerIR = {
-      name: `listener-${gw.spec.bindAddress ?? '::'}-${gw.spec.bindPort}`,
+      name: listenerName(gw.spec.bindAddress ?? '::', gw.spec.bindPort),
       bindAddress: gw.spec.bindAddress ?? '::',
       bindPort: gw.spec.bindPort,
       ssl: gw.spec.ssl ?? false,
@@ -298,7 +298,7 @@ function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string, bindi
 
 function translateVirtualService(vs: VirtualService, bindings: readonly FeatureBinding[]): Attempt<VirtualHostIR> {
   const sink: BindSink = { problems: [], warnings: [] };
-  const name = `${vs.metadata.namespace}_${vs.metadata.name}`.replace(/\./g, '_');
+  const name = virtualHostName(vs.metadata.namespace, vs.metadata.name);
   const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
   const routes: RouteIR[] = [];
   (vs.spec.virtualHost.routes ?? []).forEach((route, index) => {

@@ -6,11 +6,9 @@ import type { Logger } from '../../../common/log.js';
 import type { RawResource } from '../../api/meta.js';
 import { resourceKey } from '../../api/meta.js';
 import { parseResources, type ParseError } from '../parse.js';
+import type { ResourceSource, SourceSnapshot } from '../source.js';
 
-export interface SourceSnapshot {
-  resources: RawResource[];
-  errors: ParseError[];
-}
+export type { SourceSnapshot } from '../source.js';
 
 interface FileState {
   stamp: string;
@@ -22,13 +20,18 @@ const RESOURCE_FILE = /\.(ya?ml|json)$/i;
 /** Files in the directory that configure `legate run` itself, not resources. */
 export const NON_RESOURCE_FILES = new Set(['legate.values.yaml']);
 
-export class FileSource {
+export class FileSource implements ResourceSource {
   private readonly files = new Map<string, FileState>();
+  readonly description: string;
 
   constructor(
     private readonly dir: string,
     private readonly logger: Logger,
-  ) {}
+    /** how often the directory is rescanned as a backstop to fs.watch */
+    private readonly pollMs = 1000,
+  ) {
+    this.description = `directory ${dir}`;
+  }
 
   /** Reads changed files and returns the merged snapshot (and whether anything changed). */
   scan(): { snapshot: SourceSnapshot; changed: boolean } {
@@ -95,7 +98,7 @@ export class FileSource {
   }
 
   /** Scans now and on every change until `signal` aborts. Changes are debounced. */
-  watch(signal: AbortSignal, onChange: (snapshot: SourceSnapshot) => void, pollMs = 1000): void {
+  watch(signal: AbortSignal, onChange: (snapshot: SourceSnapshot) => void): void {
     const first = this.scan();
     onChange(first.snapshot);
     let timer: NodeJS.Timeout | undefined;
@@ -140,7 +143,7 @@ export class FileSource {
     };
     watchDirs();
     // Polling backs up the watcher (editors that replace files, network file systems).
-    const poll = setInterval(soon, pollMs);
+    const poll = setInterval(soon, this.pollMs);
     signal.addEventListener('abort', () => {
       for (const w of watchers.values()) w.close();
       clearInterval(poll);

@@ -5,7 +5,7 @@ import { typed, type FilterChain, type NetworkFilter } from '../../../../envoy/t
 import { dataSource } from '../../envoy-json.js';
 import type { Feature, Problem, ResolveContext } from '../../feature.js';
 import type { DownstreamTlsIR, ListenerIR } from '../../ir.js';
-import { nsName } from '../../names.js';
+import { nsName, tlsFilterChainName } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 
 export const tlsFeature: Feature = {
@@ -64,7 +64,7 @@ function tlsFilterChains(listener: ListenerIR, filters: NetworkFilter[]): Filter
     const key = JSON.stringify([serverNames, vh.tls.certChain, vh.tls.privateKey]);
     if (chains.has(key)) continue;
     const chain: FilterChain = {
-      name: `${vh.name}-tls`,
+      name: tlsFilterChainName(vh.name),
       filters,
       transport_socket: {
         name: 'envoy.transport_sockets.tls',

@@ -1,0 +1,24 @@
+// The seam between where resources come from and the controller: a ResourceSource watches its
+// origin (a directory, a Kubernetes API server) and hands over complete snapshots of raw resources
+// plus what failed to load. The controller translates each snapshot; it never knows which source.
+import type { RawResource } from '../api/meta.js';
+import type { ParseError } from './parse.js';
+
+/** Something that could not be loaded: where (a file, an object) and why. */
+export type LoadError = ParseError;
+
+export interface SourceSnapshot {
+  /** every resource the source holds now (a source that fails to read keeps the last good ones) */
+  resources: RawResource[];
+  errors: LoadError[];
+}
+
+export interface ResourceSource {
+  /** for logs: `directory examples`, `cluster https://…` */
+  readonly description: string;
+  /**
+   * Delivers a first snapshot, then one on every change, until `signal` aborts. Snapshots are whole
+   * (not deltas); the source debounces bursts of changes.
+   */
+  watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void;
+}
