@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: setup run test test-unit test-e2e typecheck format bench bench-micro build envoy envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e typecheck format kube-tools bench bench-micro build envoy envoy-types clean wasm wasm-debug
 
 setup: $(NODE_MODULES_STAMP) envoy build
 
@@ -55,13 +55,18 @@ format: $(NODE_MODULES_STAMP)
 run: setup
 	node bin/legate.js run --config examples
 
-test: setup typecheck
+test: setup typecheck kube-tools
 	npx vitest run
+
+# kube-apiserver, kubectl and etcd for the Kubernetes tests, built once from the Go modules pinned
+# in test/kube/tools into .cache/kube/bin (a few minutes cold; not needed by `make run`)
+kube-tools:
+	./scripts/kube-tools.sh
 
 test-unit: setup
 	npx vitest run test/unit test/golden
 
-test-e2e: setup
+test-e2e: setup kube-tools
 	npx vitest run test/e2e
 
 bench: setup

@@ -2,6 +2,7 @@
 import type { Command } from '../flags.js';
 import { bootstrapCommand } from './bootstrap.js';
 import { controllerCommand } from './controller.js';
+import { crdsCommand } from './crds.js';
 import { extauthCommand, graphqlCommand } from './extensions.js';
 import { runCommand } from './run.js';
 import { versionCommand } from './version.js';
@@ -12,6 +13,7 @@ export const COMMANDS: readonly Command[] = [
   graphqlCommand,
   extauthCommand,
   bootstrapCommand,
+  crdsCommand,
   versionCommand,
 ];
 

@@ -44,7 +44,9 @@ export function tlsFilterChainName(virtualHost: string): string {
  * message can name (a cluster, a virtual host, a TLS filter chain, a listener).
  */
 export function envoyNames(
-  proxies: readonly { listeners: readonly { name: string; source: SourceRef; virtualHosts: readonly { name: string; source: SourceRef; tls?: unknown }[] }[] }[],
+  proxies: readonly {
+    listeners: readonly { name: string; source: SourceRef; virtualHosts: readonly { name: string; source: SourceRef; tls?: unknown }[] }[];
+  }[],
   upstreams: readonly { cluster: string; source: SourceRef }[],
 ): Map<string, SourceRef> {
   const names = new Map<string, SourceRef>();

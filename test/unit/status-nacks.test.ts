@@ -34,7 +34,8 @@ function nack(message: string, typeUrl = 'type.googleapis.com/envoy.config.liste
 describe('attributeNack', () => {
   it("attributes a TLS filter chain's error to its VirtualService", () => {
     const e = nack(
-      "Error adding/updating listener(s) listener-::-8443: Failed to load certificate chain from <inline> (filter chain 'default_shop-tls')",
+      'Error adding/updating listener(s) listener-::-8443: ' +
+        "Failed to load certificate chain from <inline> (filter chain 'default_shop-tls')",
     );
     expect(attributeNack(e, names)).toEqual([
       src('Gateway', 'legate-system', 'gateway-proxy-ssl'),

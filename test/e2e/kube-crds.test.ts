@@ -1,0 +1,77 @@
+// Legate's CRDs on a real kube-apiserver (test/e2e/harness/kube.ts): `legate crds --gloo-groups`
+// applies with every object accepted and established; an unchanged Gloo Edge manifest applies;
+// the schemas refuse unknown fields and wrong types the way a user's kubectl shows them; the status
+// subresource and the State column work.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './harness/gateway.js';
+import { startKubeApiServer, type KubeApiServer } from './harness/kube.js';
+
+let kube: KubeApiServer;
+
+beforeAll(async () => {
+  kube = await startKubeApiServer();
+}, 180_000);
+
+afterAll(async () => {
+  await kube?.stop();
+});
+
+function legate(...args: string[]): string {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`legate ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+describe.sequential('CRDs on a real API server', () => {
+  it('applies every CRD, Legate and Gloo groups, and each becomes Established', () => {
+    const crds = legate('crds', '--gloo-groups');
+    const applied = kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds });
+    const count = (crds.match(/^kind: CustomResourceDefinition$/gm) ?? []).length;
+    expect(applied.stdout.trim().split('\n')).toHaveLength(count);
+    kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
+    const names = kube.kubectl(['get', 'crd', '-o', 'name']).stdout;
+    for (const n of ['virtualservices.gateway.legate.dev', 'virtualservices.gateway.solo.io', 'authconfigs.enterprise.gloo.solo.io']) {
+      expect(names).toContain(`customresourcedefinition.apiextensions.k8s.io/${n}`);
+    }
+  });
+
+  it('takes an unchanged Gloo Edge manifest', () => {
+    kube.kubectl(['create', 'namespace', 'gloo-system']);
+    const manifest = fs.readFileSync(path.join(ROOT, 'test/golden/translate/gloo-manifest.in.yaml'), 'utf8');
+    kube.kubectl(['apply', '--server-side', '-f', '-'], { input: manifest });
+    const vs = JSON.parse(kube.kubectl(['get', 'virtualservices.gateway.solo.io', 'default', '-n', 'gloo-system', '-o', 'json']).stdout);
+    expect(vs.spec.virtualHost.routes[0].options.prefixRewrite).toBe('/posts');
+  });
+
+  it('refuses an unknown field and a wrong type, naming them', () => {
+    const vs = (spec: string): string => `apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: typo, namespace: default }
+spec: ${spec}
+`;
+    const unknown = kube.kubectl(['apply', '-f', '-'], { input: vs('{ virtualHost: { domainz: [a.example.com] } }'), check: false });
+    expect(unknown.status).not.toBe(0);
+    expect(unknown.stderr).toMatch(/unknown field "spec.virtualHost.domainz"/);
+    const wrongType = kube.kubectl(['apply', '-f', '-'], { input: vs('{ virtualHost: { domains: a.example.com } }'), check: false });
+    expect(wrongType.status).not.toBe(0);
+    expect(wrongType.stderr).toMatch(/spec.virtualHost.domains.*(array|list)/i);
+  });
+
+  it('has the status subresource, the short name and a State column', () => {
+    kube.kubectl(['apply', '-f', '-'], {
+      input: `apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: shop, namespace: default }
+spec: { virtualHost: { domains: [shop.example.com], routes: [{ directResponseAction: { status: 200 } }] } }
+`,
+    });
+    const status = { state: 'Accepted', statuses: { 'legate-system': { state: 'Accepted', reportedBy: 'legate' } } };
+    kube.kubectl(['patch', 'vs', 'shop', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
+    const table = kube.kubectl(['get', 'vs', 'shop']).stdout;
+    expect(table).toMatch(/^NAME\s+STATE\s+AGE/m);
+    expect(table).toMatch(/^shop\s+Accepted\s+/m);
+  });
+});
