@@ -82,13 +82,9 @@ export function customResourceDefinitions(options: CrdOptions = {}): Schema[] {
         if (group && version) groups.push({ group, version });
       }
     }
-    for (const g of groups) crds.push(crdFor(kind, g.group, g.version, glooOnly(g.group, info.group)));
+    for (const g of groups) crds.push(crdFor(kind, g.group, g.version, g.group !== info.group));
   }
   return crds;
-}
-
-function glooOnly(group: string, legateGroup: string): boolean {
-  return group !== legateGroup;
 }
 
 function crdFor(kind: KindName, group: string, version: string, alias: boolean): Schema {

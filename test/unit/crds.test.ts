@@ -1,0 +1,64 @@
+// The generated CRDs are structural (the API server refuses them otherwise; the e2e suite applies
+// them to a real one) and carry what users expect: both group sets, short names once, status.
+import { describe, expect, it } from 'vitest';
+import { customResourceDefinitions, structural } from '../../controller/api/crds.js';
+import { KIND_NAMES, kindInfo } from '../../controller/api/kinds.js';
+
+type Node = Record<string, unknown>;
+
+/** Paths of schema nodes that break Kubernetes' structural rules (as far as Legate's schemas go). */
+function nonStructural(node: unknown, at: string, out: string[] = []): string[] {
+  if (!node || typeof node !== 'object') return out;
+  const n = node as Node;
+  if (n['type'] === undefined && n['x-kubernetes-preserve-unknown-fields'] !== true) out.push(`${at}: no type`);
+  for (const k of ['anyOf', 'oneOf', 'allOf', '$ref', '$schema']) if (k in n) out.push(`${at}: ${k}`);
+  if (n['additionalProperties'] === false) out.push(`${at}: additionalProperties false`);
+  if (n['properties'] && n['additionalProperties']) out.push(`${at}: properties and additionalProperties`);
+  for (const [name, sub] of Object.entries((n['properties'] as Node | undefined) ?? {})) nonStructural(sub, `${at}.${name}`, out);
+  if (n['items']) nonStructural(n['items'], `${at}[]`, out);
+  if (n['additionalProperties'] && typeof n['additionalProperties'] === 'object') nonStructural(n['additionalProperties'], `${at}{}`, out);
+  return out;
+}
+
+describe('customResourceDefinitions', () => {
+  const legateOnly = customResourceDefinitions();
+  const withGloo = customResourceDefinitions({ glooGroups: true });
+  const versions = (crd: Node) => (crd['spec'] as { versions: Node[] }).versions;
+
+  it('has one CRD per custom kind, and one more per Gloo alias group with --gloo-groups', () => {
+    const custom = KIND_NAMES.filter((k) => kindInfo(k).group !== '');
+    expect(legateOnly).toHaveLength(custom.length);
+    expect(withGloo).toHaveLength(custom.length + custom.reduce((n, k) => n + kindInfo(k).aliases.length, 0));
+  });
+
+  it('gives only structural schemas', () => {
+    for (const crd of withGloo) {
+      const name = (crd['metadata'] as { name: string }).name;
+      expect(nonStructural(versions(crd)[0]?.['schema'] && (versions(crd)[0]!['schema'] as Node)['openAPIV3Schema'], name)).toEqual([]);
+    }
+  });
+
+  it('claims short names under Legate groups only, and has the status subresource everywhere', () => {
+    const names = (crd: Node) => (crd['spec'] as { names: { shortNames?: string[] } }).names;
+    const vs = legateOnly.find((c) => (c['metadata'] as { name: string }).name === 'virtualservices.gateway.legate.dev');
+    expect(vs && names(vs).shortNames).toEqual(['vs']);
+    const gloo = withGloo.find((c) => (c['metadata'] as { name: string }).name === 'virtualservices.gateway.solo.io');
+    expect(gloo && names(gloo).shortNames).toBeUndefined();
+    for (const crd of withGloo) expect(versions(crd)[0]?.['subresources']).toEqual({ status: {} });
+  });
+});
+
+describe('structural', () => {
+  it('turns what it cannot type into preserved JSON and drops additionalProperties: false', () => {
+    expect(structural({})).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
+    expect(structural({ anyOf: [{ type: 'string' }, { type: 'integer' }] })).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
+    expect(structural({ type: 'object', properties: { a: { const: 'x', type: 'string' } }, additionalProperties: false })).toEqual({
+      type: 'object',
+      properties: { a: { enum: ['x'], type: 'string' } },
+    });
+    expect(structural({ type: 'object', additionalProperties: {} })).toEqual({
+      type: 'object',
+      additionalProperties: { 'x-kubernetes-preserve-unknown-fields': true },
+    });
+  });
+});
