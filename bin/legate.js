@@ -1,2 +1,5 @@
 #!/usr/bin/env node
-import '../dist/legate.js';
+import { ensureSupportedNode } from './node-check.js';
+
+ensureSupportedNode(import.meta.filename);
+await import('../dist/legate.js');
