@@ -4,7 +4,13 @@ import path from 'node:path';
 import { statsServerEnabled } from '../../common/admin.js';
 import { VERSION } from '../../common/version.js';
 import { startController } from '../../controller/controller.js';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../common/log.js';
 import { FileSource } from '../../controller/source/file/source.js';
+import { KubeSource } from '../../controller/source/kubernetes/source.js';
+import type { ResourceSource } from '../../controller/source/source.js';
+import type { StatusSink } from '../../controller/status/book.js';
+import { KubeStatusSink } from '../../controller/status/kubernetes.js';
 import { DEFAULT_WASM_OPTIONS } from '../../controller/translate/features/wasm/index.js';
 import { loadOrCreateEdgeSecret } from '../edge-secret.js';
 import { UsageError, command } from '../flags.js';
@@ -13,9 +19,21 @@ import { DEFAULTS, LOG_LEVEL_FLAG, componentLogger, waitForSignal } from './comm
 
 export const controllerCommand = command({
   name: 'controller',
-  summary: 'run the controller: watch a directory, serve xDS and the controller API',
+  summary: 'run the controller: watch a directory or a cluster, serve xDS and the controller API',
   flags: {
-    config: { type: 'string', short: 'c', required: true, placeholder: 'DIR', description: 'the directory of resources to watch' },
+    config: { type: 'string', short: 'c', placeholder: 'DIR', description: 'the directory of resources to watch (--source file)' },
+    source: {
+      type: 'choice',
+      choices: ['file', 'kubernetes'],
+      default: 'file',
+      description: 'read resources from --config DIR, or from the Kubernetes API (CRDs: legate crds)',
+    },
+    kubeconfig: { type: 'string', placeholder: 'PATH', description: 'with --source kubernetes (default KUBECONFIG, else in-cluster)' },
+    'watch-namespaces': {
+      type: 'string',
+      placeholder: 'NS,NS',
+      description: 'with --source kubernetes: only these namespaces (default all)',
+    },
     'graphql-address': {
       type: 'hostPort',
       default: `127.0.0.1:${DEFAULTS.graphqlPort}`,
@@ -54,8 +72,8 @@ export const controllerCommand = command({
     'log-level': LOG_LEVEL_FLAG,
   },
   async run(flags) {
-    if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
     const logger = componentLogger('controller', flags['log-level']);
+    const { source, statusSinks } = resourceSource(flags, logger);
     const edgeSecretFile = flags['edge-secret-file'];
     // without a file the controller picks a new secret at every start
     const wasm = edgeSecretFile
@@ -65,7 +83,8 @@ export const controllerCommand = command({
         }
       : DEFAULT_WASM_OPTIONS;
     const ctl = await startController({
-      source: new FileSource(path.resolve(flags.config), logger.child('source')),
+      source,
+      statusSinks,
       xds: { host: flags['xds-host'], port: flags['xds-port'] },
       api: { host: '127.0.0.1', port: flags['api-port'] },
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
@@ -84,3 +103,26 @@ export const controllerCommand = command({
     return 0;
   },
 });
+
+/** Where resources come from, and where statuses go besides the controller API. */
+function resourceSource(
+  flags: { source: string; config: string | undefined; kubeconfig: string | undefined; 'watch-namespaces': string | undefined },
+  logger: Logger,
+): { source: ResourceSource; statusSinks: StatusSink[] } {
+  if (flags.source === 'file') {
+    if (!flags.config) throw new UsageError('--config DIR is required (or --source kubernetes)');
+    if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
+    return { source: new FileSource(path.resolve(flags.config), logger.child('source')), statusSinks: [] };
+  }
+  const kubeConfig = new KubeConfig();
+  if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
+  else kubeConfig.loadFromDefault();
+  const namespaces = (flags['watch-namespaces'] ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return {
+    source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces }),
+    statusSinks: [new KubeStatusSink(kubeConfig, logger.child('status'))],
+  };
+}

@@ -17,6 +17,8 @@ export interface ObjectMeta {
   namespace: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** from a Kubernetes source: the spec's generation, reported back as status.observedGeneration */
+  generation?: number;
 }
 
 /** A parsed resource as read from a source, before kind-specific validation. */

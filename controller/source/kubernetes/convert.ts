@@ -1,0 +1,88 @@
+// Kubernetes objects -> the RawResources the pipeline reads. Pure. EndpointSlices (discovery.k8s.io/v1)
+// become one core `Endpoints` per Service, the shape translation already resolves upstreams from.
+import { resourceKey, type RawResource } from '../../api/meta.js';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    generation?: number;
+    [k: string]: unknown;
+  };
+  spec?: unknown;
+  status?: unknown;
+  [k: string]: unknown;
+}
+
+/** Where a resource came from, as statuses and `legatectl` show it. */
+export function kubeOrigin(apiVersion: string, kind: string, namespace: string, name: string): string {
+  return `kube:${apiVersion}/${kind}/${namespace}/${name}`;
+}
+
+/** A watched object as a RawResource: spec as is, other top-level fields (not status) in body. */
+export function toRawResource(obj: KubeObject, apiVersion: string, kind: string): RawResource | undefined {
+  const meta = obj.metadata;
+  if (!meta?.name) return undefined;
+  const namespace = meta.namespace ?? 'default';
+  const body: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k !== 'apiVersion' && k !== 'kind' && k !== 'metadata' && k !== 'spec' && k !== 'status') body[k] = v;
+  }
+  const raw: RawResource = {
+    apiVersion,
+    kind,
+    metadata: {
+      name: meta.name,
+      namespace,
+      ...(meta.labels ? { labels: meta.labels } : {}),
+      ...(meta.annotations ? { annotations: meta.annotations } : {}),
+      ...(typeof meta.generation === 'number' ? { generation: meta.generation } : {}),
+    },
+    body,
+    origin: kubeOrigin(apiVersion, kind, namespace, meta.name),
+  };
+  if (obj.spec !== undefined) raw.spec = obj.spec;
+  return raw;
+}
+
+interface EndpointSlice extends KubeObject {
+  addressType?: string;
+  endpoints?: { addresses?: string[]; conditions?: { ready?: boolean | null; serving?: boolean | null } }[];
+  ports?: { name?: string | null; port?: number | null; protocol?: string | null }[];
+}
+
+/**
+ * EndpointSlices grouped by their Service (label kubernetes.io/service-name) into core Endpoints:
+ * one subset per slice, with its ready addresses (ready unset counts as ready, as kube-proxy does).
+ */
+export function endpointsFromSlices(slices: readonly EndpointSlice[]): RawResource[] {
+  const byService = new Map<string, { namespace: string; name: string; subsets: unknown[] }>();
+  for (const slice of slices) {
+    const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+    const namespace = slice.metadata?.namespace ?? 'default';
+    if (!service || (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) continue;
+    const key = resourceKey('Endpoints', namespace, service);
+    let entry = byService.get(key);
+    if (!entry) {
+      entry = { namespace, name: service, subsets: [] };
+      byService.set(key, entry);
+    }
+    const ready = (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false);
+    const addresses = ready.flatMap((e) => (e.addresses ?? []).map((ip) => ({ ip })));
+    const ports = (slice.ports ?? [])
+      .filter((p) => typeof p.port === 'number')
+      .map((p) => ({ ...(p.name ? { name: p.name } : {}), port: p.port as number, ...(p.protocol ? { protocol: p.protocol } : {}) }));
+    if (addresses.length && ports.length) entry.subsets.push({ addresses, ports });
+  }
+  return [...byService.values()].map((e) => ({
+    apiVersion: 'v1',
+    kind: 'Endpoints',
+    metadata: { name: e.name, namespace: e.namespace },
+    body: { subsets: e.subsets },
+    origin: kubeOrigin('discovery.k8s.io/v1', 'EndpointSlice', e.namespace, e.name),
+  }));
+}

@@ -1,0 +1,170 @@
+// Kubernetes source: list+watch (client-node informers: resourceVersion, bookmarks, re-list on 410
+// Gone) of every custom kind under Legate's groups and, where their CRDs are installed, Gloo's; plus
+// Services, EndpointSlices (as Endpoints) and Secrets. Snapshots are whole, debounced, and only sent
+// when a resource the pipeline reads changed (not for status writes). An informer that fails is
+// restarted with backoff while its cache keeps the last objects, so served config stays.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../../../common/log.js';
+import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
+import { resourceKey, type RawResource } from '../../api/meta.js';
+import type { ResourceSource, SourceSnapshot } from '../source.js';
+import { endpointsFromSlices, toRawResource, type KubeObject } from './convert.js';
+
+export interface KubeSourceOptions {
+  kubeConfig: k8s.KubeConfig;
+  logger: Logger;
+  /** namespaces to watch; empty: all (Settings watchNamespaces) */
+  namespaces?: readonly string[];
+  /** ms to gather a burst of changes into one snapshot. Default 100 */
+  debounceMs?: number;
+  /** longest backoff after errors. Default 30000 */
+  maxBackoffMs?: number;
+}
+
+/** One watched collection: what it lists, and how its objects become RawResources. */
+interface Watched {
+  path: string;
+  apiVersion: string;
+  kind: string;
+  list: () => Promise<k8s.KubernetesListObject<KubeObject>>;
+  /** group/version not served (CRD not installed): retried slowly, counted as synced */
+  missing: boolean;
+  synced: boolean;
+  /** a restart is scheduled (an informer may report one failure twice: error event and rejection) */
+  retrying: boolean;
+  informer?: k8s.Informer<KubeObject> & k8s.ObjectCache<KubeObject>;
+}
+
+function statusCode(err: unknown): number | undefined {
+  const e = err as { code?: unknown; statusCode?: unknown; response?: { statusCode?: unknown } } | undefined;
+  const code = e?.code ?? e?.statusCode ?? e?.response?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export class KubeSource implements ResourceSource {
+  readonly description: string;
+  private readonly watched: Watched[] = [];
+  private readonly log: Logger;
+
+  constructor(private readonly options: KubeSourceOptions) {
+    this.log = options.logger;
+    this.description = `cluster ${options.kubeConfig.getCurrentCluster()?.server ?? '(in-cluster)'}`;
+    const custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
+    const discovery = options.kubeConfig.makeApiClient(k8s.DiscoveryV1Api);
+    const asList = (p: Promise<unknown>) => p.then((l) => JSON.parse(JSON.stringify(l)) as k8s.KubernetesListObject<KubeObject>);
+    for (const kind of KIND_NAMES) {
+      const info = kindInfo(kind);
+      if (info.group === '') continue;
+      for (const apiVersion of [`${info.group}/${info.version}`, ...info.aliases]) {
+        const [group = '', version = ''] = apiVersion.split('/');
+        this.add(`/apis/${apiVersion}/${info.plural}`, apiVersion, kind, () =>
+          asList(custom.listClusterCustomObject({ group, version, plural: info.plural })),
+        );
+      }
+    }
+    this.add('/api/v1/services', 'v1', 'Service', () => asList(core.listServiceForAllNamespaces()));
+    this.add('/api/v1/secrets', 'v1', 'Secret', () => asList(core.listSecretForAllNamespaces()));
+    this.add('/apis/discovery.k8s.io/v1/endpointslices', 'discovery.k8s.io/v1', 'EndpointSlice', () =>
+      asList(discovery.listEndpointSliceForAllNamespaces()),
+    );
+  }
+
+  private add(path: string, apiVersion: string, kind: string, list: Watched['list']): void {
+    this.watched.push({ path, apiVersion, kind, list, missing: false, synced: false, retrying: false });
+  }
+
+  watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void {
+    const debounceMs = this.options.debounceMs ?? 100;
+    let timer: NodeJS.Timeout | undefined;
+    let last = '';
+    const emit = (): void => {
+      timer = undefined;
+      if (signal.aborted || !this.watched.every((w) => w.synced || w.missing)) return;
+      const snapshot = this.snapshot();
+      // status writes and resourceVersion bumps change nothing the pipeline reads
+      const fingerprint = JSON.stringify(snapshot.resources.map((r) => [r.origin, r.metadata, r.spec, r.body]));
+      if (fingerprint === last) return;
+      last = fingerprint;
+      onSnapshot(snapshot);
+    };
+    const soon = (): void => {
+      if (!timer && !signal.aborted) timer = setTimeout(emit, debounceMs);
+    };
+    for (const w of this.watched) this.run(w, signal, soon, 0);
+    signal.addEventListener('abort', () => {
+      if (timer) clearTimeout(timer);
+      for (const w of this.watched) void w.informer?.stop();
+    });
+  }
+
+  /** Starts (or restarts) one informer; on failure retries with exponential backoff. */
+  private run(w: Watched, signal: AbortSignal, changed: () => void, attempt: number): void {
+    if (signal.aborted) return;
+    const maxBackoff = this.options.maxBackoffMs ?? 30_000;
+    const retry = (delay: number): void => {
+      if (w.retrying) return;
+      w.retrying = true;
+      const t = setTimeout(() => {
+        w.retrying = false;
+        this.run(w, signal, changed, attempt + 1);
+      }, delay);
+      t.unref();
+    };
+    if (!w.informer) {
+      const informer = k8s.makeInformer(this.options.kubeConfig, w.path, w.list);
+      for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) informer.on(verb, () => changed());
+      informer.on(k8s.ERROR, (err: unknown) => {
+        if (signal.aborted) return;
+        this.log.warn('watch failed; restarting it (the last objects keep serving)', { path: w.path, error: err });
+        retry(Math.min(maxBackoff, 1000 * 2 ** Math.min(attempt, 5)));
+      });
+      w.informer = informer;
+    }
+    w.informer.start().then(
+      () => {
+        w.synced = true;
+        w.missing = false;
+        attempt = 0;
+        changed();
+      },
+      (err: unknown) => {
+        if (signal.aborted) return;
+        if (statusCode(err) === 404) {
+          // CRD not installed (Gloo's groups usually): look again now and then
+          if (!w.missing) this.log.info('API group not served; not watching it', { path: w.path });
+          w.missing = true;
+          changed();
+          retry(maxBackoff);
+          return;
+        }
+        const delay = Math.min(maxBackoff, 1000 * 2 ** Math.min(attempt, 5));
+        this.log.warn('cannot list; retrying', { path: w.path, error: err, retryInMs: delay });
+        retry(delay);
+      },
+    );
+  }
+
+  private snapshot(): SourceSnapshot {
+    const byKey = new Map<string, RawResource>();
+    const slices: KubeObject[] = [];
+    for (const w of this.watched) {
+      for (const obj of w.informer?.list() ?? []) {
+        if (!this.inScope(obj.metadata?.namespace)) continue;
+        if (w.kind === 'EndpointSlice') {
+          slices.push(obj);
+          continue;
+        }
+        const raw = toRawResource(obj, w.apiVersion, w.kind);
+        if (raw) byKey.set(resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name), raw);
+      }
+    }
+    for (const ep of endpointsFromSlices(slices)) byKey.set(resourceKey(ep.kind, ep.metadata.namespace, ep.metadata.name), ep);
+    return { resources: [...byKey.values()], errors: [] };
+  }
+
+  private inScope(namespace: string | undefined): boolean {
+    const namespaces = this.options.namespaces ?? [];
+    return namespaces.length === 0 || (namespace !== undefined && namespaces.includes(namespace));
+  }
+}

@@ -1,0 +1,87 @@
+// Statuses written to the status subresource of each custom resource that came from the Kubernetes
+// source, only when they changed (a status write is a watch event; writing only changes keeps that
+// from looping), with observedGeneration. Core kinds (Service, Secret) get none, as in Gloo.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../../common/log.js';
+import { isKnownKind, kindInfo } from '../api/kinds.js';
+import type { StatusReport, StatusSink } from './book.js';
+
+interface Target {
+  group: string;
+  version: string;
+  namespace: string;
+  plural: string;
+  name: string;
+}
+
+export class KubeStatusSink implements StatusSink {
+  private readonly api: k8s.CustomObjectsApi;
+  /** by origin: the status body last written, and the one wanted now */
+  private readonly written = new Map<string, string>();
+  private readonly wanted = new Map<string, { target: Target; text: string }>();
+  private readonly inFlight = new Set<string>();
+  /** status writes done since start, for metrics and tests */
+  writes = 0;
+
+  constructor(
+    kubeConfig: k8s.KubeConfig,
+    private readonly log: Logger,
+  ) {
+    this.api = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  publish(writeNamespace: string, reports: readonly StatusReport[]): void {
+    const live = new Set<string>();
+    for (const { resource, status } of reports) {
+      if (!resource.origin.startsWith('kube:') || !isKnownKind(resource.kind)) continue;
+      const info = kindInfo(resource.kind);
+      if (info.group === '') continue;
+      live.add(resource.origin);
+      const [group = '', version = ''] = resource.apiVersion.split('/');
+      const body = {
+        status: {
+          state: status.state,
+          reason: status.reason ?? null,
+          ...(resource.metadata.generation !== undefined ? { observedGeneration: resource.metadata.generation } : {}),
+          statuses: { [writeNamespace]: { state: status.state, reason: status.reason ?? null, reportedBy: status.reportedBy } },
+        },
+      };
+      const target = { group, version, namespace: resource.metadata.namespace, plural: info.plural, name: resource.metadata.name };
+      this.wanted.set(resource.origin, { target, text: JSON.stringify(body) });
+      this.write(resource.origin);
+    }
+    for (const origin of [...this.wanted.keys()]) {
+      if (live.has(origin)) continue;
+      this.wanted.delete(origin);
+      this.written.delete(origin);
+    }
+  }
+
+  /** Writes what is wanted for `origin` unless it is written or a write is on its way (which re-checks). */
+  private write(origin: string): void {
+    const want = this.wanted.get(origin);
+    if (!want || this.written.get(origin) === want.text || this.inFlight.has(origin)) return;
+    this.inFlight.add(origin);
+    this.api
+      .patchNamespacedCustomObjectStatus(
+        { ...want.target, body: JSON.parse(want.text) as object },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      )
+      .then(
+        () => {
+          this.writes++;
+          this.written.set(origin, want.text);
+        },
+        (error: unknown) => {
+          // deleted meanwhile, or the API server is away: the next translation tries again
+          this.written.delete(origin);
+          this.log.warn('cannot write status', { namespace: want.target.namespace, name: want.target.name, error });
+        },
+      )
+      .finally(() => {
+        this.inFlight.delete(origin);
+        const now = this.wanted.get(origin);
+        if (now && now.text !== want.text) this.write(origin);
+      });
+  }
+}

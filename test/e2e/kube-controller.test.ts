@@ -1,0 +1,188 @@
+// The controller in Kubernetes mode against a real kube-apiserver, feeding a real Envoy: resources
+// applied with kubectl are served, statuses land in the status subresource (with
+// observedGeneration, written only when they change), a bad resource is Rejected while the others
+// keep serving, edits and deletes take effect, and Services + EndpointSlices become discovered
+// upstreams `<ns>-<svc>-<port>`.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './harness/gateway.js';
+import { startKubeApiServer, type KubeApiServer } from './harness/kube.js';
+import { eventually, freePort } from './harness/util.js';
+
+const LEGATE = path.join(ROOT, 'bin', 'legate.js');
+let kube: KubeApiServer;
+let dir: string;
+const children: ChildProcess[] = [];
+const ports = { xds: 0, api: 0, http: 0, https: 0, admin: 0, stats: 0, dev: 0 };
+
+function startLogged(name: string, command: string, args: string[]): ChildProcess {
+  const log = fs.openSync(path.join(dir, `${name}.log`), 'a');
+  const child = spawn(command, args, { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  children.push(child);
+  return child;
+}
+
+function get(port: number, pathAndQuery: string, host = 'localhost'): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: pathAndQuery, headers: { host }, timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+async function api<T>(pathAndQuery: string): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${ports.api}${pathAndQuery}`);
+  return ((await res.json()) as { data: T }).data;
+}
+
+function status(kind: string, name: string, ns = 'default'): { state?: string; reason?: string; observedGeneration?: number } {
+  const r = kube.kubectl(['get', kind, name, '-n', ns, '-o', 'jsonpath={.status}'], { check: false });
+  return r.stdout ? (JSON.parse(r.stdout) as { state?: string }) : {};
+}
+
+const vs = (name: string, domain: string, body: string, extra = ''): string => `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: ${name}, namespace: default }
+spec:
+  virtualHost:
+    domains: [${domain}]
+    routes:
+      - matchers: [{ prefix: / }]
+        directResponseAction: { status: 200, body: ${body} }
+${extra}`;
+
+beforeAll(async () => {
+  kube = await startKubeApiServer();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-ctl-'));
+  const crds = spawnSync(process.execPath, [LEGATE, 'crds', '--gloo-groups'], { encoding: 'utf8' }).stdout;
+  kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds });
+  kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
+  for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
+
+  startLogged('controller', process.execPath, [
+    LEGATE,
+    'controller',
+    ...['--source', 'kubernetes', '--kubeconfig', kube.kubeconfig],
+    ...['--xds-port', String(ports.xds), '--api-port', String(ports.api), '--http-port', String(ports.http)],
+    ...['--https-port', String(ports.https), '--stats-port', String(ports.stats), '--dev-port', String(ports.dev)],
+  ]);
+  await eventually('controller API', async () => ((await fetch(`http://127.0.0.1:${ports.api}/healthz`)).ok ? true : undefined), 20_000);
+  const bootstrap = spawnSync(
+    process.execPath,
+    [LEGATE, 'bootstrap', '--xds-port', String(ports.xds), '--admin-port', String(ports.admin)],
+    {
+      encoding: 'utf8',
+    },
+  ).stdout;
+  fs.writeFileSync(path.join(dir, 'envoy.yaml'), bootstrap);
+  startLogged('envoy', path.join(ROOT, '.venv/bin/envoy'), [
+    ...['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'warn'],
+    ...['--base-id', String(ports.admin)],
+  ]);
+  await eventually('Envoy admin', async () => ((await get(ports.admin, '/ready')).status === 200 ? true : undefined), 30_000);
+}, 240_000);
+
+afterAll(async () => {
+  for (const c of children.reverse()) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+  await kube?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe.sequential('controller with --source kubernetes', () => {
+  it('serves a VirtualService applied with kubectl and writes Accepted with observedGeneration', async () => {
+    kube.kubectl(['apply', '-f', '-'], { input: vs('shop', 'shop.example.com', 'shop-v1') });
+    const res = await eventually('shop served', async () => {
+      const r = await get(ports.http, '/', 'shop.example.com');
+      return r.status === 200 && r.body === 'shop-v1' ? r : undefined;
+    });
+    expect(res.body).toBe('shop-v1');
+    const s = await eventually('status written', () =>
+      status('virtualservices.gateway.solo.io', 'shop').state ? status('virtualservices.gateway.solo.io', 'shop') : undefined,
+    );
+    expect(s).toMatchObject({ state: 'Accepted', observedGeneration: 1 });
+    // a status write is a watch event: written only when it changes, so nothing loops
+    const version = () =>
+      kube.kubectl(['get', 'virtualservices.gateway.solo.io', 'shop', '-o', 'jsonpath={.metadata.resourceVersion}']).stdout;
+    const before = version();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(version()).toBe(before);
+  });
+
+  it('rejects a bad VirtualService in its status while the good one keeps serving', async () => {
+    const bad = `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: broken, namespace: default }
+spec:
+  virtualHost:
+    domains: [broken.example.com]
+    routes:
+      - matchers: [{ prefix: / }]
+        routeAction: { single: { upstream: { name: missing, namespace: default } } }
+`;
+    kube.kubectl(['apply', '-f', '-'], { input: bad });
+    const s = await eventually('rejected', () => {
+      const x = status('virtualservices.gateway.solo.io', 'broken');
+      return x.state === 'Rejected' ? x : undefined;
+    });
+    expect(s.reason).toContain('Upstream default.missing not found');
+    expect((await get(ports.http, '/', 'shop.example.com')).body).toBe('shop-v1');
+  });
+
+  it('applies an edit (observedGeneration follows) and a delete', async () => {
+    kube.kubectl(['apply', '-f', '-'], { input: vs('shop', 'shop.example.com', 'shop-v2') });
+    await eventually('edit served', async () => ((await get(ports.http, '/', 'shop.example.com')).body === 'shop-v2' ? true : undefined));
+    await eventually('observedGeneration 2', () =>
+      status('virtualservices.gateway.solo.io', 'shop').observedGeneration === 2 ? true : undefined,
+    );
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'shop']);
+    await eventually('delete served', async () => ((await get(ports.http, '/', 'shop.example.com')).status === 404 ? true : undefined));
+  });
+
+  it('discovers an upstream from a Service and its EndpointSlice', async () => {
+    kube.kubectl(['apply', '-f', '-'], {
+      input: `apiVersion: v1
+kind: Service
+metadata: { name: pets, namespace: default }
+spec: { ports: [{ name: http, port: 8080, targetPort: 9000 }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: pets-abc, namespace: default, labels: { kubernetes.io/service-name: pets } }
+addressType: IPv4
+endpoints: [{ addresses: [198.18.0.10], conditions: { ready: true } }, { addresses: [198.18.0.11], conditions: { ready: false } }]
+ports: [{ name: http, port: 9000, protocol: TCP }]
+`,
+    });
+    const upstream = await eventually('discovered upstream', async () => {
+      const items = await api<{ metadata: { name: string }; spec: unknown }[]>('/api/v1/resources?kind=Upstream');
+      return items.find((u) => u.metadata.name === 'default-pets-8080');
+    });
+    expect(upstream.spec).toMatchObject({ kube: { serviceName: 'pets', serviceNamespace: 'default', servicePort: 8080 } });
+    const served = await eventually('endpoints served', async () => {
+      const roles = await api<Record<string, Record<string, { cluster_name?: string; endpoints?: unknown[] }[]>>>('/api/v1/served');
+      const cla = Object.values(roles)
+        .flatMap((r) => r['type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment'] ?? [])
+        .find((c) => c.cluster_name === 'default-pets-8080_legate-system');
+      return cla && JSON.stringify(cla).includes('198.18.0.10') ? cla : undefined;
+    });
+    // only the ready endpoint, at the target port
+    expect(JSON.stringify(served)).toContain('"port_value":9000');
+    expect(JSON.stringify(served)).not.toContain('198.18.0.11');
+  });
+});
