@@ -22,6 +22,12 @@ export interface PortFlag extends BaseFlag {
   type: 'port';
   default: number;
 }
+export interface IntFlag extends BaseFlag {
+  type: 'int';
+  default: number;
+  min?: number;
+  max?: number;
+}
 export interface HostPortFlag extends BaseFlag {
   type: 'hostPort';
   default: string;
@@ -34,10 +40,10 @@ export interface ChoiceFlag extends BaseFlag {
 export interface BooleanFlag extends BaseFlag {
   type: 'boolean';
 }
-export type FlagSpec = StringFlag | PortFlag | HostPortFlag | ChoiceFlag | BooleanFlag;
+export type FlagSpec = StringFlag | PortFlag | IntFlag | HostPortFlag | ChoiceFlag | BooleanFlag;
 export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
 
-type ValueOf<S> = S extends PortFlag
+type ValueOf<S> = S extends PortFlag | IntFlag
   ? number
   : S extends HostPortFlag
     ? { host: string; port: number }
@@ -75,6 +81,8 @@ function placeholder(spec: FlagSpec): string {
       return spec.placeholder ?? 'VALUE';
     case 'port':
       return 'PORT';
+    case 'int':
+      return 'N';
     case 'hostPort':
       return 'HOST:PORT';
     case 'choice':
@@ -107,6 +115,15 @@ function toPort(value: string, name: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isInteger(n) || n < 0 || n > 65535) {
     throw new UsageError(`--${name}: expected a port number, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function toInt(value: string, name: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number {
+  const n = Number(value);
+  if (!/^-?\d+$/.test(value) || n < min || n > max) {
+    const range = min > Number.MIN_SAFE_INTEGER || max < Number.MAX_SAFE_INTEGER ? ` from ${min} to ${max}` : '';
+    throw new UsageError(`--${name}: expected a whole number${range}, got ${JSON.stringify(value)}`);
   }
   return n;
 }
@@ -163,6 +180,9 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
         break;
       case 'port':
         out[name] = raw === undefined ? spec.default : toPort(String(raw), name);
+        break;
+      case 'int':
+        out[name] = raw === undefined ? spec.default : toInt(String(raw), name, spec.min, spec.max);
         break;
       case 'hostPort':
         out[name] = toHostPort(raw === undefined ? spec.default : String(raw), name);

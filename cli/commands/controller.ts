@@ -1,5 +1,6 @@
 // `legate controller`: watch a directory of resources, serve xDS and the controller API.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { statsServerEnabled } from '../../common/admin.js';
 import { VERSION } from '../../common/version.js';
@@ -7,6 +8,7 @@ import { startController } from '../../controller/controller.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../common/log.js';
 import { FileSource } from '../../controller/source/file/source.js';
+import { LeaderElection } from '../../controller/source/kubernetes/leader.js';
 import { KubeSource } from '../../controller/source/kubernetes/source.js';
 import type { ResourceSource } from '../../controller/source/source.js';
 import type { StatusSink } from '../../controller/status/book.js';
@@ -29,6 +31,25 @@ export const controllerCommand = command({
       description: 'read resources from --config DIR, or from the Kubernetes API (CRDs: legate crds)',
     },
     kubeconfig: { type: 'string', placeholder: 'PATH', description: 'with --source kubernetes (default KUBECONFIG, else in-cluster)' },
+    'leader-election': {
+      type: 'choice',
+      choices: ['on', 'off'],
+      default: 'on',
+      description: 'with --source kubernetes: replicas share a Lease and only the leader writes statuses',
+    },
+    'lease-namespace': {
+      type: 'string',
+      default: 'legate-system',
+      placeholder: 'NS',
+      description: 'namespace of the leader Lease (legate-controller)',
+    },
+    'lease-duration': {
+      type: 'int',
+      default: 15,
+      min: 1,
+      max: 3600,
+      description: 'seconds a leader that stopped renewing keeps the Lease',
+    },
     'watch-namespaces': {
       type: 'string',
       placeholder: 'NS,NS',
@@ -73,7 +94,7 @@ export const controllerCommand = command({
   },
   async run(flags) {
     const logger = componentLogger('controller', flags['log-level']);
-    const { source, statusSinks } = resourceSource(flags, logger);
+    const { source, statusSinks, start } = resourceSource(flags, logger);
     const edgeSecretFile = flags['edge-secret-file'];
     // without a file the controller picks a new secret at every start
     const wasm = edgeSecretFile
@@ -96,9 +117,11 @@ export const controllerCommand = command({
       devMode: { host: '127.0.0.1', port: flags['dev-port'] },
       logger,
     });
+    const stopSource = start();
     logger.info('controller started', { version: VERSION });
     await waitForSignal();
     logger.info('controller stopping');
+    stopSource();
     await ctl.stop();
     return 0;
   },
@@ -106,13 +129,21 @@ export const controllerCommand = command({
 
 /** Where resources come from, and where statuses go besides the controller API. */
 function resourceSource(
-  flags: { source: string; config: string | undefined; kubeconfig: string | undefined; 'watch-namespaces': string | undefined },
+  flags: {
+    source: string;
+    config: string | undefined;
+    kubeconfig: string | undefined;
+    'watch-namespaces': string | undefined;
+    'leader-election': string;
+    'lease-namespace': string;
+    'lease-duration': number;
+  },
   logger: Logger,
-): { source: ResourceSource; statusSinks: StatusSink[] } {
+): { source: ResourceSource; statusSinks: StatusSink[]; start: () => () => void } {
   if (flags.source === 'file') {
     if (!flags.config) throw new UsageError('--config DIR is required (or --source kubernetes)');
     if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
-    return { source: new FileSource(path.resolve(flags.config), logger.child('source')), statusSinks: [] };
+    return { source: new FileSource(path.resolve(flags.config), logger.child('source')), statusSinks: [], start: () => () => undefined };
   }
   const kubeConfig = new KubeConfig();
   if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
@@ -121,8 +152,22 @@ function resourceSource(
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
-  return {
-    source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces }),
-    statusSinks: [new KubeStatusSink(kubeConfig, logger.child('status'))],
+  const sink = new KubeStatusSink(kubeConfig, logger.child('status'));
+  // with an election, nothing is written until this replica leads
+  if (flags['leader-election'] === 'on') sink.setLeader(false);
+  const start = (): (() => void) => {
+    if (flags['leader-election'] === 'off') return () => undefined;
+    const abort = new AbortController();
+    new LeaderElection({
+      kubeConfig,
+      namespace: flags['lease-namespace'],
+      name: 'legate-controller',
+      identity: process.env['POD_NAME'] ?? `${os.hostname()}-${process.pid}`,
+      leaseDurationMs: flags['lease-duration'] * 1000,
+      logger: logger.child('leader'),
+      onChange: (leader) => sink.setLeader(leader),
+    }).run(abort.signal);
+    return () => abort.abort();
   };
+  return { source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces }), statusSinks: [sink], start };
 }

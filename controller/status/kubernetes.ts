@@ -22,12 +22,22 @@ export class KubeStatusSink implements StatusSink {
   private readonly inFlight = new Set<string>();
   /** status writes done since start, for metrics and tests */
   writes = 0;
+  /** with leader election, only the leader writes; without, this replica always does */
+  private leader = true;
 
   constructor(
     kubeConfig: k8s.KubeConfig,
     private readonly log: Logger,
   ) {
     this.api = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  /** Leadership changed: a new leader writes everything (another replica may have written meanwhile). */
+  setLeader(leader: boolean): void {
+    this.leader = leader;
+    if (!leader) return;
+    this.written.clear();
+    for (const origin of this.wanted.keys()) this.write(origin);
   }
 
   publish(writeNamespace: string, reports: readonly StatusReport[]): void {
@@ -60,7 +70,7 @@ export class KubeStatusSink implements StatusSink {
   /** Writes what is wanted for `origin` unless it is written or a write is on its way (which re-checks). */
   private write(origin: string): void {
     const want = this.wanted.get(origin);
-    if (!want || this.written.get(origin) === want.text || this.inFlight.has(origin)) return;
+    if (!this.leader || !want || this.written.get(origin) === want.text || this.inFlight.has(origin)) return;
     this.inFlight.add(origin);
     this.api
       .patchNamespacedCustomObjectStatus(

@@ -10,22 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './harness/gateway.js';
-import { startKubeApiServer, type KubeApiServer } from './harness/kube.js';
+import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
 import { eventually, freePort } from './harness/util.js';
 
 const LEGATE = path.join(ROOT, 'bin', 'legate.js');
 let kube: KubeApiServer;
 let dir: string;
-const children: ChildProcess[] = [];
-const ports = { xds: 0, api: 0, http: 0, https: 0, admin: 0, stats: 0, dev: 0 };
-
-function startLogged(name: string, command: string, args: string[]): ChildProcess {
-  const log = fs.openSync(path.join(dir, `${name}.log`), 'a');
-  const child = spawn(command, args, { stdio: ['ignore', log, log] });
-  fs.closeSync(log);
-  children.push(child);
-  return child;
-}
+let controller: KubeController;
+let envoy: ChildProcess | undefined;
+const ports = { http: 0, admin: 0 };
 
 function get(port: number, pathAndQuery: string, host = 'localhost'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -39,10 +32,7 @@ function get(port: number, pathAndQuery: string, host = 'localhost'): Promise<{ 
   });
 }
 
-async function api<T>(pathAndQuery: string): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${ports.api}${pathAndQuery}`);
-  return ((await res.json()) as { data: T }).data;
-}
+const api = <T>(pathAndQuery: string): Promise<T> => controller.api<T>(pathAndQuery);
 
 function status(kind: string, name: string, ns = 'default'): { state?: string; reason?: string; observedGeneration?: number } {
   const r = kube.kubectl(['get', kind, name, '-n', ns, '-o', 'jsonpath={.status}'], { check: false });
@@ -63,43 +53,36 @@ ${extra}`;
 beforeAll(async () => {
   kube = await startKubeApiServer();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-ctl-'));
-  const crds = spawnSync(process.execPath, [LEGATE, 'crds', '--gloo-groups'], { encoding: 'utf8' }).stdout;
-  kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds });
-  kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
-  for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
-
-  startLogged('controller', process.execPath, [
-    LEGATE,
-    'controller',
-    ...['--source', 'kubernetes', '--kubeconfig', kube.kubeconfig],
-    ...['--xds-port', String(ports.xds), '--api-port', String(ports.api), '--http-port', String(ports.http)],
-    ...['--https-port', String(ports.https), '--stats-port', String(ports.stats), '--dev-port', String(ports.dev)],
-  ]);
-  await eventually('controller API', async () => ((await fetch(`http://127.0.0.1:${ports.api}/healthz`)).ok ? true : undefined), 20_000);
+  installCrds(kube);
+  kube.kubectl(['create', 'namespace', 'legate-system']); // the leader Lease lives there
+  controller = await startKubeController(kube, dir, 'controller');
+  ports.http = controller.ports.http;
+  ports.admin = await freePort();
   const bootstrap = spawnSync(
     process.execPath,
-    [LEGATE, 'bootstrap', '--xds-port', String(ports.xds), '--admin-port', String(ports.admin)],
+    [LEGATE, 'bootstrap', '--xds-port', String(controller.ports.xds), '--admin-port', String(ports.admin)],
     {
       encoding: 'utf8',
     },
   ).stdout;
   fs.writeFileSync(path.join(dir, 'envoy.yaml'), bootstrap);
-  startLogged('envoy', path.join(ROOT, '.venv/bin/envoy'), [
-    ...['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'warn'],
-    ...['--base-id', String(ports.admin)],
-  ]);
+  const log = fs.openSync(path.join(dir, 'envoy.log'), 'a');
+  envoy = spawn(
+    path.join(ROOT, '.venv/bin/envoy'),
+    ['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'warn', '--base-id', String(ports.admin)],
+    { stdio: ['ignore', log, log] },
+  );
+  fs.closeSync(log);
   await eventually('Envoy admin', async () => ((await get(ports.admin, '/ready')).status === 200 ? true : undefined), 30_000);
 }, 240_000);
 
 afterAll(async () => {
-  for (const c of children.reverse()) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    c.kill('SIGTERM');
-    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+  if (envoy && envoy.exitCode === null) {
+    const exited = new Promise<void>((resolve) => envoy?.once('exit', () => resolve()));
+    envoy.kill('SIGTERM');
     await exited;
-    clearTimeout(timer);
   }
+  await controller?.stop();
   await kube?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });

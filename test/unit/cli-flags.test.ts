@@ -15,6 +15,7 @@ const demo = command({
     level: { type: 'choice', choices: ['debug', 'info'], description: 'the level' },
     debug: { type: 'boolean', description: 'more output' },
     name: { type: 'string', description: 'a name' },
+    seconds: { type: 'int', default: 15, min: 1, max: 60, description: 'how long' },
   },
   run: () => 0,
 });
@@ -30,6 +31,7 @@ describe('parseFlags', () => {
       level: undefined,
       debug: false,
       name: undefined,
+      seconds: 15,
     });
   });
 
@@ -52,6 +54,8 @@ describe('parseFlags', () => {
       [['-c', 'd', '--port', '70000'], '--port: expected a port number, got "70000"'],
       [['-c', 'd', '--upstream', 'nohost'], '--upstream: expected HOST:PORT, got "nohost"'],
       [['-c', 'd', '--mode', 'cloud'], '--mode: expected local, remote, got "cloud"'],
+      [['-c', 'd', '--seconds', '0'], '--seconds: expected a whole number from 1 to 60, got "0"'],
+      [['-c', 'd', '--seconds', '1.5'], '--seconds: expected a whole number from 1 to 60, got "1.5"'],
       [['-c', 'd', '--bogus'], "Unknown option '--bogus'"],
       [['-c', 'd', 'extra'], "Unexpected argument 'extra'"],
     ];

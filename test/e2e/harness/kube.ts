@@ -155,3 +155,73 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     throw err;
   }
 }
+
+export interface KubeController {
+  ports: { xds: number; api: number; http: number; https: number; stats: number; dev: number };
+  process: ChildProcess;
+  log(): string;
+  /** the controller API (http://127.0.0.1:<api>) */
+  api<T>(pathAndQuery: string): Promise<T>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** `legate controller --source kubernetes` against `kube`, on random loopback ports; logs in `dir`. */
+export async function startKubeController(kube: KubeApiServer, dir: string, name: string, extra: string[] = []): Promise<KubeController> {
+  const ports = { xds: await freePort(), api: await freePort(), http: await freePort(), https: await freePort(), stats: 0, dev: 0 };
+  ports.stats = await freePort();
+  ports.dev = await freePort();
+  const logFile = path.join(dir, `${name}.log`);
+  const log = fs.openSync(logFile, 'a');
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(ROOT, 'bin', 'legate.js'),
+      'controller',
+      ...['--source', 'kubernetes', '--kubeconfig', kube.kubeconfig],
+      ...['--xds-port', String(ports.xds), '--api-port', String(ports.api), '--http-port', String(ports.http)],
+      ...['--https-port', String(ports.https), '--stats-port', String(ports.stats), '--dev-port', String(ports.dev)],
+      ...extra,
+    ],
+    { stdio: ['ignore', log, log], env: { ...process.env, POD_NAME: name } },
+  );
+  fs.closeSync(log);
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await eventually(
+      `${name} API`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`${name} exited:\n${logTail(logFile)}`);
+        return (await fetch(`http://127.0.0.1:${ports.api}/healthz`)).ok ? true : undefined;
+      },
+      20_000,
+    );
+  } catch (err) {
+    await stop('SIGKILL');
+    throw err;
+  }
+  return {
+    ports,
+    process: child,
+    log: () => fs.readFileSync(logFile, 'utf8'),
+    api: async <T>(pathAndQuery: string): Promise<T> => {
+      const res = await fetch(`http://127.0.0.1:${ports.api}${pathAndQuery}`);
+      return ((await res.json()) as { data: T }).data;
+    },
+    stop,
+  };
+}
+
+/** Applies Legate's CRDs (Legate and Gloo groups) and waits until they are served. */
+export function installCrds(kube: KubeApiServer): void {
+  const crds = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), 'crds', '--gloo-groups'], { encoding: 'utf8' });
+  if (crds.status !== 0) throw new Error(`legate crds: ${crds.stderr}`);
+  kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds.stdout });
+  kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
+}
