@@ -79,6 +79,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const metrics = controllerMetrics(registry, {
     cache,
     ads,
+    sourceProblems: () => options.source.problems?.().length ?? 0,
     resourceStates: () => {
       const out: Record<string, Record<string, number>> = {};
       for (const { resource, status } of output?.listed.values() ?? []) {
@@ -208,6 +209,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       });
     },
     loadErrors: () => source.errors,
+    source: () => ({ description: options.source.description, problems: options.source.problems?.() ?? [] }),
     served: (role?: string) => {
       const result: Record<string, Record<string, unknown[]>> = {};
       for (const r of cache.roles()) {

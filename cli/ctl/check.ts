@@ -129,6 +129,9 @@ export async function runCheck(
     } else if (check.title === 'config files') {
       const errors = await backend.api<{ origin: string; message: string }[]>('/api/v1/errors');
       problems = errors.map((e) => `Found a problem in the config files: ${e.origin}: ${e.message}`);
+      // a controller on a cluster says when it cannot read it (older controllers have no such endpoint)
+      const source = await backend.api<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined);
+      for (const p of source?.problems ?? []) problems.push(`The resource source (${source?.description}) is not current: ${p}`);
     } else {
       problems = resourceProblems(
         all.filter((r) => r.kind === check.kind),

@@ -11,6 +11,8 @@ export interface ControllerView {
   /** Resources (user's, discovered, generated) with their status, in list form. */
   resources(): ApiResource[];
   loadErrors(): { origin: string; message: string }[];
+  /** the resource source and what keeps it from being current */
+  source(): { description: string; problems: string[] };
   /** role -> type URL -> resources (Envoy JSON). */
   served(role?: string): Record<string, Record<string, unknown[]>>;
   connections(): unknown[];
@@ -64,6 +66,8 @@ export async function startApiServer(
         }
         case '/api/v1/errors':
           return sendOk(res, view.loadErrors());
+        case '/api/v1/source':
+          return sendOk(res, view.source());
         case '/api/v1/served':
           return sendOk(res, view.served(url.searchParams.get('role') ?? undefined));
         case '/api/v1/connections':

@@ -9,9 +9,19 @@ export interface ControllerMetricsSources {
   ads: AdsServer;
   /** kind -> state -> count */
   resourceStates(): Record<string, Record<string, number>>;
+  /** how many problems keep the resource source from being current (0: it is) */
+  sourceProblems(): number;
 }
 
 export function controllerMetrics(registry: Registry, src: ControllerMetricsSources) {
+  new Gauge({
+    name: 'legate_source_up',
+    help: '1 when the resource source (directory, Kubernetes API) is current, 0 while it serves its last objects',
+    registers: [registry],
+    collect() {
+      this.set(src.sourceProblems() === 0 ? 1 : 0);
+    },
+  });
   new Gauge({
     name: 'legate_resources',
     help: 'resources by kind and state',

@@ -21,4 +21,6 @@ export interface ResourceSource {
    * (not deltas); the source debounces bursts of changes.
    */
   watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void;
+  /** What keeps the source from being current now (an unreachable API server, a failing watch). */
+  problems?(): string[];
 }

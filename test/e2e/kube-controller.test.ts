@@ -168,4 +168,34 @@ ports: [{ name: http, port: 9000, protocol: TCP }]
     expect(JSON.stringify(served)).toContain('"port_value":9000');
     expect(JSON.stringify(served)).not.toContain('198.18.0.11');
   });
+
+  it('keeps serving while the API server is away, says why, and catches up when it is back', async () => {
+    kube.kubectl(['apply', '-f', '-'], { input: vs('steady', 'steady.example.com', 'steady') });
+    await eventually('steady served', async () =>
+      (await get(ports.http, '/', 'steady.example.com')).body === 'steady' ? true : undefined,
+    );
+    await kube.killApiServer();
+    const source = await eventually(
+      'the source says it is not current',
+      async () => {
+        const s = await api<{ description: string; problems: string[] }>('/api/v1/source');
+        return s.problems.length ? s : undefined;
+      },
+      30_000,
+    );
+    expect(source.problems.join('\n')).toContain('serving the last objects');
+    expect((await get(ports.http, '/', 'steady.example.com')).body).toBe('steady');
+    await kube.startApiServer();
+    kube.kubectl(['apply', '-f', '-'], { input: vs('steady', 'steady.example.com', 'steady-v2') });
+    await eventually(
+      'edit after the restart served',
+      async () => ((await get(ports.http, '/', 'steady.example.com')).body === 'steady-v2' ? true : undefined),
+      45_000,
+    );
+    await eventually(
+      'current again',
+      async () => ((await api<{ problems: string[] }>('/api/v1/source')).problems.length === 0 ? true : undefined),
+      45_000,
+    );
+  });
 });

@@ -32,7 +32,14 @@ interface Watched {
   synced: boolean;
   /** a restart is scheduled (an informer may report one failure twice: error event and rejection) */
   retrying: boolean;
+  /** why it is not current, until it lists again */
+  failure?: string;
   informer?: k8s.Informer<KubeObject> & k8s.ObjectCache<KubeObject>;
+}
+
+function errorText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
 function statusCode(err: unknown): number | undefined {
@@ -116,6 +123,7 @@ export class KubeSource implements ResourceSource {
       for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) informer.on(verb, () => changed());
       informer.on(k8s.ERROR, (err: unknown) => {
         if (signal.aborted) return;
+        w.failure = `watch failed: ${errorText(err)}`;
         this.log.warn('watch failed; restarting it (the last objects keep serving)', { path: w.path, error: err });
         retry(Math.min(maxBackoff, 1000 * 2 ** Math.min(attempt, 5)));
       });
@@ -123,6 +131,7 @@ export class KubeSource implements ResourceSource {
     }
     w.informer.start().then(
       () => {
+        delete w.failure;
         w.synced = true;
         w.missing = false;
         attempt = 0;
@@ -139,10 +148,22 @@ export class KubeSource implements ResourceSource {
           return;
         }
         const delay = Math.min(maxBackoff, 1000 * 2 ** Math.min(attempt, 5));
+        w.failure = `cannot list: ${errorText(err)}`;
         this.log.warn('cannot list; retrying', { path: w.path, error: err, retryInMs: delay });
         retry(delay);
       },
     );
+  }
+
+  problems(): string[] {
+    const failing = this.watched.filter((w) => w.failure !== undefined);
+    // one line per distinct failure: an unreachable API server fails every watch the same way
+    const byFailure = new Map<string, string[]>();
+    for (const w of failing) byFailure.set(w.failure ?? '', [...(byFailure.get(w.failure ?? '') ?? []), w.path]);
+    return [...byFailure].map(([failure, paths]) => {
+      const what = paths.length === 1 ? paths[0] : `${paths.length} watches`;
+      return `${what}: ${failure} (serving the last objects)`;
+    });
   }
 
   private snapshot(): SourceSnapshot {

@@ -22,6 +22,9 @@ export interface KubeApiServer {
   kubectl(args: string[], options?: { input?: string; check?: boolean }): { status: number; stdout: string; stderr: string };
   /** GET/POST… on the API with the admin token; TLS is self-signed, so not verified */
   api<T = Record<string, unknown>>(method: string, apiPath: string, body?: unknown): Promise<{ status: number; body: T }>;
+  /** kills kube-apiserver (etcd keeps the objects), and starts it again on the same port */
+  killApiServer(): Promise<void>;
+  startApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -81,7 +84,7 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
     fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
-    const apiserver = spawnLogged('kube-apiserver', 'kube-apiserver', [
+    const apiserverArgs = [
       ...['--etcd-servers', etcdUrl, '--cert-dir', path.join(dir, 'certs')],
       ...['--bind-address', '127.0.0.1', '--secure-port', String(apiPort)],
       // 1.37 reconciles the kubernetes Service's endpoints to the advertise address, which must not
@@ -91,7 +94,8 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
       ...['--token-auth-file', path.join(dir, 'tokens.csv'), '--authorization-mode', 'RBAC'],
       ...['--service-account-issuer', 'https://legate.test', '--service-account-key-file', path.join(dir, 'sa.pub')],
       ...['--service-account-signing-key-file', path.join(dir, 'sa.key')],
-    ]);
+    ];
+    let apiserver = spawnLogged('kube-apiserver', 'kube-apiserver', apiserverArgs);
 
     const url = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(dir, 'kubeconfig');
@@ -130,14 +134,25 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     };
     closers.push(() => insecure.close());
 
-    await eventually(
-      'kube-apiserver /readyz',
-      async () => {
-        if (apiserver.exitCode !== null) throw new Error(`kube-apiserver exited:\n${logTail(path.join(dir, 'kube-apiserver.log'))}`);
-        return (await api('GET', '/readyz')).status === 200 ? true : undefined;
-      },
-      60_000,
-    );
+    const ready = (): Promise<boolean> =>
+      eventually(
+        'kube-apiserver /readyz',
+        async () => {
+          if (apiserver.exitCode !== null) throw new Error(`kube-apiserver exited:\n${logTail(path.join(dir, 'kube-apiserver.log'))}`);
+          return (await api('GET', '/readyz')).status === 200 ? true : undefined;
+        },
+        60_000,
+      );
+    await ready();
+    const killApiServer = async (): Promise<void> => {
+      const exited = new Promise<void>((resolve) => apiserver.once('exit', () => resolve()));
+      apiserver.kill('SIGKILL');
+      await exited;
+    };
+    const startApiServer = async (): Promise<void> => {
+      apiserver = spawnLogged('kube-apiserver', 'kube-apiserver', apiserverArgs);
+      await ready();
+    };
 
     const kubectl: KubeApiServer['kubectl'] = (args, options = {}) => {
       const r = spawnSync(path.join(KUBE_BIN, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], {
@@ -149,7 +164,7 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
       if ((options.check ?? true) && out.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${out.status}):\n${out.stderr}`);
       return out;
     };
-    return { url, kubeconfig, token, kubectl, api, stop };
+    return { url, kubeconfig, token, kubectl, api, killApiServer, startApiServer, stop };
   } catch (err) {
     await stop();
     throw err;
