@@ -9,12 +9,12 @@ import { toUpstream, upstreamYaml } from '../lib/resources.js';
 import type { Figure, FiguresScenario } from '../lib/types.js';
 
 const pad = (i: number): string => String(i).padStart(4, '0');
-const vsName = (i: number): string => `vs-${pad(i)}`;
-const domain = (i: number): string => `${vsName(i)}.bench.test`;
-const bodyOf = (i: number, version: number): string => `${vsName(i)} v${version}`;
+export const vsName = (i: number): string => `vs-${pad(i)}`;
+export const domain = (i: number): string => `${vsName(i)}.bench.test`;
+export const bodyOf = (i: number, version: number): string => `${vsName(i)} v${version}`;
 
 /** VirtualService i: R-1 prefix routes to the upstream, then an exact /version direct response. */
-function vsYaml(i: number, routes: number, version: number): string {
+export function vsYaml(i: number, routes: number, version: number): string {
   const lines = [
     'apiVersion: gateway.legate.dev/v1',
     'kind: VirtualService',
@@ -35,7 +35,7 @@ interface ConfigDumpCounts {
   bytes: number;
 }
 
-async function routeCounts(adminPort: number): Promise<ConfigDumpCounts> {
+export async function routeCounts(adminPort: number): Promise<ConfigDumpCounts> {
   const r = await get(adminPort, '/config_dump?resource=dynamic_route_configs', undefined, 60_000);
   if (r.status !== 200) throw new Error(`config_dump answered ${r.status}`);
   const dump = JSON.parse(r.text) as { configs?: { route_config?: { virtual_hosts?: { domains?: string[]; routes?: unknown[] }[] } }[] };

@@ -5,6 +5,7 @@
 import type { Scenario } from '../lib/types.js';
 import { authCached, authCachedNoEdge, authUncached, authUnprotected, providerIntrospection } from './auth.js';
 import { configScale } from './config-scale.js';
+import { kubeScale } from './kube-scale.js';
 import { direct } from './direct.js';
 import {
   graphqlLegateFlat,
@@ -58,4 +59,5 @@ export const SCENARIOS: readonly Scenario[] = [
   wasmEnvoyGraphqlOn,
   wasmEnvoyGraphqlOff,
   configScale,
+  kubeScale,
 ];

@@ -21,7 +21,12 @@ export interface KubeApiServer {
   /** kubectl against this server; throws with its stderr when it fails and `check` is on */
   kubectl(args: string[], options?: { input?: string; check?: boolean }): { status: number; stdout: string; stderr: string };
   /** GET/POST… on the API with the admin token; TLS is self-signed, so not verified */
-  api<T = Record<string, unknown>>(method: string, apiPath: string, body?: unknown): Promise<{ status: number; body: T }>;
+  api<T = Record<string, unknown>>(
+    method: string,
+    apiPath: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<{ status: number; body: T }>;
   /** kills kube-apiserver (etcd keeps the objects), and starts it again on the same port */
   killApiServer(): Promise<void>;
   startApiServer(): Promise<void>;
@@ -114,10 +119,15 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
 
     // the API server's certificate is self-signed for this run; only loopback is ever reached
     const insecure = new Agent({ connect: { rejectUnauthorized: false } });
-    const api = async <T>(method: string, apiPath: string, body?: unknown): Promise<{ status: number; body: T }> => {
+    const api = async <T>(
+      method: string,
+      apiPath: string,
+      body?: unknown,
+      contentType = 'application/json',
+    ): Promise<{ status: number; body: T }> => {
       const res = await request(url + apiPath, {
         method: method as Dispatcher.HttpMethod,
-        headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         dispatcher: insecure,
         headersTimeout: 10_000,
