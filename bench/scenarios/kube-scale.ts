@@ -73,14 +73,23 @@ export const kubeScale: FiguresScenario = {
     await sleep(3000);
 
     // ---- edits ----
-    const versions = (): Map<string, string> =>
-      new Map(
-        (
-          JSON.parse(kube.kubectl(['get', 'vs', '-n', 'default', '-o', 'json']).stdout) as {
-            items: { metadata: { name: string; resourceVersion: string } }[];
-          }
-        ).items.map((i) => [i.metadata.name, i.metadata.resourceVersion]),
+    const versions = (): Map<string, string> => {
+      const out = kube.kubectl([
+        'get',
+        'vs',
+        '-n',
+        'default',
+        '--no-headers',
+        '-o',
+        'custom-columns=N:.metadata.name,RV:.metadata.resourceVersion',
+      ]);
+      return new Map(
+        out.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/) as [string, string]),
       );
+    };
     const served: number[] = [];
     const written: number[] = [];
     for (let e = 0; e < edits; e++) {

@@ -168,7 +168,8 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
       const r = spawnSync(path.join(KUBE_BIN, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], {
         input: options.input ?? '',
         encoding: 'utf8',
-        timeout: 60_000,
+        timeout: 120_000,
+        maxBuffer: 256 * 1024 * 1024, // a list of a thousand objects is megabytes
       });
       const out = { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
       if ((options.check ?? true) && out.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${out.status}):\n${out.stderr}`);
