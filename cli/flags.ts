@@ -140,9 +140,17 @@ export function toHostPort(value: string, name: string): { host: string; port: n
 
 /** Rewrites `--flag=true|false` of boolean flags into the forms parseArgs knows (`--flag`, `--no-flag`). */
 function normalizeBooleans(args: readonly string[], flags: FlagSpecs): string[] {
+  return booleanAssignments(
+    args,
+    Object.keys(flags).filter((name) => flags[name]?.type === 'boolean'),
+  );
+}
+
+/** `--name=true|false` -> `--name` / `--no-name` for the given boolean flags (parseArgs takes no value for them). */
+export function booleanAssignments(args: readonly string[], booleans: readonly string[]): string[] {
   return args.map((arg) => {
     const m = /^--([^=]+)=(.*)$/.exec(arg);
-    if (!m || flags[m[1]!]?.type !== 'boolean') return arg;
+    if (!m || !booleans.includes(m[1]!)) return arg;
     const [, name, value] = m;
     if (value === 'true') return `--${name}`;
     if (value === 'false') return `--no-${name}`;

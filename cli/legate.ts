@@ -3,6 +3,7 @@
 // also gives its --help.
 import { VERSION } from '../common/version.js';
 import { COMMANDS, usage } from './commands/index.js';
+import { exitAfterFlush } from './exit.js';
 import { UsageError, helpText, parseFlags, type FlagSpecs } from './flags.js';
 
 async function main(argv: string[]): Promise<number> {
@@ -23,11 +24,6 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   return cmd.run(values);
-}
-
-/** Exits once stdout and stderr have taken everything written (a pipe may not have yet). */
-function exitAfterFlush(code: number): void {
-  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
 }
 
 main(process.argv.slice(2)).then(exitAfterFlush, (err: unknown) => {

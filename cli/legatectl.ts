@@ -1,6 +1,8 @@
 // legatectl: inspect and diagnose a running Legate gateway (spec 4.5).
 import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { endQuietlyOnClosedPipe, exitAfterFlush } from './exit.js';
+import { UsageError, booleanAssignments } from './flags.js';
 import { stringify } from 'yaml';
 import { VERSION } from '../common/version.js';
 import { KINDS, kindFromUserInput } from '../controller/api/kinds.js';
@@ -20,7 +22,7 @@ Commands:
   proxy stats [-n NS] [--name NAME]       Envoy's statistics
   debug logs [-f FILE] [--errors-only]    logs of every component
   debug yaml [-f FILE]                    every resource with its status, as one YAML stream
-  version [-o json]                       client and server versions
+  version [-o table|yaml|json]            client and server versions
 
 Global flags:
   --controller URL   controller API (default: from .legate/run.json, else http://127.0.0.1:9095)
@@ -89,10 +91,15 @@ async function warnOnVersionSkew(backend: Backend): Promise<void> {
 }
 
 async function version(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...GLOBAL, output: { type: 'string', short: 'o' } } });
+  const { values } = parseArgs({ args, options: { ...GLOBAL, output: { type: 'string', short: 'o', default: 'table' } } });
+  if (!['table', 'yaml', 'json'].includes(values.output)) {
+    throw new UsageError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
+  }
   const backend = backendFrom(values);
   const server = await serverVersion(backend);
-  if (values.output === 'json') out(JSON.stringify({ client: VERSION, server: server ?? null }, null, 2) + '\n');
+  const both = { client: VERSION, server: server ?? null };
+  if (values.output === 'json') out(JSON.stringify(both, null, 2) + '\n');
+  else if (values.output === 'yaml') out(stringify(both));
   else {
     out(`Client version: ${VERSION}\n`);
     out(server ? `Server version: ${server}\n` : 'Server: version undefined, could not find any version of legate running\n');
@@ -247,7 +254,8 @@ async function adminFetch(proxy: ProxyInfo, pathAndQuery: string, init?: Request
 async function proxy(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   const { values } = parseArgs({
-    args: rest,
+    // glooctl users type --debug=false
+    args: booleanAssignments(rest, ['include-eds', 'follow', 'debug', 'help']),
     options: {
       ...GLOBAL,
       namespace: { type: 'string', short: 'n' },
@@ -354,12 +362,12 @@ async function debug(args: string[]): Promise<number> {
   return 0;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`legatectl: ${message}\n`);
-    const usage = !(err instanceof CliError) && String((err as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS');
-    process.exit(usage ? 2 : 1);
-  },
-);
+endQuietlyOnClosedPipe();
+main(process.argv.slice(2)).then(exitAfterFlush, (err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`legatectl: ${message}\n`);
+  const usage =
+    err instanceof UsageError ||
+    (!(err instanceof CliError) && String((err as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS'));
+  exitAfterFlush(usage ? 2 : 1);
+});

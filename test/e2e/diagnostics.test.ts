@@ -1,10 +1,13 @@
 // Diagnostics end to end: every legatectl command and every admin interface against a live
 // `legate run` with START_STATS_SERVER set.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
+import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
+
+const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 import { eventually } from './harness/util.js';
 
@@ -141,11 +144,40 @@ describe('legatectl proxy', () => {
     expect(gw.ctl('proxy', 'dump', '--include-eds').stdout).toContain('EndpointsConfigDump');
   });
 
+  it('writes all of a large output to a pipe (more than 64 KiB), which stays valid JSON', () => {
+    // gw.ctl reads stdout through a pipe, as `legatectl proxy dump --include-eds | jq` does
+    const r = gw.ctl('proxy', 'dump', '--include-eds');
+    expect(r.status).toBe(0);
+    expect(Buffer.byteLength(r.stdout)).toBeGreaterThan(65_536);
+    expect(JSON.parse(r.stdout).configs.length).toBeGreaterThan(3);
+  });
+
+  it('ends quietly when the reader of `proxy logs -f` goes away (| head)', async () => {
+    const child = spawn(process.execPath, [LEGATECTL, 'proxy', 'logs', '-f', '--debug=false', '--state-dir', gw.stateDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+    child.stdout.destroy(); // what `head` does once it has its lines
+    // the next line Envoy logs is written into the closed pipe
+    fs.appendFileSync(path.join(gw.stateDir, 'logs', 'envoy.log'), 'one more line\n');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(stderr).not.toContain('EPIPE');
+    expect(code).toBe(0);
+  });
+
   it('prints stats and checks -n/--name', () => {
     expect(gw.ctl('proxy', 'stats', '-n', 'legate-system', '--name', 'gateway-proxy').stdout).toContain('control_plane.connected_state: 1');
     const wrong = gw.ctl('proxy', 'stats', '--name', 'other-proxy');
     expect(wrong.status).toBe(1);
     expect(wrong.stderr).toContain('no gateway proxy');
+  });
+
+  it('proxy logs --debug=false leaves the level alone (glooctl spelling)', () => {
+    const r = gw.ctl('proxy', 'logs', '--debug=false');
+    expect(r.status).toBe(0);
+    expect(r.stderr).not.toContain('logging?level=info');
   });
 
   it('proxy logs sets the level to debug and says how to set it back', async () => {
@@ -182,6 +214,14 @@ describe('legatectl debug and version', () => {
     const r = gw.ctl('version');
     expect(r.stdout).toMatch(/^Client version: \S+\nServer version: \S+\n$/);
     expect(r.stderr).toBe('');
+  });
+
+  it('prints versions as yaml or json, and refuses another -o', () => {
+    expect(gw.ctl('version', '-o', 'yaml').stdout).toMatch(/^client: \S+\nserver: \S+\n$/);
+    expect(JSON.parse(gw.ctl('version', '-o', 'json').stdout)).toHaveProperty('client');
+    const bogus = gw.ctl('version', '-o', 'bogus');
+    expect(bogus.status).toBe(2);
+    expect(bogus.stderr).toContain('-o: expected table, yaml or json, got "bogus"');
   });
 
   it('gives one clear line and a non-zero exit when the controller is unreachable', () => {
