@@ -1,5 +1,6 @@
 // `legatectl check` (spec 4.5): one line per kind, then every problem found and a non-zero exit,
 // or "No problems detected.".
+import { isKnownKind } from '../../controller/api/kinds.js';
 import type { Backend, ComponentHealth, ListedResource } from './backend.js';
 
 /** The kinds in the order Gloo's glooctl checks them, with their -x names. */
@@ -16,11 +17,18 @@ export const CHECKS = [
   { title: 'VirtualServices', exclude: 'virtual-services', kind: 'VirtualService', words: 'virtual service' },
   { title: 'Gateways', exclude: 'gateways', kind: 'Gateway', words: 'gateway' },
   { title: 'Proxies', exclude: 'proxies', kind: 'Proxy', words: 'proxy' },
+  // kinds glooctl's open-source check does not list, but Legate reads
+  { title: 'RouteTables', exclude: 'route-tables', kind: 'RouteTable', words: 'route table' },
+  { title: 'GraphQLApis', exclude: 'graphqlapis', kind: 'GraphQLApi', words: 'GraphQL API' },
+  { title: 'GraphQLSchemas', exclude: 'graphqlschemas', kind: 'GraphQLSchema', words: 'GraphQL schema' },
+  { title: 'Settings', exclude: 'settings', kind: 'Settings', words: 'settings' },
   { title: 'xds metrics', exclude: 'xds-metrics' },
   { title: 'config files', exclude: 'config-files' },
 ] as const;
 
 export const EXCLUDE_NAMES: readonly string[] = CHECKS.map((c) => c.exclude);
+
+const CHECKED_KINDS: ReadonlySet<string> = new Set(CHECKS.flatMap((c) => ('kind' in c ? [c.kind] : [])));
 
 export interface CheckReport {
   resources: { name: string; status: string }[];
@@ -129,6 +137,11 @@ export async function runCheck(
     } else if (check.title === 'config files') {
       const errors = await backend.api<{ origin: string; message: string }[]>('/api/v1/errors');
       problems = errors.map((e) => `Found a problem in the config files: ${e.origin}: ${e.message}`);
+      // a document of a kind no check covers (a misspelt kind) is a problem of its file
+      for (const r of all.filter((x) => !CHECKED_KINDS.has(x.kind) && !isKnownKind(x.kind))) {
+        const reason = Object.values(r.status?.statuses ?? {})[0]?.reason ?? `unknown kind ${JSON.stringify(r.kind)}`;
+        problems.push(`Found a problem in the config files: ${r.kind} ${r.metadata.namespace}.${r.metadata.name}: ${reason}`);
+      }
       // a controller on a cluster says when it cannot read it (older controllers have no such endpoint)
       const source = await backend.api<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined);
       for (const p of source?.problems ?? []) problems.push(`The resource source (${source?.description}) is not current: ${p}`);

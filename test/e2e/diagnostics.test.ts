@@ -118,6 +118,41 @@ spec:
     await eventually('a clean check again', () => (gw.ctl('check').status === 0 ? true : undefined));
   });
 
+  it('covers every kind Legate reads: a rejected GraphQLApi and Settings, and a document of a misspelt kind', async () => {
+    gw.write(
+      'more-bad.yaml',
+      `
+apiVersion: graphql.legate.dev/v1beta1
+kind: GraphQLApi
+metadata: { name: broken-api, namespace: default }
+spec: { executableSchema: { schemaDefinition: 'type Query {', executor: { local: { resolutions: {} } } } }
+---
+apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: extra, namespace: legate-system }
+spec: { refreshRate: 12 }
+---
+apiVersion: gateway.legate.dev/v1
+kind: VirtualServce
+metadata: { name: typo, namespace: default }
+spec: {}
+`,
+    );
+    const r = await eventually('the problems to show', () => {
+      const x = gw.ctl('check');
+      return x.stdout.includes('Checking GraphQLApis... 1 Errors!') && x.stdout.includes('Checking Settings... 1 Errors!') ? x : undefined;
+    });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('Checking RouteTables... OK');
+    expect(r.stdout).toMatch(/Found rejected GraphQL API by 'legate-system': default broken-api/);
+    expect(r.stdout).toMatch(/config files\.\.\. 1 Errors!/);
+    expect(r.stdout).toContain('Found a problem in the config files: VirtualServce default.typo: unknown kind "VirtualServce"');
+    expect(r.stdout).not.toContain('No problems detected.');
+    expect(gw.ctl('check', '-x', 'graphqlapis,settings,config-files').status).toBe(0);
+    gw.remove('more-bad.yaml');
+    await eventually('a clean check again', () => (gw.ctl('check').status === 0 ? true : undefined));
+  });
+
   it('rejects unknown -x names', () => {
     const r = gw.ctl('check', '-x', 'nonsense');
     expect(r.status).toBe(1);
