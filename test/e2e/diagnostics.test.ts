@@ -1,6 +1,6 @@
 // Diagnostics end to end: every legatectl command and every admin interface against a live
 // `legate run` with START_STATS_SERVER set.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -346,5 +346,59 @@ spec: { devMode: true }
     expect(gw.log('controller')).toContain('devMode is deprecated');
     gw.remove('settings.yaml');
     await eventually('the dev-mode endpoint to stop', async () => ((await fetch(dev).catch(() => undefined)) ? undefined : true));
+  });
+});
+
+describe('finding and guarding the running instance', () => {
+  const LEGATE = path.join(ROOT, 'bin', 'legate.js');
+  const run = (args: string[], cwd = ROOT) =>
+    spawnSync(process.execPath, args, { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, LEGATE_STATE_DIR: '' } });
+
+  it('refuses a second legate run on the same state dir and leaves the running one alone', async () => {
+    const before = fs.readFileSync(path.join(gw.stateDir, 'run.json'), 'utf8');
+    const r = run([
+      LEGATE,
+      'run',
+      '--config',
+      gw.dir,
+      '--state-dir',
+      gw.stateDir,
+      '--http-port',
+      '0',
+      '--admin-port',
+      '0',
+    ]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('legate run is already running');
+    expect(fs.readFileSync(path.join(gw.stateDir, 'run.json'), 'utf8')).toBe(before);
+    expect(gw.ctl('check').status).toBe(0);
+  });
+
+  it('refuses to start on ports in use, naming them, and writes no state', () => {
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-second-'));
+    try {
+      const r = run([LEGATE, 'run', '--config', gw.dir, '--state-dir', other, '--http-port', String(gw.ports.http)]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`${gw.ports.http} (--http-port)`);
+      expect(fs.existsSync(path.join(other, 'run.json'))).toBe(false);
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it('legatectl finds the instance from a subdirectory, and says where it looked when there is none', () => {
+    const project = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-project-'));
+    try {
+      fs.symlinkSync(gw.stateDir, path.join(project, '.legate'));
+      fs.mkdirSync(path.join(project, 'a', 'b'), { recursive: true });
+      const found = run([LEGATECTL, 'proxy', 'url'], path.join(project, 'a', 'b'));
+      expect(found.stdout.trim()).toBe(`http://127.0.0.1:${gw.ports.http}`);
+      fs.rmSync(path.join(project, '.legate'));
+      const none = run([LEGATECTL, 'get', 'vs'], path.join(project, 'a', 'b'));
+      expect(none.status).toBe(1);
+      expect(none.stderr).toContain(`no running 'legate run' found (looked for ${path.join(project, 'a', 'b', '.legate', 'run.json')}`);
+    } finally {
+      fs.rmSync(project, { recursive: true, force: true });
+    }
   });
 });
