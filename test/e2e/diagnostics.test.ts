@@ -356,18 +356,7 @@ describe('finding and guarding the running instance', () => {
 
   it('refuses a second legate run on the same state dir and leaves the running one alone', async () => {
     const before = fs.readFileSync(path.join(gw.stateDir, 'run.json'), 'utf8');
-    const r = run([
-      LEGATE,
-      'run',
-      '--config',
-      gw.dir,
-      '--state-dir',
-      gw.stateDir,
-      '--http-port',
-      '0',
-      '--admin-port',
-      '0',
-    ]);
+    const r = run([LEGATE, 'run', '--config', gw.dir, '--state-dir', gw.stateDir, '--http-port', '0', '--admin-port', '0']);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('legate run is already running');
     expect(fs.readFileSync(path.join(gw.stateDir, 'run.json'), 'utf8')).toBe(before);
