@@ -164,6 +164,8 @@ export class Authorizer {
   private readonly timeoutMs: number;
   private readonly cacheMaxEntries: number;
   private readonly sweepTimer: NodeJS.Timeout;
+  /** per config and reason: when a denial was last logged, and how many since were not */
+  private readonly denialLog = new Map<string, { at: number; held: number }>();
   private lastUnknownLogAt = 0;
   private suppressedUnknown = 0;
   private readonly counts = { checks: 0, allowed: 0 };
@@ -388,11 +390,32 @@ export class Authorizer {
   }
 
   private deny(config: CompiledConfig, reason: DenyReason, hash: string | undefined): DenyReason {
-    if (this.log.enabled('debug')) {
-      this.log.debug('request denied', { config_id: config.name, reason, ...(hash ? { token: tokenRef(hash) } : {}) });
-    }
+    this.logDenial(config.name, reason, hash);
     this.record(reason);
     return reason;
+  }
+
+  /**
+   * One info line per denial (config, reason, a reference to the token, never the token), at most one
+   * per second for each config and reason; the next line says how many were held back meanwhile.
+   */
+  private logDenial(configId: string, reason: DenyReason, hash: string | undefined): void {
+    if (!this.log.enabled('info')) return;
+    const key = `${configId}|${reason}`;
+    const now = Date.now();
+    const last = this.denialLog.get(key);
+    if (last && now - last.at < 1000) {
+      last.held++;
+      return;
+    }
+    if (!last && this.denialLog.size >= 1000) this.denialLog.clear(); // bounded: config ids come from requests
+    this.denialLog.set(key, { at: now, held: 0 });
+    this.log.info('request denied', {
+      config_id: configId,
+      reason,
+      ...(hash ? { token: tokenRef(hash) } : {}),
+      ...(last?.held ? { suppressed: last.held } : {}),
+    });
   }
 
   private logUnknownConfig(configId: string): void {

@@ -184,6 +184,33 @@ describe('introspection call and outcomes', () => {
     expect(await decide('ns.read', `Bearer ${sub}`)).toBe('insufficient_scope');
   });
 
+  it('logs each denial at info with its reason and a token reference, once per second per config and reason', async () => {
+    authz.apply([cfg('ns.read', { requiredScopes: ['products:read'] })]);
+    const quiet = new Authorizer({
+      logger: createLogger('extauth', { level: 'info', write: (l) => lines.push(l) }),
+      introspectionTimeoutMs: 300,
+    });
+    try {
+      quiet.apply([cfg('ns.read', { requiredScopes: ['products:read'] })]);
+      const before = lines.length;
+      const weak = token();
+      activeFor(weak, { scope: 'other' });
+      expect(await quiet.check('ns.read', `Bearer ${weak}`)).toBe('insufficient_scope');
+      for (let i = 0; i < 5; i++) expect(await quiet.check('ns.read', `Bearer ${weak}`)).toBe('insufficient_scope');
+      expect(quiet.check('ns.read', undefined)).toBe('missing_token');
+      const denials = lines
+        .slice(before)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l['msg'] === 'request denied');
+      expect(denials).toEqual([
+        expect.objectContaining({ level: 'info', config_id: 'ns.read', reason: 'insufficient_scope', token: expect.any(String) }),
+        expect.objectContaining({ level: 'info', config_id: 'ns.read', reason: 'missing_token' }),
+      ]);
+    } finally {
+      quiet.stop();
+    }
+  });
+
   it('unknown config_id -> unknown_config, logged like Gloo', async () => {
     authz.apply([cfg('ns.a')]);
     const before = lines.length;
