@@ -3,7 +3,7 @@
 // #9595): SDL errors, @resolve names without a resolution, resolutions for missing fields, unknown or
 // rejected upstreams, templates naming arguments the field does not have.
 import { createHash } from 'node:crypto';
-import { buildSchema, isInterfaceType, isObjectType, type GraphQLField, type GraphQLSchema as Schema } from 'graphql';
+import { GraphQLError, buildSchema, isInterfaceType, isObjectType, type GraphQLField, type GraphQLSchema as Schema } from 'graphql';
 import type { GraphQLApiConfig, ResolverConfig } from '../../../../common/contract.js';
 import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
 import type { Resolution } from '../../../api/schemas.js';
@@ -18,11 +18,21 @@ const DIRECTIVES: Record<string, string> = {
     'directive @cacheControl(maxAge: Int, inheritMaxAge: Boolean, scope: String) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION',
 };
 
-export function withDirectiveDeclarations(sdl: string): string {
+/** The SDL with Legate's directives declared where it does not; `added` lines come before the user's. */
+function withDirectiveDeclarations(sdl: string): { sdl: string; added: number } {
   const missing = Object.entries(DIRECTIVES)
     .filter(([name]) => !new RegExp(`directive\\s+@${name}\\b`).test(sdl))
     .map(([, decl]) => decl);
-  return missing.length ? `${missing.join('\n')}\n${sdl}` : sdl;
+  return missing.length ? { sdl: `${missing.join('\n')}\n${sdl}`, added: missing.length } : { sdl, added: 0 };
+}
+
+/** A schema error as the user can find it: its message and where in their SDL (line, column). */
+function sdlProblem(err: unknown, added: number): string {
+  if (!(err instanceof GraphQLError)) return err instanceof Error ? err.message.replace(/\s+/g, ' ') : String(err);
+  // graphql-js puts the position in `locations` and a source excerpt in the message's later lines
+  const message = err.message.split('\n')[0]!.trim();
+  const where = (err.locations ?? []).map((l) => `line ${l.line - added}, column ${l.column}`);
+  return where.length ? `${message} (${where.join('; ')})` : message;
 }
 
 const TEMPLATE = /\{\$(parent|args|headers|body)(?:\.([^}]*))?\}/g;
@@ -102,11 +112,11 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
     return { problems };
   }
   let schema: Schema;
+  const declared = withDirectiveDeclarations(n.sdl);
   try {
-    schema = buildSchema(withDirectiveDeclarations(n.sdl));
+    schema = buildSchema(declared.sdl);
   } catch (err) {
-    const message = err instanceof Error ? err.message.replace(/\s+/g, ' ') : String(err);
-    problems.push({ code: 'InvalidGraphQLSchema', message: `schemaDefinition: ${message}` });
+    problems.push({ code: 'InvalidGraphQLSchema', message: `schemaDefinition: ${sdlProblem(err, declared.added)}` });
     return { problems };
   }
   if (!schema.getQueryType())
