@@ -92,12 +92,20 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   });
 
   const listed = new Map<string, ListedResource>();
-  const statusOf = (r: { kind: string; metadata: { namespace: string; name: string } }, schemaReason?: string): ResourceStatus => {
+  const statusOf = (
+    r: { kind: string; metadata: { namespace: string; name: string }; loadError?: string },
+    schemaReason?: string,
+  ): ResourceStatus => {
     const ref = { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
     const mine = out.reports.filter((x) => sameRef(x.resource, ref));
     const errors = mine.filter((x) => x.severity === 'error').map((x) => x.message);
     if (schemaReason) errors.unshift(schemaReason);
-    const fallback = mine.some((x) => x.code === 'ServingLastAccepted') || (schemaReason !== undefined && input.lastAccepted.has(keyOf(r)));
+    // the version read last is what serves; the current one cannot be read at all
+    if (r.loadError) errors.unshift(r.loadError);
+    const fallback =
+      mine.some((x) => x.code === 'ServingLastAccepted') ||
+      (schemaReason !== undefined && input.lastAccepted.has(keyOf(r))) ||
+      (r.loadError !== undefined && input.lastAccepted.has(keyOf(r)));
     const warnings = mine.filter((x) => x.severity === 'warning' && x.code !== 'ServingLastAccepted').map((x) => x.message);
     if (errors.length) {
       const reason = errors.join('; ') + (fallback ? ' (serving the last accepted version)' : '');

@@ -31,6 +31,8 @@ export interface RawResource {
   body: Record<string, unknown>;
   /** Where it came from, e.g. `examples/petstore.yaml#2`. */
   origin: string;
+  /** Set when this is the last version read because its file no longer loads: why not. */
+  loadError?: string;
 }
 
 /** Identity of a resource: kind (canonical) + namespace + name. */

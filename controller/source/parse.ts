@@ -32,7 +32,10 @@ export function parseResources(text: string, file: string, defaultNamespace = 'd
       const pos = first?.linePos?.[0];
       errors.push({
         origin,
-        message: `invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${first?.message.split('\n')[0] ?? 'parse error'}`,
+        // prettyErrors end the first line with the position and a colon before an excerpt: said once here
+        message: `invalid YAML${pos ? ` at line ${pos.line}, column ${pos.col}` : ''}: ${(first?.message.split('\n')[0] ?? 'parse error')
+          .replace(/ at line \d+, column \d+:?$/, '')
+          .replace(/:$/, '')}`,
       });
       return;
     }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/log.js';
+import { runPipeline } from '../../controller/pipeline.js';
 import { FileSource } from '../../controller/source/file/source.js';
 
 let dir: string;
@@ -45,6 +46,26 @@ describe('FileSource', () => {
     expect(snapshot.errors).toHaveLength(1);
     expect(snapshot.errors[0]!.origin).toBe('a.yaml#1');
     expect(snapshot.errors[0]!.message).toMatch(/invalid YAML at line \d+, column \d+/);
+    // the position once, and no dangling colon
+    expect(snapshot.errors[0]!.message.match(/line \d+/g)).toHaveLength(1);
+    expect(snapshot.errors[0]!.message).not.toMatch(/:$/);
+    // the kept resources say why they are the last version read
+    const kept = snapshot.resources.find((r) => r.metadata.name === 'one');
+    expect(kept?.loadError).toMatch(/^its file does not load: a\.yaml#1: invalid YAML at line/);
+    expect(snapshot.resources.find((r) => r.metadata.name === 'other')?.loadError).toBeUndefined();
+  });
+
+  it('shows a resource whose file stops loading as Rejected, its last version serving', () => {
+    const src = new FileSource(dir, quiet);
+    write('a.yaml', vs('one'));
+    const first = runPipeline({ resources: src.scan().snapshot.resources, lastAccepted: new Map() });
+    expect(first.listed.get('VirtualService/default/one')?.status.state).toBe('Accepted');
+    write('a.yaml', 'apiVersion: [oops\n');
+    const second = runPipeline({ resources: src.scan().snapshot.resources, lastAccepted: first.accepted });
+    const status = second.listed.get('VirtualService/default/one')?.status;
+    expect(status?.state).toBe('Rejected');
+    expect(status?.reason).toMatch(/its file does not load: a\.yaml#1: invalid YAML .*\(serving the last accepted version\)$/);
+    expect(second.xds.get('legate-system~gateway-proxy')).toBeDefined();
   });
 
   it('reports documents that are not resources without dropping the rest of the file', () => {

@@ -62,8 +62,11 @@ export class FileSource implements ResourceSource {
         continue;
       }
       const parsed = parseResources(text, rel);
-      // Bad YAML loses nothing: keep what the file held when it last parsed.
-      const resources = parsed.syntaxError ? (previous?.resources ?? []) : parsed.resources;
+      // Bad YAML loses nothing: keep what the file held when it last parsed, marked with why.
+      const why = parsed.errors[0] ? `${parsed.errors[0].origin}: ${parsed.errors[0].message}` : `${rel} does not load`;
+      const resources = parsed.syntaxError
+        ? (previous?.resources ?? []).map((r) => ({ ...r, loadError: `its file does not load: ${why}` }))
+        : parsed.resources;
       for (const e of parsed.errors) this.logger.error('cannot load resource', { origin: e.origin, error: e.message });
       this.files.set(file, { stamp, resources, errors: parsed.errors });
     }
