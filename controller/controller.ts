@@ -8,6 +8,7 @@ import type { Logger } from '../common/log.js';
 import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
 import type { LegateResource } from './api/resources.js';
+import type { VirtualHostIR } from './translate/ir.js';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { startAdminServer, type RunningAdmin } from '../common/admin.js';
 import { SpanRecorder } from '../common/trace.js';
@@ -65,6 +66,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let output: PipelineOutput | undefined;
   let source: SourceSnapshot = { resources: [], errors: [] };
   let lastAccepted = new Map<string, LegateResource>();
+  let lastServed = new Map<string, VirtualHostIR>();
 
   const ads = new AdsServer(cache, {
     logger: log.child('xds'),
@@ -154,6 +156,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const out = runPipeline({
       resources: snapshot.resources,
       lastAccepted,
+      lastServed,
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
@@ -162,6 +165,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     });
     lastAccepted = out.accepted;
+    lastServed = out.served;
     output = out;
     statuses.translated(out);
     for (const [role, snap] of out.xds) {

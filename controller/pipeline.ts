@@ -5,7 +5,7 @@ import { canonicalApiVersion } from './api/kinds.js';
 import { LEGATE_NAMESPACE, REPORTER, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
 import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
-import type { ProxyIR, SourceRef } from './translate/ir.js';
+import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { envoyNames } from './translate/names.js';
 import type { WasmChecks } from './api/schemas.js';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
@@ -29,6 +29,8 @@ export interface PipelineOptions {
 export interface PipelineInput {
   resources: readonly RawResource[];
   lastAccepted: ReadonlyMap<string, LegateResource>;
+  /** The virtual hosts served last time (PipelineOutput.served), kept when a dependency disappears. */
+  lastServed?: ReadonlyMap<string, VirtualHostIR>;
   options?: PipelineOptions;
 }
 
@@ -51,6 +53,8 @@ export interface PipelineOutput {
   reports: Report[];
   /** Every Envoy resource name rendered, with the resource it came from (to attribute NACKs). */
   envoyNames: Map<string, SourceRef>;
+  /** Feed back as `lastServed` next time. */
+  served: Map<string, VirtualHostIR>;
 }
 
 export function runPipeline(input: PipelineInput): PipelineOutput {
@@ -84,6 +88,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     features: featureList,
     resources: all,
     lastAccepted: input.lastAccepted,
+    ...(input.lastServed ? { lastServed: input.lastServed } : {}),
     options: {
       writeNamespace,
       defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
@@ -148,6 +153,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     accepted: out.accepted,
     reports: out.reports,
     envoyNames: envoyNames(out.proxies, out.upstreams),
+    served: out.served,
   };
 }
 

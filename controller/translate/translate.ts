@@ -49,6 +49,11 @@ export interface TranslateInput {
   options: TranslateOptions;
   /** The features to run (default: features/index.ts with default render options). */
   features?: readonly Feature[];
+  /**
+   * The virtual host each VirtualService last served, by keyOf(): served again when neither the
+   * current nor the last accepted version translates any more (a Service it routes to is gone).
+   */
+  lastServed?: ReadonlyMap<string, VirtualHostIR>;
 }
 
 export interface TranslateOutput {
@@ -59,6 +64,8 @@ export interface TranslateOutput {
   accepted: Map<string, LegateResource>;
   /** Per extension role (graphql, extauth): what its service should serve. */
   extensions: ExtensionResources[];
+  /** The virtual host each VirtualService serves now, by keyOf(): feed back as `lastServed`. */
+  served: Map<string, VirtualHostIR>;
 }
 
 export function translate(input: TranslateInput): TranslateOutput {
@@ -108,7 +115,18 @@ export function translate(input: TranslateInput): TranslateOutput {
   const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
   for (const vs of resources.filter(isKind('VirtualService'))) {
     const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings));
-    if (used) virtualHosts.set(keyOf(vs), { vs: used.resource, vh: used.result });
+    if (used) {
+      virtualHosts.set(keyOf(vs), { vs: used.resource, vh: used.result });
+      continue;
+    }
+    // What it references went away: its last virtual host keeps serving (the routes to what is
+    // gone fail on their own, the others keep working) until it is fixed.
+    const previous = input.lastServed?.get(keyOf(vs));
+    const previousVs = lastAccepted.get(keyOf(vs)) as VirtualService | undefined;
+    if (previous && previousVs) {
+      reporter.warn(sourceOf(vs), 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
+      virtualHosts.set(keyOf(vs), { vs: previousVs, vh: previous });
+    }
   }
 
   let gateways = resources.filter(isKind('Gateway'));
@@ -157,6 +175,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     reports: reporter.reports,
     accepted,
     extensions: bindings.flatMap((b) => b.extensionResources?.() ?? []),
+    served: new Map([...virtualHosts].filter(([key]) => !conflicted.has(key)).map(([key, { vh }]) => [key, vh])),
   };
 }
 

@@ -337,6 +337,47 @@ spec:
     expect(list.status).toBe(0);
     expect(list.stdout).toMatch(/legate-system\s+shop-pets-80\s+Accepted/);
   });
+
+  it('keeps a VirtualService serving when a Service it routes to disappears, and says why', async () => {
+    gw.write(
+      'deps-service.yaml',
+      `
+apiVersion: v1
+kind: Service
+metadata: { name: deps-details, namespace: default }
+spec: { ports: [{ port: 80, targetPort: 8080 }] }
+---
+apiVersion: v1
+kind: Endpoints
+metadata: { name: deps-details, namespace: default }
+subsets: [{ addresses: [{ ip: 127.0.0.1 }], ports: [{ port: ${green.port} }] }]
+`,
+    );
+    gw.write(
+      'deps-vs.yaml',
+      `
+apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: deps, namespace: default }
+spec:
+  virtualHost:
+    domains: [deps.example.com]
+    routes:
+      - matchers: [{ prefix: /details }]
+        routeAction: { single: { kube: { ref: { name: deps-details, namespace: default }, port: 80 } } }
+      - matchers: [{ exact: /hello }]
+        directResponseAction: { status: 200, body: hello }
+`,
+    );
+    await gw.until('/details', (r) => r.status === 200, on('deps.example.com'));
+    gw.remove('deps-service.yaml');
+    const status = await waitForStatus('deps', (s) => s.state === 'Rejected');
+    expect(status.reason).toMatch(/Service default\.deps-details not found \(serving the last accepted version\)$/);
+    // the unrelated route keeps answering; the one to the vanished Service fails on its own
+    expect((await gw.request('/hello', on('deps.example.com'))).text).toBe('hello');
+    expect((await gw.until('/details', (r) => r.status !== 200, on('deps.example.com'))).status).toBeGreaterThanOrEqual(500);
+    expect(gw.ctl('check').stdout).not.toMatch(/rejected proxy/i);
+  });
 });
 
 async function waitForStatus(name: string, check: (s: { state: string; reason?: string }) => boolean) {

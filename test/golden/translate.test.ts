@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { runPipeline, type PipelineOutput } from '../../controller/pipeline.js';
 import { parseResources } from '../../controller/source/parse.js';
 import type { LegateResource } from '../../controller/api/resources.js';
+import type { VirtualHostIR } from '../../controller/translate/ir.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from '../../controller/translate/render.js';
 import { expectGolden, expectRoundTrip } from './golden.js';
 
@@ -55,16 +56,20 @@ describe('translation golden files', () => {
     it(name, () => {
       const previousFile = path.join(dir, `${name}.previous.yaml`);
       let lastAccepted = new Map<string, LegateResource>();
+      let lastServed = new Map<string, VirtualHostIR>();
       if (fs.existsSync(previousFile)) {
-        lastAccepted = runPipeline({
+        const previous = runPipeline({
           resources: load(previousFile),
           lastAccepted,
           options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER },
-        }).accepted;
+        });
+        lastAccepted = previous.accepted;
+        lastServed = previous.served;
       }
       const out = runPipeline({
         resources: load(path.join(dir, `${name}.in.yaml`)),
         lastAccepted,
+        lastServed,
         options: { defaultGateway: { bindAddress: '::', bindPort: 8080 }, render: RENDER },
       });
 
