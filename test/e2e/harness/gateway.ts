@@ -6,7 +6,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually, freePort } from './util.js';
+import { eventually, freePort, stopProcess } from './util.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const LEGATE = path.join(ROOT, 'bin', 'legate.js');
@@ -129,13 +129,7 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const stop = async (): Promise<void> => {
     agent?.destroy();
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopProcess(child, 'SIGTERM', 10_000);
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {

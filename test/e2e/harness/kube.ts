@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request, type Dispatcher } from 'undici';
 import { ROOT } from './gateway.js';
-import { eventually, freePort } from './util.js';
+import { eventually, freePort, stopProcess } from './util.js';
 
 export const KUBE_BIN = path.join(ROOT, '.cache', 'kube', 'bin');
 
@@ -62,14 +62,7 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
   };
   const stop = async (): Promise<void> => {
     for (const close of closers) await close().catch(() => undefined);
-    for (const c of children.reverse()) {
-      if (c.exitCode !== null || c.signalCode !== null) continue;
-      const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-      c.kill('SIGTERM');
-      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
+    for (const c of children.reverse()) await stopProcess(c);
     fs.rmSync(dir, { recursive: true, force: true });
   };
 
@@ -211,14 +204,7 @@ export async function startKubeController(kube: KubeApiServer, dir: string, name
     { stdio: ['ignore', log, log], env: { ...process.env, POD_NAME: name } },
   );
   fs.closeSync(log);
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
+  const stop = (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => stopProcess(child, signal);
   try {
     await eventually(
       `${name} API`,
