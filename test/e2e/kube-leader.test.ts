@@ -58,7 +58,8 @@ describe.sequential('leader election', () => {
     const next = await eventually('a new holder', () => (holder() && holder() !== before ? holder() : undefined), 15_000);
     const handoverMs = Date.now() - killedAt;
     expect(next).not.toBe(before);
-    expect(handoverMs).toBeLessThan(3000 + 2000); // lease duration + one renew period and some slack
+    // lease duration (3 s) + a renew period (1 s) + polling with kubectl on a busy 2-core machine
+    expect(handoverMs).toBeLessThan(8000);
     kube.kubectl(['apply', '-f', '-'], { input: vs('two') });
     expect(await eventually('status by the new leader', () => state('two') || undefined)).toBe('Accepted');
   });
