@@ -198,4 +198,26 @@ ports: [{ name: http, port: 9000, protocol: TCP }]
       45_000,
     );
   });
+
+  it("reads only the Settings' watchNamespaces, and everything again when they go", async () => {
+    kube.kubectl(['create', 'namespace', 'team-a']);
+    kube.kubectl(['apply', '-f', '-'], {
+      input: vs('team', 'team.example.com', 'team').replace('namespace: default', 'namespace: team-a'),
+    });
+    await eventually('team served', async () => ((await get(ports.http, '/', 'team.example.com')).body === 'team' ? true : undefined));
+    const settings = `apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec: { watchNamespaces: [team-a, legate-system] }
+`;
+    kube.kubectl(['apply', '-f', '-'], { input: settings });
+    await eventually('default namespace no longer read', async () =>
+      (await get(ports.http, '/', 'steady.example.com')).status === 404 ? true : undefined,
+    );
+    expect((await get(ports.http, '/', 'team.example.com')).body).toBe('team');
+    kube.kubectl(['delete', 'settings.legate.dev', 'default', '-n', 'legate-system']);
+    await eventually('default namespace read again', async () =>
+      (await get(ports.http, '/', 'steady.example.com')).status === 200 ? true : undefined,
+    );
+  });
 });

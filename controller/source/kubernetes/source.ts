@@ -169,9 +169,11 @@ export class KubeSource implements ResourceSource {
   private snapshot(): SourceSnapshot {
     const byKey = new Map<string, RawResource>();
     const slices: KubeObject[] = [];
+    const namespaces = this.watchNamespaces();
     for (const w of this.watched) {
       for (const obj of w.informer?.list() ?? []) {
-        if (!this.inScope(obj.metadata?.namespace)) continue;
+        // Settings are always read: they say which namespaces the rest comes from
+        if (w.kind !== 'Settings' && !inScope(namespaces, obj.metadata?.namespace)) continue;
         if (w.kind === 'EndpointSlice') {
           slices.push(obj);
           continue;
@@ -184,8 +186,22 @@ export class KubeSource implements ResourceSource {
     return { resources: [...byKey.values()], errors: [] };
   }
 
-  private inScope(namespace: string | undefined): boolean {
-    const namespaces = this.options.namespaces ?? [];
-    return namespaces.length === 0 || (namespace !== undefined && namespaces.includes(namespace));
+  /**
+   * The namespaces to read: --watch-namespaces, else the Settings' watchNamespaces (the one named
+   * `default` first, as the pipeline picks it), else all. A Settings change takes effect at once:
+   * every namespace is watched anyway, the filter is applied to each snapshot.
+   */
+  private watchNamespaces(): readonly string[] {
+    if (this.options.namespaces?.length) return this.options.namespaces;
+    const settings = this.watched
+      .filter((w) => w.kind === 'Settings')
+      .flatMap((w) => w.informer?.list() ?? [])
+      .sort((a, b) => Number(b.metadata?.name === 'default') - Number(a.metadata?.name === 'default'))[0];
+    const listed = (settings?.spec as { watchNamespaces?: unknown } | undefined)?.watchNamespaces;
+    return Array.isArray(listed) ? listed.filter((n): n is string => typeof n === 'string') : [];
   }
+}
+
+function inScope(namespaces: readonly string[], namespace: string | undefined): boolean {
+  return namespaces.length === 0 || (namespace !== undefined && namespaces.includes(namespace));
 }
