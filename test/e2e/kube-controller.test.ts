@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './harness/gateway.js';
 import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
+import { createTestHost } from './harness/netns.js';
 import { eventually, freePort } from './harness/util.js';
 
 const LEGATE = path.join(ROOT, 'bin', 'legate.js');
@@ -219,5 +220,48 @@ spec: { watchNamespaces: [team-a, legate-system] }
     await eventually('default namespace read again', async () =>
       (await get(ports.http, '/', 'steady.example.com')).status === 200 ? true : undefined,
     );
+  });
+
+  it('routes through Envoy to a discovered backend behind a non-loopback address (a network namespace)', async () => {
+    const host = createTestHost();
+    try {
+      const backend = host.spawn(process.execPath, [
+        '-e',
+        `require('node:http').createServer((q, s) => s.end('from ' + q.url)).listen(9000, '${host.address}', () => console.log('up'))`,
+      ]);
+      await new Promise<void>((resolve, reject) => {
+        backend.stdout?.once('data', () => resolve());
+        backend.once('exit', (c) => reject(new Error(`backend exited ${c}`)));
+      });
+      kube.kubectl(['apply', '-f', '-'], {
+        input: `apiVersion: v1
+kind: Service
+metadata: { name: far, namespace: default }
+spec: { ports: [{ name: http, port: 80, targetPort: 9000 }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: far-1, namespace: default, labels: { kubernetes.io/service-name: far } }
+addressType: IPv4
+endpoints: [{ addresses: [${host.address}], conditions: { ready: true } }]
+ports: [{ name: http, port: 9000, protocol: TCP }]
+---
+apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: far, namespace: default }
+spec:
+  virtualHost:
+    domains: [far.example.com]
+    routes: [{ matchers: [{ prefix: / }], routeAction: { single: { upstream: { name: default-far-80, namespace: legate-system } } } }]
+`,
+      });
+      const r = await eventually('served from the namespace', async () => {
+        const x = await get(ports.http, '/hello', 'far.example.com');
+        return x.status === 200 ? x : undefined;
+      });
+      expect(r.body).toBe('from /hello');
+    } finally {
+      await host.remove();
+    }
   });
 });
