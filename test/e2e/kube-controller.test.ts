@@ -10,7 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './harness/gateway.js';
-import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
+import {
+  controllerKubeconfig,
+  installCrds,
+  startKubeApiServer,
+  startKubeController,
+  type KubeApiServer,
+  type KubeController,
+} from './harness/kube.js';
 import { createTestHost } from './harness/netns.js';
 import { eventually, freePort } from './harness/util.js';
 
@@ -55,8 +62,9 @@ beforeAll(async () => {
   kube = await startKubeApiServer();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-ctl-'));
   installCrds(kube);
-  kube.kubectl(['create', 'namespace', 'legate-system']); // the leader Lease lives there
-  controller = await startKubeController(kube, dir, 'controller');
+  // the controller runs with the install's ServiceAccount: a right it lacks fails these tests
+  const asController = controllerKubeconfig(kube, dir); // also creates legate-system, where the Lease lives
+  controller = await startKubeController(kube, dir, 'controller', [], asController);
   ports.http = controller.ports.http;
   ports.admin = await freePort();
   const bootstrap = spawnSync(

@@ -185,7 +185,13 @@ export interface KubeController {
 }
 
 /** `legate controller --source kubernetes` against `kube`, on random loopback ports; logs in `dir`. */
-export async function startKubeController(kube: KubeApiServer, dir: string, name: string, extra: string[] = []): Promise<KubeController> {
+export async function startKubeController(
+  kube: KubeApiServer,
+  dir: string,
+  name: string,
+  extra: string[] = [],
+  kubeconfig = kube.kubeconfig,
+): Promise<KubeController> {
   const ports = { xds: await freePort(), api: await freePort(), http: await freePort(), https: await freePort(), stats: 0, dev: 0 };
   ports.stats = await freePort();
   ports.dev = await freePort();
@@ -196,7 +202,7 @@ export async function startKubeController(kube: KubeApiServer, dir: string, name
     [
       path.join(ROOT, 'bin', 'legate.js'),
       'controller',
-      ...['--source', 'kubernetes', '--kubeconfig', kube.kubeconfig],
+      ...['--source', 'kubernetes', '--kubeconfig', kubeconfig],
       ...['--xds-port', String(ports.xds), '--api-port', String(ports.api), '--http-port', String(ports.http)],
       ...['--https-port', String(ports.https), '--stats-port', String(ports.stats), '--dev-port', String(ports.dev)],
       ...extra,
@@ -236,4 +242,27 @@ export function installCrds(kube: KubeApiServer): void {
   if (crds.status !== 0) throw new Error(`legate crds: ${crds.stderr}`);
   kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds.stdout });
   kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
+}
+
+/**
+ * Applies install/kubernetes/rbac.yaml and returns a kubeconfig with a token of its ServiceAccount
+ * (TokenRequest API), so a controller started with it has exactly the rights the install grants.
+ */
+export function controllerKubeconfig(kube: KubeApiServer, dir: string): string {
+  kube.kubectl(['apply', '-f', path.join(ROOT, 'install', 'kubernetes', 'rbac.yaml')]);
+  const token = kube.kubectl(['create', 'token', 'legate-controller', '-n', 'legate-system', '--duration', '1h']).stdout.trim();
+  const file = path.join(dir, 'controller.kubeconfig');
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{ name: test, cluster: { server: "${kube.url}", insecure-skip-tls-verify: true } }]`,
+      `users: [{ name: legate-controller, user: { token: ${token} } }]`,
+      'contexts: [{ name: test, context: { cluster: test, user: legate-controller } }]',
+      'current-context: test',
+      '',
+    ].join('\n'),
+  );
+  return file;
 }
