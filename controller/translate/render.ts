@@ -88,8 +88,6 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   const hcm: HttpConnectionManager = {
     stat_prefix: 'http',
     codec_type: 'AUTO',
-    // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`.
-    strip_any_host_port: true,
     rds: { route_config_name: routeConfigName(listener), config_source: ADS_SOURCE },
     http_filters: staged.map((s) => s.filter),
   };
@@ -104,6 +102,10 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
 function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): RouteConfiguration {
   return {
     name: routeConfigName(listener),
+    // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`,
+    // without rewriting the Host (HCM strip_any_host_port would, and redirects would lose the port:
+    // envoyproxy/envoy#19589).
+    ignore_port_in_host_matching: true,
     virtual_hosts: listener.virtualHosts.map((vh) => {
       const vhost: VirtualHost = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
       for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);

@@ -79,6 +79,10 @@ spec:
         options: { prefixRewrite: /inner/ }
       - matchers: [{ prefix: /old }]
         redirectAction: { hostRedirect: new.example.com, pathRedirect: /new }
+      - matchers: [{ prefix: /moved }]
+        redirectAction: { pathRedirect: /store/products }
+      - matchers: [{ prefix: /elsewhere }]
+        redirectAction: { hostRedirect: 'other.example.com:9443', pathRedirect: /x }
       - matchers: [{ prefix: /slow-short }]
         ${to('slow')}
         options: { timeout: 500ms }
@@ -159,6 +163,17 @@ describe('routing', () => {
     const redirect = await gw.request('/old', on('match.example.com'));
     expect(redirect.status).toBe(301);
     expect(redirect.headers.get('location')).toBe('http://new.example.com/new');
+  });
+
+  it("keeps the gateway's port in redirects unless the redirect names one (curl -L follows them)", async () => {
+    const host = `match.example.com:${gw.ports.http}`;
+    const moved = await gw.request('/moved', on(host));
+    expect(moved.status).toBe(301);
+    expect(moved.headers.get('location')).toBe(`http://${host}/store/products`);
+    // the upstream sees the Host as the client sent it
+    expect((await gw.request('/anything', on(host))).json<{ headers: Record<string, string> }>().headers['host']).toBe(host);
+    const elsewhere = await gw.request('/elsewhere', on(host));
+    expect(elsewhere.headers.get('location')).toBe('http://other.example.com:9443/x');
   });
 
   it('applies route timeouts', async () => {
