@@ -3,13 +3,11 @@
 // observedGeneration, written only when they change), a bad resource is Rejected while the others
 // keep serving, edits and deletes take effect, and Services + EndpointSlices become discovered
 // upstreams `<ns>-<svc>-<port>`.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
 import {
   controllerKubeconfig,
   installCrds,
@@ -18,25 +16,31 @@ import {
   type KubeApiServer,
   type KubeController,
 } from './harness/kube.js';
+import { httpGet, startLocalEnvoy, type LocalEnvoy } from './harness/envoy.js';
 import { createTestHost } from './harness/netns.js';
-import { eventually, freePort } from './harness/util.js';
+import { eventually } from './harness/util.js';
 
-const LEGATE = path.join(ROOT, 'bin', 'legate.js');
 let kube: KubeApiServer;
 let dir: string;
 let controller: KubeController;
-let envoy: ChildProcess | undefined;
+let envoy: LocalEnvoy | undefined;
 const ports = { http: 0, admin: 0 };
 
-function get(port: number, pathAndQuery: string, host = 'localhost'): Promise<{ status: number; body: string }> {
+const get = httpGet;
+const fixtures = path.join(import.meta.dirname, 'fixtures');
+
+function httpsGet(port: number, servername: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: pathAndQuery, headers: { host }, timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = https.request(
+      { host: '127.0.0.1', port, path: '/', servername, headers: { host: servername }, ca, timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
   });
 }
 
@@ -66,31 +70,12 @@ beforeAll(async () => {
   const asController = controllerKubeconfig(kube, dir); // also creates legate-system, where the Lease lives
   controller = await startKubeController(kube, dir, 'controller', [], asController);
   ports.http = controller.ports.http;
-  ports.admin = await freePort();
-  const bootstrap = spawnSync(
-    process.execPath,
-    [LEGATE, 'bootstrap', '--xds-port', String(controller.ports.xds), '--admin-port', String(ports.admin)],
-    {
-      encoding: 'utf8',
-    },
-  ).stdout;
-  fs.writeFileSync(path.join(dir, 'envoy.yaml'), bootstrap);
-  const log = fs.openSync(path.join(dir, 'envoy.log'), 'a');
-  envoy = spawn(
-    path.join(ROOT, '.venv/bin/envoy'),
-    ['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'warn', '--base-id', String(ports.admin)],
-    { stdio: ['ignore', log, log] },
-  );
-  fs.closeSync(log);
-  await eventually('Envoy admin', async () => ((await get(ports.admin, '/ready')).status === 200 ? true : undefined), 30_000);
+  envoy = await startLocalEnvoy(dir, controller.ports.xds);
+  ports.admin = envoy.adminPort;
 }, 240_000);
 
 afterAll(async () => {
-  if (envoy && envoy.exitCode === null) {
-    const exited = new Promise<void>((resolve) => envoy?.once('exit', () => resolve()));
-    envoy.kill('SIGTERM');
-    await exited;
-  }
+  await envoy?.stop();
   await controller?.stop();
   await kube?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -228,6 +213,82 @@ spec: { watchNamespaces: [team-a, legate-system] }
     await eventually('default namespace read again', async () =>
       (await get(ports.http, '/', 'steady.example.com')).status === 200 ? true : undefined,
     );
+  });
+
+  it('terminates TLS with a kubernetes.io/tls Secret and reads client secrets from Secrets, never showing them', async () => {
+    const cert = path.join(fixtures, 'secure.example.com.crt');
+    kube.kubectl([
+      'create',
+      'secret',
+      'tls',
+      'secure-cert',
+      '-n',
+      'default',
+      '--cert',
+      cert,
+      '--key',
+      path.join(fixtures, 'secure.example.com.key'),
+    ]);
+    const tlsVs = (name: string, secret: string, domain: string): string => `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: ${name}, namespace: default }
+spec:
+  sslConfig: { secretRef: { name: ${secret}, namespace: default }, sniDomains: [${domain}] }
+  virtualHost:
+    domains: [${domain}]
+    routes: [{ matchers: [{ prefix: / }], directResponseAction: { status: 200, body: ${name} } }]
+`;
+    kube.kubectl(['apply', '-f', '-'], { input: tlsVs('secure', 'secure-cert', 'secure.example.com') });
+    const ca = fs.readFileSync(cert, 'utf8');
+    const served = await eventually('served over TLS', async () => {
+      const r = await httpsGet(controller.ports.https, 'secure.example.com', ca).catch(() => undefined);
+      return r?.status === 200 ? r : undefined;
+    });
+    expect(served.body).toBe('secure');
+    // a VirtualService whose Secret does not exist is Rejected; the other keeps serving
+    kube.kubectl(['apply', '-f', '-'], { input: tlsVs('unsigned', 'no-such-cert', 'unsigned.example.com') });
+    const rejected = await eventually('rejected for its Secret', () => {
+      const x = status('virtualservices.gateway.solo.io', 'unsigned');
+      return x.state === 'Rejected' ? x : undefined;
+    });
+    expect(rejected.reason).toContain('no-such-cert');
+    expect((await httpsGet(controller.ports.https, 'secure.example.com', ca)).body).toBe('secure');
+
+    // an AuthConfig's client secret from a Secret (stored base64 in data, as kubectl writes it)
+    const clientSecret = 'kube-client-s3cret-value';
+    kube.kubectl(['create', 'secret', 'generic', 'extauth-client', '-n', 'legate-system', `--from-literal=client-secret=${clientSecret}`]);
+    kube.kubectl(['create', 'secret', 'generic', 'wrong-keys', '-n', 'legate-system', '--from-literal=password=x']);
+    const authConfig = (name: string, secret: string): string => `apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: ${name}, namespace: legate-system }
+spec:
+  configs:
+    - oauth2:
+        accessTokenValidation:
+          introspection:
+            introspectionUrl: http://auth.example.com/introspect
+            clientId: legate
+            clientSecretRef: { name: ${secret}, namespace: legate-system }
+`;
+    kube.kubectl(['apply', '-f', '-'], {
+      input: [authConfig('with-secret', 'extauth-client'), authConfig('bad-secret', 'wrong-keys')].join('---\n'),
+    });
+    const kind = 'authconfigs.enterprise.gloo.solo.io';
+    await eventually('AuthConfig accepted', () => (status(kind, 'with-secret', 'legate-system').state === 'Accepted' ? true : undefined));
+    const bad = await eventually('AuthConfig rejected', () => {
+      const x = status(kind, 'bad-secret', 'legate-system');
+      return x.state === 'Rejected' ? x : undefined;
+    });
+    expect(bad.reason).toContain('wrong-keys');
+    // the secret's value shows nowhere the controller reports to
+    const everything = [
+      kube.kubectl(['get', kind, '-A', '-o', 'json']).stdout,
+      JSON.stringify(await api('/api/v1/resources')),
+      JSON.stringify(await api('/api/v1/served')),
+      controller.log(),
+    ].join('\n');
+    expect(everything).not.toContain(clientSecret);
+    expect(everything).not.toContain(Buffer.from(clientSecret).toString('base64'));
   });
 
   it('routes through Envoy to a discovered backend behind a non-loopback address (a network namespace)', async () => {

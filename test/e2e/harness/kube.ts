@@ -47,7 +47,12 @@ function logTail(file: string): string {
   }
 }
 
-export async function startKubeApiServer(): Promise<KubeApiServer> {
+export interface KubeApiServerOptions {
+  /** more kube-apiserver flags, e.g. to turn its watch cache off */
+  extraArgs?: readonly string[];
+}
+
+export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
   ensureKubeTools();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-'));
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
@@ -92,6 +97,7 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
       ...['--token-auth-file', path.join(dir, 'tokens.csv'), '--authorization-mode', 'RBAC'],
       ...['--service-account-issuer', 'https://legate.test', '--service-account-key-file', path.join(dir, 'sa.pub')],
       ...['--service-account-signing-key-file', path.join(dir, 'sa.key')],
+      ...(options.extraArgs ?? []),
     ];
     let apiserver = spawnLogged('kube-apiserver', 'kube-apiserver', apiserverArgs);
 
