@@ -76,8 +76,8 @@ run: setup
 test: setup typecheck kube-tools
 	npx vitest run
 
-# kube-apiserver, kubectl and etcd for the Kubernetes tests, built once from the Go modules pinned
-# in test/kube/tools into .cache/kube/bin (a few minutes cold; not needed by `make run`)
+# kube-apiserver, kubectl, etcd and helm for the Kubernetes tests, built once from the Go modules
+# pinned in test/kube/tools into .cache/kube/bin (a few minutes cold; not needed by `make run`)
 kube-tools:
 	./scripts/kube-tools.sh
 
