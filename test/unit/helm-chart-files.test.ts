@@ -1,0 +1,62 @@
+// The Helm chart's generated files are what the code generates now (install/helm/generate.ts:
+// `legate crds`, `legate crds --gloo-groups`, `legate bootstrap`), and its versions are the
+// package's and Envoy's. Fix a failure with: node --import tsx install/helm/generate.ts
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { customResourceDefinitions } from '../../controller/api/crds.js';
+import { BOOTSTRAP_PLACEHOLDERS, CHART_DIR, ROOT, generatedChartFiles } from '../../install/helm/generate.js';
+
+const read = (file: string): string => fs.readFileSync(file, 'utf8');
+const names = (text: string): string[] =>
+  parseAllDocuments(text)
+    .map((d) => (d.toJS() as { metadata?: { name?: string } } | null)?.metadata?.name)
+    .filter((n): n is string => n !== undefined)
+    .sort();
+
+describe('Helm chart files', () => {
+  for (const [rel, text] of generatedChartFiles()) {
+    it(`${rel} is current`, () => {
+      const file = path.join(CHART_DIR, rel);
+      expect(fs.existsSync(file), `${rel} is missing: node --import tsx install/helm/generate.ts`).toBe(true);
+      // a plain equality: a stale file shows as a diff
+      expect(read(file), `${rel} is stale: node --import tsx install/helm/generate.ts`).toBe(text);
+    });
+  }
+
+  it('the CRDs in crds/ and files/ are exactly those of legate crds --gloo-groups', () => {
+    const chart = [
+      ...names(read(path.join(CHART_DIR, 'crds/legate.yaml'))),
+      ...names(read(path.join(CHART_DIR, 'files/crds-gloo-groups.yaml'))),
+    ];
+    const all = customResourceDefinitions({ glooGroups: true }).map((d) => (d as { metadata: { name: string } }).metadata.name);
+    expect(chart.sort()).toEqual(all.sort());
+    expect(names(read(path.join(CHART_DIR, 'crds/legate.yaml')))).toContain('settings.legate.dev');
+    expect(names(read(path.join(CHART_DIR, 'files/crds-gloo-groups.yaml')))).toContain('virtualservices.gateway.solo.io');
+  });
+
+  it('the bootstrap carries each placeholder the chart replaces, and the readiness listener', () => {
+    const text = read(path.join(CHART_DIR, 'files/envoy-bootstrap.yaml'));
+    for (const p of Object.values(BOOTSTRAP_PLACEHOLDERS)) expect(text).toContain(p);
+    const template = read(path.join(CHART_DIR, 'templates/gateway-proxy.yaml'));
+    for (const p of Object.values(BOOTSTRAP_PLACEHOLDERS)) expect(template).toContain(`replace "${p}"`);
+    const config = parse(text) as { static_resources: { listeners: { address: { socket_address: { port_value: number } } }[] } };
+    expect(config.static_resources.listeners.map((l) => l.address.socket_address.port_value)).toEqual([19001]);
+  });
+
+  it("the chart's version and appVersion are the package's, the proxy image is the pinned Envoy", () => {
+    const pkg = JSON.parse(read(path.join(ROOT, 'package.json'))) as { version: string };
+    const chart = parse(read(path.join(CHART_DIR, 'Chart.yaml'))) as { version: string; appVersion: string };
+    expect({ version: chart.version, appVersion: chart.appVersion }).toEqual({ version: pkg.version, appVersion: pkg.version });
+    const values = parse(read(path.join(CHART_DIR, 'values.yaml'))) as {
+      gatewayProxies: { gatewayProxy: { image: { repository: string; tag: string } } };
+    };
+    const envoy = read(path.join(ROOT, 'envoy/VERSION')).trim();
+    expect(values.gatewayProxies.gatewayProxy.image).toEqual({
+      repository: 'envoyproxy/envoy',
+      tag: `v${envoy}`,
+      pullPolicy: 'IfNotPresent',
+    });
+  });
+});
