@@ -8,6 +8,7 @@ import { VERSION } from '../common/version.js';
 import { KINDS, kindFromUserInput } from '../controller/api/kinds.js';
 import { CliError, FileBackend, type Backend, type ListedResource, type ProxyInfo } from './ctl/backend.js';
 import { EXCLUDE_NAMES, runCheck } from './ctl/check.js';
+import { install, uninstall } from './ctl/install.js';
 import { follow, readLog } from './ctl/logs.js';
 
 const USAGE = `Usage: legatectl <command> [flags]
@@ -23,6 +24,8 @@ Commands:
   debug logs [-f FILE] [--errors-only]    logs of every component
   debug yaml [-f FILE]                    every resource with its status, as one YAML stream
   version [-o table|yaml|json]            client and server versions
+  install [-n NS] [-f FILE] [--set K=V] [--dry-run]   install or upgrade Legate in a cluster (Helm chart)
+  uninstall [-n NS] [--all]               remove the release (--all: also the CRDs and the namespace)
 
 Global flags:
   --controller URL   controller API (default: from .legate/run.json, else http://127.0.0.1:9095)
@@ -56,6 +59,10 @@ async function main(argv: string[]): Promise<number> {
       return proxy(rest);
     case 'debug':
       return debug(rest);
+    case 'install':
+      return install(rest, out);
+    case 'uninstall':
+      return uninstall(rest, out);
     case 'version':
       return version(rest);
     case undefined:

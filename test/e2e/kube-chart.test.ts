@@ -1,0 +1,479 @@
+// The Helm chart (install/helm/legate) and `legatectl install` / `uninstall` against a real
+// kube-apiserver (test/e2e/harness/kube.ts) with the helm `make kube-tools` builds: helm lint; the
+// chart rendered with default values and with every option on, applied with server-side apply and
+// every object accepted; the values reaching the objects; probes on endpoints that answer (a real
+// Envoy started from the chart's bootstrap, fed by a controller running with the chart's RBAC);
+// install/kubernetes/rbac.yaml being the chart's RBAC; legatectl installing, upgrading and removing
+// the release. There is no kubelet: Deployments get no Pods, so nothing waits for them.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { DEFAULTS } from '../../cli/commands/common.js';
+import { RBAC_FILE, rbacFromChart } from '../../install/helm/generate.js';
+import { ROOT } from './harness/gateway.js';
+import { CHART, HELM, helm, parseObjects, renderChart, type KubeObject } from './harness/helm.js';
+import { controllerKubeconfig, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
+import { eventually, freePort, stopProcess } from './harness/util.js';
+
+let kube: KubeApiServer;
+let dir: string;
+let allOnValues: string;
+const stops: (() => Promise<void>)[] = [];
+
+/** Every option on: Gloo groups, stats server, dev mode, two gateway proxies, a write namespace, levels. */
+const ALL_ON = `
+glooGroups: true
+settings: { writeNamespace: gateways, watchNamespaces: [team-a, team-b], devMode: true }
+controller: { logLevel: debug, startStatsServer: true, replicas: 2 }
+extauth: { logLevel: warn }
+graphql: { logLevel: error }
+gatewayProxies:
+  gatewayProxy: { logLevel: warning }
+  publicGw: { logLevel: debug, replicas: 3, service: { type: ClusterIP } }
+`;
+
+beforeAll(async () => {
+  kube = await startKubeApiServer();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-chart-'));
+  allOnValues = path.join(dir, 'all-on.yaml');
+  fs.writeFileSync(allOnValues, ALL_ON);
+}, 180_000);
+
+afterAll(async () => {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  await kube?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// ---- reading rendered objects ----
+
+interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
+  env?: { name: string; value?: string }[];
+  ports?: { name: string; containerPort: number }[];
+  readinessProbe?: Record<string, unknown>;
+  livenessProbe?: Record<string, unknown>;
+  resources?: { requests?: Record<string, string> };
+  securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { drop?: string[] } };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: { name: string; emptyDir?: object; configMap?: { name: string } }[];
+  serviceAccountName?: string;
+  automountServiceAccountToken?: boolean;
+}
+
+function find(objects: KubeObject[], kind: string, name: string): KubeObject {
+  const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+  if (!o) throw new Error(`no ${kind} ${name} in: ${objects.map((x) => `${x.kind}/${x.metadata.name}`).join(', ')}`);
+  return o;
+}
+const names = (objects: KubeObject[], kind: string): string[] =>
+  objects
+    .filter((o) => o.kind === kind)
+    .map((o) => o.metadata.name)
+    .sort();
+const podSpec = (d: KubeObject): PodSpec => (d.spec as { template: { spec: PodSpec } }).template.spec;
+const container = (d: KubeObject, name?: string): Container => {
+  const cs = podSpec(d).containers;
+  const c = name ? cs.find((x) => x.name === name) : cs[0];
+  if (!c) throw new Error(`no container ${name ?? ''} in ${d.metadata.name}`);
+  return c;
+};
+const env = (c: Container, name: string): string | undefined => c.env?.find((e) => e.name === name)?.value;
+const argAfter = (c: Container, flag: string): string | undefined => c.args?.[c.args.indexOf(flag) + 1];
+const servicePorts = (s: KubeObject): { name: string; port: number; targetPort: string | number }[] =>
+  (s.spec as { ports: { name: string; port: number; targetPort: string | number }[] }).ports;
+
+function legatectl(args: string[], envOverride: NodeJS.ProcessEnv = {}): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legatectl.js'), ...args], {
+    encoding: 'utf8',
+    timeout: 180_000,
+    maxBuffer: 64 * 1024 * 1024,
+    // never the machine's cluster
+    env: { ...process.env, KUBECONFIG: path.join(dir, 'no-such-kubeconfig'), ...envOverride },
+  });
+  return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Server-side apply of rendered objects: the CRDs first (Established), then the rest; every object accepted. */
+function applyRendered(objects: KubeObject[], namespace: string): void {
+  const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
+  const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
+  const apply = (items: KubeObject[]): string[] => {
+    const input = items.map((o) => JSON.stringify(o)).join('\n---\n');
+    const out = kube.kubectl(['apply', '--server-side', '--field-manager', 'legate-chart-test', '-f', '-'], { input }).stdout;
+    return out.trim().split('\n');
+  };
+  if (crds.length) {
+    expect(apply(crds)).toHaveLength(crds.length);
+    kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', ...crds.map((c) => `crd/${c.metadata.name}`)]);
+  }
+  kube.kubectl(['create', 'namespace', namespace]);
+  const lines = apply(rest);
+  expect(lines).toHaveLength(rest.length);
+  for (const line of lines) expect(line).toMatch(/ serverside-applied$/);
+  // and each one is there, as rendered
+  for (const o of rest) {
+    const ns = o.metadata.namespace ? ['-n', o.metadata.namespace] : [];
+    const kind = o.kind === 'Settings' ? 'settings.legate.dev' : o.kind;
+    const got = JSON.parse(kube.kubectl(['get', kind, o.metadata.name, ...ns, '-o', 'json']).stdout) as KubeObject;
+    expect(got.metadata.labels?.['app.kubernetes.io/part-of']).toBe('legate');
+  }
+}
+
+describe.sequential('the Helm chart', () => {
+  it('passes helm lint with default values and with every option on', () => {
+    for (const extra of [[], ['--values', allOnValues]]) {
+      const r = helm(['lint', '--strict', CHART, ...extra]);
+      expect(r.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    }
+  });
+
+  it('renders the components with default values, and what is off is absent', () => {
+    const { objects } = renderChart('legate-system');
+    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql']);
+    expect(names(objects, 'Service')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql']);
+    expect(names(objects, 'CustomResourceDefinition')).toEqual([]); // crds/ are installed by helm, not templated
+
+    const controller = find(objects, 'Deployment', 'controller');
+    const c = container(controller);
+    expect(c.args?.slice(0, 2)).toEqual(['controller', '--source=kubernetes']);
+    expect(c.args).toContain('--xds-host=0.0.0.0');
+    expect(c.args).toContain('--extauth-address=extauth.legate-system.svc.cluster.local:8083');
+    expect(c.args).toContain('--graphql-address=graphql.legate-system.svc.cluster.local:8084');
+    expect(env(c, 'LOG_LEVEL')).toBe('info');
+    expect(env(c, 'START_STATS_SERVER')).toBeUndefined();
+    expect(podSpec(controller).serviceAccountName).toBe('legate-controller');
+    expect(servicePorts(find(objects, 'Service', 'controller'))).toEqual([
+      { name: 'grpc-xds', port: 9977, targetPort: 'grpc-xds', protocol: 'TCP' },
+    ]);
+    expect(c.ports?.map((p) => p.containerPort)).toEqual([9977]);
+
+    const proxy = find(objects, 'Deployment', 'gateway-proxy');
+    const envoy = container(proxy, 'envoy');
+    const pinned = fs.readFileSync(path.join(ROOT, 'envoy/VERSION'), 'utf8').trim();
+    expect(envoy.image).toBe(`envoyproxy/envoy:v${pinned}`);
+    expect(argAfter(envoy, '--log-level')).toBe('info');
+    const svc = find(objects, 'Service', 'gateway-proxy');
+    expect((svc.spec as { type: string }).type).toBe('LoadBalancer');
+    expect(servicePorts(svc).map((p) => [p.name, p.port, p.targetPort])).toEqual([
+      ['http', 80, 'http'],
+      ['https', 443, 'https'],
+    ]);
+    expect(envoy.ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', DEFAULTS.httpPort],
+      ['https', DEFAULTS.httpsPort],
+      ['ready', 19001],
+    ]);
+    const bootstrap = parse(find(objects, 'ConfigMap', 'gateway-proxy-envoy-config').data?.['envoy.yaml'] ?? '') as {
+      node: { metadata: { role: string } };
+    };
+    expect(bootstrap.node.metadata.role).toBe('legate-system~gateway-proxy');
+
+    const settings = find(objects, 'Settings', 'default');
+    expect(settings.spec).toEqual({ writeNamespace: 'legate-system', discoveryNamespace: 'legate-system', devMode: false });
+  });
+
+  it('runs every component non-root on a read-only root, with requests and probes on the ports it serves', () => {
+    const { objects } = renderChart('legate-system', ['--values', allOnValues]);
+    const deployments = objects.filter((o) => o.kind === 'Deployment');
+    expect(deployments).toHaveLength(5);
+    for (const d of deployments) {
+      const spec = podSpec(d);
+      expect(spec.securityContext?.runAsNonRoot, d.metadata.name).toBe(true);
+      expect(spec.securityContext?.runAsUser, d.metadata.name).toBeGreaterThan(0);
+      // only the controller talks to the API server
+      if (d.metadata.name !== 'controller') expect(spec.automountServiceAccountToken, d.metadata.name).toBe(false);
+      for (const c of [...spec.containers, ...(spec.initContainers ?? [])]) {
+        const what = `${d.metadata.name}/${c.name}`;
+        expect(c.securityContext, what).toMatchObject({
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        });
+        expect(Object.keys(c.resources?.requests ?? {}).sort(), what).toEqual(['cpu', 'memory']);
+        // every writable path is an emptyDir
+        for (const m of c.volumeMounts ?? []) {
+          const volume = spec.volumes?.find((v) => v.name === m.name);
+          expect(volume?.emptyDir ?? volume?.configMap, `${what} ${m.mountPath}`).toBeDefined();
+        }
+      }
+      for (const c of spec.containers) {
+        expect(c.readinessProbe, `${d.metadata.name} readiness`).toBeDefined();
+        expect(c.livenessProbe, `${d.metadata.name} liveness`).toBeDefined();
+      }
+    }
+    // the probes name ports the components open
+    const ctl = container(find(objects, 'Deployment', 'controller'));
+    expect(JSON.stringify(ctl.readinessProbe)).toContain(`http://127.0.0.1:${DEFAULTS.apiPort}/healthz`);
+    expect(ctl.livenessProbe).toMatchObject({ tcpSocket: { port: 'grpc-xds' } });
+    for (const [name, port] of [
+      ['extauth', DEFAULTS.extauthPort],
+      ['graphql', DEFAULTS.graphqlPort],
+    ] as const) {
+      const c = container(find(objects, 'Deployment', name));
+      expect(c.args).toContain(`--port=${port}`);
+      expect(c.ports).toEqual([{ name: 'grpc', containerPort: port, protocol: 'TCP' }]);
+      expect(c.readinessProbe).toMatchObject({ tcpSocket: { port: 'grpc' } });
+    }
+    const envoy = container(find(objects, 'Deployment', 'public-gw'), 'envoy');
+    expect(envoy.readinessProbe).toMatchObject({ httpGet: { path: '/ready', port: 'ready' } });
+  });
+
+  it('carries every option to the objects: Gloo groups, stats server, dev mode, two proxies, levels', () => {
+    const { objects } = renderChart('legate-all', ['--values', allOnValues]);
+    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql', 'public-gw']);
+
+    const controller = find(objects, 'Deployment', 'controller');
+    const c = container(controller);
+    expect(env(c, 'LOG_LEVEL')).toBe('debug');
+    expect(env(c, 'START_STATS_SERVER')).toBe('true');
+    expect((controller.spec as { replicas: number }).replicas).toBe(2);
+    expect(c.args).toContain('--write-namespace=gateways');
+    expect(c.args).toContain('--lease-namespace=legate-all');
+    expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ['grpc-xds', 9977],
+      ['http-monitoring', DEFAULTS.stats.controller],
+      ['dev-admin', DEFAULTS.devPort],
+    ]);
+    expect(servicePorts(find(objects, 'Service', 'controller')).map((p) => [p.name, p.port])).toEqual([
+      ['grpc-xds', 9977],
+      ['http-monitoring', 9091],
+      ['dev-admin', 10010],
+    ]);
+    expect(env(container(find(objects, 'Deployment', 'extauth')), 'LOG_LEVEL')).toBe('warn');
+    expect(env(container(find(objects, 'Deployment', 'graphql')), 'LOG_LEVEL')).toBe('error');
+
+    // each proxy: its own level, role and Service; what it does not set comes from gatewayProxy
+    expect(argAfter(container(find(objects, 'Deployment', 'gateway-proxy'), 'envoy'), '--log-level')).toBe('warning');
+    const pub = find(objects, 'Deployment', 'public-gw');
+    expect(argAfter(container(pub, 'envoy'), '--log-level')).toBe('debug');
+    expect((pub.spec as { replicas: number }).replicas).toBe(3);
+    expect(container(pub, 'envoy').image).toBe(container(find(objects, 'Deployment', 'gateway-proxy'), 'envoy').image);
+    expect(podSpec(pub).volumes?.find((v) => v.name === 'bootstrap')?.configMap?.name).toBe('public-gw-envoy-config');
+    const bootstrap = parse(find(objects, 'ConfigMap', 'public-gw-envoy-config').data?.['envoy.yaml'] ?? '');
+    expect(bootstrap.node.metadata.role).toBe('gateways~public-gw');
+    expect(JSON.stringify(bootstrap)).toContain('"address":"controller.legate-all.svc.cluster.local","port_value":9977');
+    expect((find(objects, 'Service', 'public-gw').spec as { type: string }).type).toBe('ClusterIP');
+    expect((find(objects, 'Service', 'public-gw').spec as { selector: Record<string, string> }).selector['gateway-proxy-id']).toBe(
+      'public-gw',
+    );
+
+    const settings = find(objects, 'Settings', 'default');
+    expect(settings.spec).toEqual({
+      writeNamespace: 'gateways',
+      discoveryNamespace: 'gateways',
+      watchNamespaces: ['team-a', 'team-b'],
+      devMode: true,
+    });
+
+    const gloo = objects.filter((o) => o.kind === 'CustomResourceDefinition');
+    expect(gloo.map((o) => o.metadata.name)).toContain('virtualservices.gateway.solo.io');
+    expect(gloo.map((o) => o.metadata.name)).not.toContain('virtualservices.gateway.legate.dev');
+    for (const crd of gloo) expect(crd.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
+  });
+
+  it('refuses values its schema does not allow, naming them', () => {
+    const bad = helm(['template', 'legate', CHART, '--set', 'controller.logLevel=loud'], { check: false });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/controller.*logLevel/);
+    const typo = helm(['template', 'legate', CHART, '--set', 'gatewayProxies.gatewayProxy.loglevel=debug'], { check: false });
+    expect(typo.status).not.toBe(0);
+    expect(typo.stderr).toMatch(/loglevel/);
+    const root = helm(['template', 'legate', CHART, '--set', 'securityContext.runAsUser=0'], { check: false });
+    expect(root.status).not.toBe(0);
+  });
+
+  it('applies to the API server with server-side apply, every object accepted (defaults, then every option on)', () => {
+    applyRendered(renderChart('legate-system', [], { includeCrds: true }).objects, 'legate-system');
+    applyRendered(renderChart('legate-all', ['--values', allOnValues], { includeCrds: true }).objects, 'legate-all');
+    expect(kube.kubectl(['get', 'crd', 'virtualservices.gateway.solo.io', '-o', 'name']).stdout.trim()).toBe(
+      'customresourcedefinition.apiextensions.k8s.io/virtualservices.gateway.solo.io',
+    );
+  });
+
+  it("keeps one RBAC: install/kubernetes/rbac.yaml is the chart's template rendered", () => {
+    expect(fs.readFileSync(RBAC_FILE, 'utf8'), 'stale: node --import tsx install/helm/generate.ts').toBe(rbacFromChart(HELM));
+  });
+
+  it("serves the proxies: a controller with the chart's RBAC feeds an Envoy started from the chart's bootstrap, whose probe answers", async () => {
+    // the chart's objects in legate-system are applied above; the controller runs as its ServiceAccount
+    // one Settings: the every-option render's (write namespace gateways) would name other roles
+    kube.kubectl(['delete', 'settings.legate.dev', 'default', '-n', 'legate-all']);
+    const controller: KubeController = await startKubeController(kube, dir, 'controller', [], controllerKubeconfig(kube, dir));
+    stops.push(() => controller.stop());
+    const { objects } = renderChart('legate-system');
+    const cm = find(objects, 'ConfigMap', 'gateway-proxy-envoy-config');
+    const envoy = container(find(objects, 'Deployment', 'gateway-proxy'), 'envoy');
+    // the pod's addresses become this machine's: the controller on loopback, free ports for admin and readiness
+    const [adminPort, readyPort] = [await freePort(), await freePort()];
+    const bootstrap = (cm.data?.['envoy.yaml'] ?? '')
+      .replace('address: controller.legate-system.svc.cluster.local', 'address: 127.0.0.1')
+      .replace('port_value: 9977', `port_value: ${controller.ports.xds}`)
+      .replace('port_value: 19000', `port_value: ${adminPort}`)
+      .replace('port_value: 19001', `port_value: ${readyPort}`);
+    const file = path.join(dir, 'envoy.yaml');
+    fs.writeFileSync(file, bootstrap);
+    const args = (envoy.args ?? []).map((a) =>
+      a === '/etc/envoy/envoy.yaml' ? file : a.replace('$(POD_NAME).$(POD_NAMESPACE)', 'gw-1.legate-system'),
+    );
+    const logFile = path.join(dir, 'envoy.log');
+    const log = fs.openSync(logFile, 'a');
+    const child: ChildProcess = spawn(path.join(ROOT, '.venv/bin/envoy'), [...args, '--base-id', String(readyPort)], {
+      stdio: ['ignore', log, log],
+    });
+    fs.closeSync(log);
+    stops.push(() => stopProcess(child));
+
+    const ready = await eventually(
+      'the readiness listener',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`envoy exited:\n${fs.readFileSync(logFile, 'utf8')}`);
+        const res = await fetch(`http://127.0.0.1:${readyPort}/ready`).catch(() => undefined);
+        return res?.status === 200 ? res : undefined;
+      },
+      30_000,
+    );
+    expect(ready.status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${readyPort}/config_dump`)).status).not.toBe(200); // only /ready: the admin stays private
+    const info = (await (await fetch(`http://127.0.0.1:${adminPort}/server_info`)).json()) as { state: string; node: { id: string } };
+    expect(info.state).toBe('LIVE');
+    expect(info.node.id).toBe('gw-1.legate-system');
+    // the controller serves this role its default gateway
+    const listeners = await eventually('listeners from the controller', async () => {
+      const text = await (await fetch(`http://127.0.0.1:${adminPort}/listeners`)).text();
+      return text.includes(`listener-::-${controller.ports.http}`) ? text : undefined;
+    });
+    expect(listeners).toContain('legate-ready-0.0.0.0-19001');
+    // a draining Envoy fails the probe, so kubelet stops sending it traffic
+    await fetch(`http://127.0.0.1:${adminPort}/healthcheck/fail`, { method: 'POST' });
+    expect((await fetch(`http://127.0.0.1:${readyPort}/ready`)).status).toBe(503);
+  }, 90_000);
+});
+
+describe.sequential('legatectl install / uninstall', () => {
+  const NS = 'legate-inst';
+  const target = (): string[] => ['--kubeconfig', kube.kubeconfig, '-n', NS, '--helm', HELM];
+  const deployments = (): string[] =>
+    kube.kubectl(['get', 'deployments', '-n', NS, '-o', 'name']).stdout.trim().split('\n').filter(Boolean).sort();
+
+  it('says how to get helm when there is none', () => {
+    const none = legatectl(['install', '--kubeconfig', kube.kubeconfig], { PATH: path.dirname(process.execPath) });
+    expect(none.status).toBe(1);
+    expect(none.stderr).toMatch(/helm.*not on PATH.*--helm PATH/s);
+    const wrong = legatectl(['install', '--helm', path.join(dir, 'no-helm')]);
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toContain(`--helm: ${path.join(dir, 'no-helm')} not found`);
+    const badName = legatectl(['install', '-n', 'Legate_System', '--helm', HELM]);
+    expect(badName.stderr).toMatch(/--namespace: "Legate_System" is not a valid name/);
+  });
+
+  it('--dry-run prints the manifests, CRDs included, without a cluster', () => {
+    const r = legatectl(['install', '--dry-run', '-n', 'demo', '--set', 'glooGroups=true', '--helm', HELM]);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const objects = parseObjects(r.stdout);
+    const crds = names(objects, 'CustomResourceDefinition');
+    expect(crds).toContain('virtualservices.gateway.legate.dev');
+    expect(crds).toContain('virtualservices.gateway.solo.io');
+    expect(find(objects, 'Deployment', 'controller').metadata.namespace).toBe('demo');
+  });
+
+  it('installs the release into the cluster, upgrades it, and uninstall removes it (CRDs and namespace stay)', () => {
+    const installed = legatectl(['install', ...target(), '--set', 'gatewayProxies.publicGw.logLevel=debug']);
+    expect(installed.stderr).not.toMatch(/error/i);
+    expect(installed.status).toBe(0);
+    expect(installed.stdout).toContain(`Legate is installed in namespace ${NS} (release legate)`);
+    expect(deployments()).toEqual([
+      'deployment.apps/controller',
+      'deployment.apps/extauth',
+      'deployment.apps/gateway-proxy',
+      'deployment.apps/graphql',
+      'deployment.apps/public-gw',
+    ]);
+    expect(kube.kubectl(['get', 'settings.legate.dev', 'default', '-n', NS, '-o', 'jsonpath={.spec.writeNamespace}']).stdout).toBe(NS);
+    expect(kube.kubectl(['get', 'clusterrole', `legate-controller-${NS}`, '-o', 'name']).status).toBe(0);
+    const releases = JSON.parse(helm(['list', '-n', NS, '--kubeconfig', kube.kubeconfig, '-o', 'json']).stdout) as {
+      name: string;
+      status: string;
+    }[];
+    expect(releases.map((r) => [r.name, r.status])).toEqual([['legate', 'deployed']]);
+
+    // again: an upgrade with a changed value
+    const upgraded = legatectl(['install', ...target(), '--set', 'controller.logLevel=debug']);
+    expect(upgraded.status).toBe(0);
+    const level = kube.kubectl([
+      'get',
+      'deployment',
+      'controller',
+      '-n',
+      NS,
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].env[0].value}',
+    ]).stdout;
+    expect(level).toBe('debug');
+    expect(deployments()).not.toContain('deployment.apps/public-gw'); // not set this time
+
+    const removed = legatectl(['uninstall', ...target()]);
+    expect(removed.stderr).toBe('');
+    expect(removed.status).toBe(0);
+    expect(deployments()).toEqual([]);
+    expect(kube.kubectl(['get', 'settings.legate.dev', '-n', NS, '-o', 'name']).stdout.trim()).toBe('');
+    expect(kube.kubectl(['get', 'clusterrole', `legate-controller-${NS}`], { check: false }).status).not.toBe(0);
+    expect(kube.kubectl(['get', 'crd', 'settings.legate.dev', '-o', 'name']).status).toBe(0);
+    expect(kube.kubectl(['get', 'namespace', NS, '-o', 'name']).status).toBe(0);
+
+    const again = legatectl(['uninstall', ...target()]);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toContain(`no release legate in namespace ${NS}`);
+  });
+
+  it('uninstall --all also deletes the CRDs (with the resources of their kinds) and the namespace', async () => {
+    const installed = legatectl(['install', ...target(), '--set', 'glooGroups=true']);
+    expect(installed.stderr).toBe('');
+    expect(installed.status).toBe(0);
+    kube.kubectl(['apply', '-f', '-'], {
+      input: `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: shop, namespace: ${NS} }
+spec: { virtualHost: { domains: [shop.example.com], routes: [{ directResponseAction: { status: 200 } }] } }
+`,
+    });
+    // as in a cluster where Legate ran a while: every kind served (a CRD deleted while the API server
+    // still initialises its storage waits on its finalizer's backoff)
+    const kinds = kube.kubectl(['get', 'crd', '-l', 'app.kubernetes.io/part-of=legate', '-o', 'jsonpath={.items[*].metadata.name}']).stdout;
+    await eventually(
+      'every kind listed',
+      () => (kube.kubectl(['get', kinds.split(' ').join(','), '-A'], { check: false }).status === 0 ? true : undefined),
+      30_000,
+    );
+
+    const all = legatectl(['uninstall', ...target(), '--all']);
+    expect(all.status).toBe(0);
+    expect(all.stdout).toContain('deleted customresourcedefinition virtualservices.gateway.legate.dev');
+    expect(all.stdout).toContain('deleted customresourcedefinition virtualservices.gateway.solo.io');
+    expect(all.stdout).toContain(`deleted namespace ${NS}`);
+    await eventually(
+      'the CRDs gone',
+      () => {
+        const left = kube.kubectl(['get', 'crd', '-l', 'app.kubernetes.io/part-of=legate', '-o', 'name']).stdout.trim();
+        if (left !== '') throw new Error(`left: ${left}`);
+        return true;
+      },
+      30_000,
+    );
+    // no namespace controller runs here to finish the deletion: it is Terminating
+    const phase = kube.kubectl(['get', 'namespace', NS, '-o', 'jsonpath={.status.phase}'], { check: false });
+    expect(phase.status === 0 ? phase.stdout : 'gone').toMatch(/^(Terminating|gone)$/);
+  }, 90_000);
+});
