@@ -15,7 +15,7 @@ import { SpanRecorder } from '../common/trace.js';
 import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
-import { runPipeline, type PipelineOutput } from './pipeline.js';
+import { runPipeline, type PipelineMemo, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
@@ -67,6 +67,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let source: SourceSnapshot = { resources: [], errors: [] };
   let lastAccepted = new Map<string, LegateResource>();
   let lastServed = new Map<string, VirtualHostIR>();
+  let memo: PipelineMemo | undefined;
 
   const ads = new AdsServer(cache, {
     logger: log.child('xds'),
@@ -157,6 +158,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       resources: snapshot.resources,
       lastAccepted,
       lastServed,
+      memo,
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
@@ -166,6 +168,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     });
     lastAccepted = out.accepted;
     lastServed = out.served;
+    memo = out.memo;
     output = out;
     statuses.translated(out);
     for (const [role, snap] of out.xds) {

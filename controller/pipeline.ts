@@ -3,17 +3,24 @@
 // golden tests call the same function.
 import { canonicalApiVersion } from './api/kinds.js';
 import { LEGATE_NAMESPACE, REPORTER, resourceKey, type RawResource, type ResourceStatus } from './api/meta.js';
-import { isKind, keyOf, validateResource, type LegateResource } from './api/resources.js';
+import {
+  isKind,
+  keyOf,
+  validateResource,
+  type LegateResource,
+  type Service,
+  type Upstream,
+  type ValidationResult,
+} from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { envoyNames } from './translate/names.js';
 import type { WasmChecks } from './api/schemas.js';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
 import { proxyRole } from './translate/names.js';
-import { renderPlugins, renderProxy } from './translate/render.js';
+import { renderPlugins, renderProxyReusing, type RenderMemo } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
-import { sameRef } from './translate/reporter.js';
-import { translate } from './translate/translate.js';
+import { translate, type TranslateMemo } from './translate/translate.js';
 import type { XdsSnapshot } from './xds/types.js';
 
 export interface PipelineOptions {
@@ -32,6 +39,28 @@ export interface PipelineInput {
   /** The virtual hosts served last time (PipelineOutput.served), kept when a dependency disappears. */
   lastServed?: ReadonlyMap<string, VirtualHostIR>;
   options?: PipelineOptions;
+  /**
+   * The previous run's memo (PipelineOutput.memo): what did not change since is not validated,
+   * discovered, translated or rendered again. The output is the same as without it.
+   */
+  memo?: PipelineMemo;
+}
+
+/**
+ * What a run computed, by the identity of its inputs, for the next run to reuse. Sources hand over
+ * the very same RawResource object for a resource that did not change (the file source per YAML
+ * document, the Kubernetes source per object version), so "unchanged" is an identity check: validation
+ * is memoised per RawResource (the same validated object comes back, so later stages see identity
+ * too), discovery per list of Services, stage 1 per VirtualService (TranslateMemo: only while nothing
+ * else changed) and stage 2 per virtual host (RenderMemo). Plain data, no clock: the pipeline stays a
+ * pure function of its input.
+ */
+export interface PipelineMemo {
+  readonly validated: ReadonlyMap<RawResource, ValidationResult>;
+  readonly discovered?: { services: readonly Service[]; writeNamespace: string; upstreams: readonly Upstream[] };
+  readonly translate?: TranslateMemo;
+  /** by node role */
+  readonly render: ReadonlyMap<string, RenderMemo>;
 }
 
 export interface ListedResource {
@@ -55,13 +84,17 @@ export interface PipelineOutput {
   envoyNames: Map<string, SourceRef>;
   /** Feed back as `lastServed` next time. */
   served: Map<string, VirtualHostIR>;
+  /** Feed back as `memo` next time. */
+  memo: PipelineMemo;
 }
 
 export function runPipeline(input: PipelineInput): PipelineOutput {
   const rejectedBySchema = new Map<string, string>();
   const typed: LegateResource[] = [];
+  const validated = new Map<RawResource, ValidationResult>();
   for (const raw of input.resources) {
-    const result = validateResource(raw);
+    const result = input.memo?.validated.get(raw) ?? validateResource(raw);
+    validated.set(raw, result);
     if (result.ok) {
       typed.push(result.resource);
       continue;
@@ -80,15 +113,25 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
 
   const userKeys = new Set(typed.map(keyOf));
-  const discovered = discoverUpstreams(typed.filter(isKind('Service')), writeNamespace).filter((u) => !userKeys.has(keyOf(u)));
+  const services = typed.filter(isKind('Service'));
+  const before = input.memo?.discovered;
+  const discovery =
+    before && before.writeNamespace === writeNamespace && sameItems(before.services, services)
+      ? before
+      : { services, writeNamespace, upstreams: discoverUpstreams(services, writeNamespace) };
+  const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
   const all = [...typed, ...discovered];
 
-  const featureList = features(withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks));
+  const render = withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks);
+  // features are a function of the render options: equal options, features that behave the same
+  const featuresKey = JSON.stringify(render);
+  const featureList = features(render);
   const out = translate({
     features: featureList,
     resources: all,
     lastAccepted: input.lastAccepted,
     ...(input.lastServed ? { lastServed: input.lastServed } : {}),
+    reuse: { featuresKey, memo: input.memo?.translate },
     options: {
       writeNamespace,
       defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
@@ -97,12 +140,18 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   });
 
   const listed = new Map<string, ListedResource>();
+  const reportsOf = new Map<string, Report[]>();
+  for (const report of out.reports) {
+    const key = resourceKey(report.resource.kind, report.resource.namespace, report.resource.name);
+    const list = reportsOf.get(key);
+    if (list) list.push(report);
+    else reportsOf.set(key, [report]);
+  }
   const statusOf = (
     r: { kind: string; metadata: { namespace: string; name: string }; loadError?: string },
     schemaReason?: string,
   ): ResourceStatus => {
-    const ref = { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
-    const mine = out.reports.filter((x) => sameRef(x.resource, ref));
+    const mine = reportsOf.get(resourceKey(r.kind, r.metadata.namespace, r.metadata.name)) ?? [];
     const errors = mine.filter((x) => x.severity === 'error').map((x) => x.message);
     if (schemaReason) errors.unshift(schemaReason);
     // the version read last is what serves; the current one cannot be read at all
@@ -127,10 +176,14 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
 
   const xds = new Map<string, XdsSnapshot>();
   const plugins = renderPlugins(featureList);
+  const rendered = new Map<string, RenderMemo>();
   // the extensions subscribe as their own roles; an empty set is served too, so they know
   for (const ext of out.extensions) xds.set(ext.role, new Map([[ext.typeUrl, ext.resources]]));
   for (const proxy of out.proxies) {
-    xds.set(proxyRole(proxy), renderProxy(proxy, out.upstreams, plugins));
+    const role = proxyRole(proxy);
+    const { snapshot, memo } = renderProxyReusing(proxy, out.upstreams, plugins, featuresKey, input.memo?.render.get(role));
+    xds.set(role, snapshot);
+    if (memo) rendered.set(role, memo);
     const metadata = { name: proxy.name, namespace: proxy.namespace };
     const raw: RawResource = {
       apiVersion: canonicalApiVersion('Proxy'),
@@ -154,7 +207,12 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     reports: out.reports,
     envoyNames: envoyNames(out.proxies, out.upstreams),
     served: out.served,
+    memo: { validated, discovered: discovery, ...(out.memo ? { translate: out.memo } : {}), render: rendered },
   };
+}
+
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** Settings' wasmChecks tune the hot-path filters; the code source stays what the controller was given. */

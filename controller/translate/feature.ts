@@ -154,6 +154,12 @@ export interface RenderPlugin {
   patchListener?(ir: ListenerIR, listener: Listener, filters: NetworkFilter[]): void;
   /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
   patchVirtualHost?(ir: VirtualHostIR, vhost: VirtualHost, proxy: ProxyIR): void;
+  /**
+   * What patchVirtualHost reads from `proxy` (JSON-able): an Envoy virtual host rendered earlier from the
+   * same IR is reused only while this is unchanged. A plugin with patchVirtualHost and without this
+   * turns reuse off (renderProxyReusing).
+   */
+  proxyContext?(proxy: ProxyIR): unknown;
   /** Fill in or adjust an Envoy route rendered from `ir` (in virtual host `vh`). */
   patchRoute?(ir: RouteIR, route: EnvoyRoute, vh: VirtualHostIR): void;
   /** Fill in or adjust an Envoy cluster rendered from `ir`. */

@@ -42,6 +42,62 @@ export function renderProxy(
   upstreams: readonly UpstreamIR[],
   plugins: readonly RenderPlugin[] = renderPlugins(),
 ): XdsSnapshot {
+  return render(proxy, upstreams, plugins, undefined);
+}
+
+/**
+ * What one rendering of a proxy made of each virtual host, for the next rendering to reuse: a virtual
+ * host of the IR that is the same object as last time (stage 1 hands back the same object for a
+ * VirtualService it did not translate again) renders to the same Envoy virtual host, as long as the
+ * plugins are the same (`key`) and so is what their patchVirtualHost reads from the proxy
+ * (RenderPlugin.proxyContext).
+ */
+export interface RenderMemo {
+  readonly key: string;
+  readonly virtualHosts: ReadonlyMap<VirtualHostIR, VirtualHost>;
+}
+
+/**
+ * renderProxy, reusing the Envoy virtual hosts of an earlier rendering (`previous`) whose IR did not
+ * change. `pluginsKey` must be equal between two calls only when `plugins` render the same. Returns
+ * the same snapshot as renderProxy, and the memo for next time (unset when a plugin's patchVirtualHost
+ * reads the proxy without saying what: then nothing is reused).
+ */
+export function renderProxyReusing(
+  proxy: ProxyIR,
+  upstreams: readonly UpstreamIR[],
+  plugins: readonly RenderPlugin[],
+  pluginsKey: string,
+  previous: RenderMemo | undefined,
+): { snapshot: XdsSnapshot; memo: RenderMemo | undefined } {
+  let key: string | undefined = pluginsKey;
+  const contexts: unknown[] = [];
+  for (const p of plugins) {
+    if (!p.patchVirtualHost) continue;
+    if (!p.proxyContext) {
+      key = undefined;
+      break;
+    }
+    contexts.push(p.proxyContext(proxy));
+  }
+  if (key === undefined) return { snapshot: render(proxy, upstreams, plugins, undefined), memo: undefined };
+  key = JSON.stringify([key, contexts]);
+  const memo = { key, virtualHosts: new Map<VirtualHostIR, VirtualHost>() };
+  const reuse = previous?.key === key ? previous.virtualHosts : undefined;
+  return { snapshot: render(proxy, upstreams, plugins, { reuse, memo: memo.virtualHosts }), memo };
+}
+
+interface VirtualHostReuse {
+  reuse: ReadonlyMap<VirtualHostIR, VirtualHost> | undefined;
+  memo: Map<VirtualHostIR, VirtualHost>;
+}
+
+function render(
+  proxy: ProxyIR,
+  upstreams: readonly UpstreamIR[],
+  plugins: readonly RenderPlugin[],
+  vhosts: VirtualHostReuse | undefined,
+): XdsSnapshot {
   const clusters: XdsResource[] = [];
   const endpoints: XdsResource[] = [];
   for (const up of upstreams) {
@@ -62,7 +118,7 @@ export function renderProxy(
     // An ssl listener without certificates would have no filter chain, which Envoy refuses.
     if (listener.ssl && !listener.virtualHosts.some((vh) => vh.tls)) continue;
     listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
-    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins) });
+    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins, vhosts) });
   }
   const byName = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
   return new Map([
@@ -99,7 +155,12 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   return rendered;
 }
 
-function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): RouteConfiguration {
+function renderRouteConfig(
+  proxy: ProxyIR,
+  listener: ListenerIR,
+  plugins: readonly RenderPlugin[],
+  vhosts: VirtualHostReuse | undefined,
+): RouteConfiguration {
   return {
     name: routeConfigName(listener),
     // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`,
@@ -107,8 +168,12 @@ function renderRouteConfig(proxy: ProxyIR, listener: ListenerIR, plugins: readon
     // envoyproxy/envoy#19589).
     ignore_port_in_host_matching: true,
     virtual_hosts: listener.virtualHosts.map((vh) => {
-      const vhost: VirtualHost = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
-      for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);
+      let vhost = vhosts?.reuse?.get(vh);
+      if (!vhost) {
+        vhost = { name: vh.name, domains: vh.domains, routes: vh.routes.flatMap((r) => renderRoutes(r, vh, plugins)) };
+        for (const p of plugins) p.patchVirtualHost?.(vh, vhost, proxy);
+      }
+      vhosts?.memo.set(vh, vhost);
       return vhost;
     }),
   };

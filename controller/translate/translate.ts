@@ -54,6 +54,60 @@ export interface TranslateInput {
    * current nor the last accepted version translates any more (a Service it routes to is gone).
    */
   lastServed?: ReadonlyMap<string, VirtualHostIR>;
+  /**
+   * Reuse what an earlier run translated (its TranslateOutput.memo). `featuresKey` must be equal
+   * between two runs only when `features` behave the same (the pipeline uses its render options).
+   */
+  reuse?: { featuresKey: string; memo: TranslateMemo | undefined };
+}
+
+/**
+ * What one run translated, for the next run to reuse (incremental translation). A VirtualService's
+ * virtual host depends on the VirtualService, its last accepted version and last served virtual host,
+ * and on what the features resolved from every other resource. So when nothing but VirtualServices
+ * changed (the same objects, in the same order, with the same last accepted versions, the same options
+ * and features), each VirtualService whose own inputs are the same objects as last time gets its last
+ * result back with its reports, without being translated again. Anything else is a full run. Gateways,
+ * domain and SNI conflicts are decided again every run (they look at every VirtualService).
+ */
+export interface TranslateMemo {
+  readonly context: TranslateContext;
+  readonly virtualServices: ReadonlyMap<string, VirtualServiceMemo>;
+  /** virtual host -> gateway and proxy name -> the same with its routes' final names */
+  readonly named: ReadonlyMap<VirtualHostIR, ReadonlyMap<string, VirtualHostIR>>;
+}
+
+/** What the features' bindings are a function of. */
+interface TranslateContext {
+  /** the features key and the options */
+  readonly key: string;
+  /** every resource but the VirtualServices, in order */
+  readonly others: readonly LegateResource[];
+  /** and the last accepted version of each */
+  readonly othersAccepted: readonly (LegateResource | undefined)[];
+}
+
+interface VirtualServiceMemo {
+  readonly vs: VirtualService;
+  /**
+   * Whether the result depends on the last accepted version and last served virtual host (only when
+   * the current version failed: then they were looked at), and what they were.
+   */
+  readonly fellBack: boolean;
+  readonly lastAccepted: LegateResource | undefined;
+  readonly lastServed: VirtualHostIR | undefined;
+  /** what it serves, if anything */
+  readonly served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
+  /** what translating it reported */
+  readonly reports: readonly Report[];
+}
+
+function sameContext(a: TranslateContext, b: TranslateContext): boolean {
+  if (a.key !== b.key || a.others.length !== b.others.length) return false;
+  for (let i = 0; i < a.others.length; i++) {
+    if (a.others[i] !== b.others[i] || a.othersAccepted[i] !== b.othersAccepted[i]) return false;
+  }
+  return true;
 }
 
 export interface TranslateOutput {
@@ -66,7 +120,12 @@ export interface TranslateOutput {
   extensions: ExtensionResources[];
   /** The virtual host each VirtualService serves now, by keyOf(): feed back as `lastServed`. */
   served: Map<string, VirtualHostIR>;
+  /** With `reuse`: feed back as `reuse.memo` next time (unset when this run cannot be reused). */
+  memo?: TranslateMemo;
 }
+
+// localeCompare without arguments is this collator's compare (ECMA-402), minus the per-call set-up
+const collator = new Intl.Collator();
 
 export function translate(input: TranslateInput): TranslateOutput {
   const reporter = new Reporter();
@@ -78,6 +137,8 @@ export function translate(input: TranslateInput): TranslateOutput {
     if (r.kind === 'Service' || r.kind === 'Endpoints' || r.kind === 'Secret' || r.kind === 'Settings') accepted.set(keyOf(r), r);
   }
   let upstreams: UpstreamLookup | undefined;
+  // A feature that reads VirtualServices while resolving would make its bindings depend on them.
+  let readsVirtualServices = false;
   const ctx: ResolveContext = {
     writeNamespace: options.writeNamespace,
     index: {
@@ -85,7 +146,10 @@ export function translate(input: TranslateInput): TranslateOutput {
       endpoints: byNsName(resources.filter(isKind('Endpoints'))),
       secrets: byNsName(resources.filter(isKind('Secret'))),
     },
-    ofKind: (kind) => resources.filter(isKind(kind)),
+    ofKind: (kind) => {
+      if (kind === 'VirtualService') readsVirtualServices = true;
+      return resources.filter(isKind(kind));
+    },
     resolveEach<R extends LegateResource, T>(items: readonly R[], attempt: (r: R) => Attempt<T>): Resolved<T> {
       const results = new Map<string, T>();
       const rejected = new Set<string>();
@@ -112,20 +176,47 @@ export function translate(input: TranslateInput): TranslateOutput {
   };
   const bindings = features.map((f) => f.resolve?.(ctx) ?? {});
 
+  let context: TranslateContext | undefined;
+  if (input.reuse && !readsVirtualServices) {
+    const others = resources.filter((r) => r.kind !== 'VirtualService');
+    context = {
+      key: JSON.stringify([input.reuse.featuresKey, options]),
+      others,
+      othersAccepted: others.map((r) => lastAccepted.get(keyOf(r))),
+    };
+  }
+  const memo = input.reuse?.memo;
+  const reusable = context !== undefined && memo !== undefined && sameContext(memo.context, context);
+  const vsMemo = new Map<string, VirtualServiceMemo>();
+
   const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
   for (const vs of resources.filter(isKind('VirtualService'))) {
-    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings));
-    if (used) {
-      virtualHosts.set(keyOf(vs), { vs: used.resource, vh: used.result });
+    const key = keyOf(vs);
+    const previousVs = lastAccepted.get(key);
+    const previous = input.lastServed?.get(key);
+    const hit = reusable ? memo.virtualServices.get(key) : undefined;
+    if (hit && hit.vs === vs && (!hit.fellBack || (hit.lastAccepted === previousVs && hit.lastServed === previous))) {
+      reporter.reports.push(...hit.reports);
+      if (hit.served) virtualHosts.set(key, hit.served);
+      vsMemo.set(key, hit);
       continue;
     }
-    // What it references went away: its last virtual host keeps serving (the routes to what is
-    // gone fail on their own, the others keep working) until it is fixed.
-    const previous = input.lastServed?.get(keyOf(vs));
-    const previousVs = lastAccepted.get(keyOf(vs)) as VirtualService | undefined;
-    if (previous && previousVs) {
+    const mark = reporter.reports.length;
+    let served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
+    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings));
+    if (used) {
+      served = { vs: used.resource, vh: used.result };
+    } else if (previous && previousVs) {
+      // What it references went away: its last virtual host keeps serving (the routes to what is
+      // gone fail on their own, the others keep working) until it is fixed.
       reporter.warn(sourceOf(vs), 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
-      virtualHosts.set(keyOf(vs), { vs: previousVs, vh: previous });
+      served = { vs: previousVs as VirtualService, vh: previous };
+    }
+    if (served) virtualHosts.set(key, served);
+    if (context) {
+      // withFallback returns the current version only when its first attempt succeeded
+      const fellBack = used?.resource !== vs;
+      vsMemo.set(key, { vs, fellBack, lastAccepted: previousVs, lastServed: previous, served, reports: reporter.reports.slice(mark) });
     }
   }
 
@@ -138,6 +229,7 @@ export function translate(input: TranslateInput): TranslateOutput {
 
   const proxies = new Map<string, ProxyIR>();
   const conflicted = new Set<string>();
+  const named = new Map<VirtualHostIR, Map<string, VirtualHostIR>>();
   for (const gw of gateways) {
     const selected = [...virtualHosts.values()].filter(({ vs }) => gatewaySelects(gw, vs));
     let kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
@@ -156,8 +248,18 @@ export function translate(input: TranslateInput): TranslateOutput {
         proxy = { name: proxyName, namespace: options.writeNamespace, listeners: [] };
         proxies.set(proxyName, proxy);
       }
-      const vhosts = kept.map(({ vh }) => withRouteNames(vh, gw.metadata.name, proxyName, bindings));
-      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => a.name.localeCompare(b.name)) });
+      const at = `${gw.metadata.name}\u0000${proxyName}`;
+      const vhosts = kept.map(({ vh }) => {
+        let one = reusable ? memo.named.get(vh)?.get(at) : undefined;
+        one ??= withRouteNames(vh, gw.metadata.name, proxyName, bindings);
+        if (context) {
+          let byAt = named.get(vh);
+          if (!byAt) named.set(vh, (byAt = new Map()));
+          byAt.set(at, one);
+        }
+        return one;
+      });
+      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => collator.compare(a.name, b.name)) });
     }
   }
 
@@ -176,6 +278,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     accepted,
     extensions: bindings.flatMap((b) => b.extensionResources?.() ?? []),
     served: new Map([...virtualHosts].filter(([key]) => !conflicted.has(key)).map(([key, { vh }]) => [key, vh])),
+    ...(context ? { memo: { context, virtualServices: vsMemo, named } } : {}),
   };
 }
 

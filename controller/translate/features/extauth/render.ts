@@ -11,8 +11,16 @@ export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
 const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute' as const;
 
+const protecting = new WeakMap<ProxyIR, boolean>();
+
+/** Whether any virtual host or route of the proxy is protected; memoised, as it is asked once per virtual host. */
 function protectsAnything(proxy: ProxyIR): boolean {
-  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => r.auth && 'configId' in r.auth)));
+  let protects = protecting.get(proxy);
+  if (protects === undefined) {
+    protects = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => r.auth && 'configId' in r.auth)));
+    protecting.set(proxy, protects);
+  }
+  return protects;
 }
 
 function perFilterConfig(auth: AuthBindingIR): TypedConfig {
@@ -67,6 +75,7 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];
     },
+    proxyContext: protectsAnything,
     patchVirtualHost(ir, vhost, proxy) {
       if (!protectsAnything(proxy)) return;
       // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on

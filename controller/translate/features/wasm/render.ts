@@ -132,6 +132,7 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       }
       return filters;
     },
+    proxyContext: usesBearer,
     patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
       if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, ENABLE());
