@@ -5,16 +5,19 @@
 //   sorted by name, so it depends on content only (stable across controller restarts) and only changes
 //   when that type's content changes.
 // - Encoding happens here, once per set() and only for resources whose JSON changed; the server copies
-//   the ready Any bytes into every DiscoveryResponse and never re-encodes per stream.
+//   the ready Any bytes into every DiscoveryResponse and never re-encodes per stream. A big resource
+//   that changed in one part is not redone whole: the canonical JSON of its large parts is kept by
+//   object identity, and a RouteConfiguration's virtual hosts are encoded one by one (encode.ts), so a
+//   part that is the same object as last time is neither serialized nor encoded again.
 // - Arbitrary type URLs are allowed. Envoy types use encodeAny from envoy/protos.ts; other types (the
 //   extension services' own configs) take an encoder given to the constructor or to set().
 import { createHash } from 'node:crypto';
 import protobuf from 'protobufjs';
-import { TypeUrls, encodeAny } from '../../envoy/protos.js';
+import { TypeUrls } from '../../envoy/protos.js';
+import { envoyEncoder, type ResourceEncoder } from './encode.js';
 import type { XdsResource, XdsSnapshot } from './types.js';
 
-/** Turns one resource (JSON shape) into the bytes of its protobuf message (the Any's `value`). */
-export type ResourceEncoder = (typeUrl: string, resource: object) => Uint8Array;
+export type { ResourceEncoder } from './encode.js';
 
 /** Encoders per type URL. */
 export type ResourceEncoders = Readonly<Record<string, ResourceEncoder>> | ReadonlyMap<string, ResourceEncoder>;
@@ -61,7 +64,7 @@ export type SnapshotListener = (change: SnapshotChange) => void;
 export interface SnapshotCacheOptions {
   /** Encoders for non-Envoy type URLs, used by every set() unless set() overrides them. */
   encoders?: ResourceEncoders;
-  /** Encoder for types without a specific one. Default: encodeAny from envoy/protos.ts. */
+  /** Encoder for types without a specific one. Default: encodeAny from envoy/protos.ts (envoyEncoder). */
   defaultEncoder?: ResourceEncoder;
   /** Called when a listener throws (listeners must not break set()). */
   onListenerError?: (error: unknown, role: string) => void;
@@ -103,6 +106,13 @@ export function orderTypeUrls(typeUrls: Iterable<string>): string[] {
 
 /** Deterministic JSON: object keys sorted, undefined members dropped, bytes as base64. */
 export function canonicalJson(value: unknown): string {
+  return canonical(value, undefined);
+}
+
+/** Parts whose canonical JSON is at least this long are remembered (by identity) when a memo is given. */
+const MEMO_MIN_CHARS = 1024;
+
+function canonical(value: unknown, memo: WeakMap<object, string> | undefined): string {
   if (value === null || value === undefined) return 'null';
   switch (typeof value) {
     case 'string':
@@ -117,7 +127,15 @@ export function canonicalJson(value: unknown): string {
     default:
       return 'null';
   }
-  if (Array.isArray(value)) return '[' + value.map((v) => canonicalJson(v)).join(',') + ']';
+  const known = memo?.get(value);
+  if (known !== undefined) return known;
+  const json = canonicalObject(value, memo);
+  if (memo && json.length >= MEMO_MIN_CHARS) memo.set(value, json);
+  return json;
+}
+
+function canonicalObject(value: object, memo: WeakMap<object, string> | undefined): string {
+  if (Array.isArray(value)) return '[' + value.map((v) => canonical(v, memo)).join(',') + ']';
   if (value instanceof Uint8Array) return JSON.stringify({ $bytes: Buffer.from(value).toString('base64') });
   if (value instanceof Date) return JSON.stringify(value.toISOString());
   const obj = value as Record<string, unknown>;
@@ -127,7 +145,7 @@ export function canonicalJson(value: unknown): string {
   for (const key of keys) {
     const v = obj[key];
     if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
-    out += (first ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(v);
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + canonical(v, memo);
     first = false;
   }
   return out + '}';
@@ -160,8 +178,6 @@ function encodeAnyBytes(typeUrl: string, value: Uint8Array): { any: Buffer; valu
   bytes.set(value, prefix.length);
   return { any: bytes, value: bytes.subarray(prefix.length) };
 }
-
-const defaultEncoder: ResourceEncoder = (typeUrl, resource) => encodeAny(typeUrl, resource).value;
 
 // Internal per-type state: the public TypeSnapshot plus what is needed to reuse encodings.
 interface TypeState extends TypeSnapshot {
@@ -205,10 +221,15 @@ export class SnapshotCache {
   private readonly encoders: ResourceEncoders | undefined;
   private readonly fallbackEncoder: ResourceEncoder;
   private readonly onListenerError: (error: unknown, role: string) => void;
+  /**
+   * Canonical JSON of large parts of the resources given to set(), by identity: resources are never
+   * mutated once given (EncodedResource.resource), so a part that is the same object has the same JSON.
+   */
+  private readonly json = new WeakMap<object, string>();
 
   constructor(options: SnapshotCacheOptions = {}) {
     this.encoders = options.encoders;
-    this.fallbackEncoder = options.defaultEncoder ?? defaultEncoder;
+    this.fallbackEncoder = options.defaultEncoder ?? envoyEncoder();
     this.onListenerError = options.onListenerError ?? (() => undefined);
   }
 
@@ -226,7 +247,7 @@ export class SnapshotCache {
     for (const [typeUrl, resources] of snapshot) {
       const encoder = lookupEncoder(options.encoders, typeUrl) ?? lookupEncoder(this.encoders, typeUrl) ?? this.fallbackEncoder;
       const old = previous?.types.get(typeUrl);
-      const state = buildTypeState(role, typeUrl, resources, encoder, old);
+      const state = buildTypeState(role, typeUrl, resources, encoder, old, this.json);
       if (state.resources.length === 0) {
         // An empty type is the same as a missing one.
         if (old) changed.push(typeUrl);
@@ -307,8 +328,9 @@ function buildTypeState(
   resources: readonly XdsResource[],
   encoder: ResourceEncoder,
   old: TypeState | undefined,
+  json: WeakMap<object, string>,
 ): TypeState {
-  const entries = resources.map((r) => ({ name: r.name, resource: r.resource, json: canonicalJson(r.resource) }));
+  const entries = resources.map((r) => ({ name: r.name, resource: r.resource, json: canonical(r.resource, json) }));
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (let i = 1; i < entries.length; i++) {
     if (entries[i]!.name === entries[i - 1]!.name) {
