@@ -18,10 +18,12 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+const PARSE_OPTIONS = { prettyErrors: true, uniqueKeys: true } as const;
+
 export function parseResources(text: string, file: string, defaultNamespace = 'default'): ParseResult {
   const resources: RawResource[] = [];
   const errors: ParseError[] = [];
-  const docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
+  const docs = parseAllDocuments(text, PARSE_OPTIONS);
   const list = Array.isArray(docs) ? docs : [];
   let syntaxError = !Array.isArray(docs);
   list.forEach((doc, i) => {
@@ -39,29 +41,109 @@ export function parseResources(text: string, file: string, defaultNamespace = 'd
       });
       return;
     }
-    const value: unknown = doc.toJS({ maxAliasCount: 100 });
-    if (value === null || value === undefined) return; // empty document
-    const items = isRecord(value) && value['kind'] === 'List' && Array.isArray(value['items']) ? (value['items'] as unknown[]) : [value];
-    items.forEach((item, j) => {
-      const where = items.length > 1 ? `${origin}.items[${j}]` : origin;
-      if (!isRecord(item)) {
-        errors.push({ origin: where, message: 'a resource must be a mapping with apiVersion, kind, metadata' });
-        return;
-      }
-      const { apiVersion, kind, metadata, spec, status: _status, ...rest } = item;
-      if (typeof apiVersion !== 'string' || !apiVersion) return void errors.push({ origin: where, message: 'apiVersion: required string' });
-      if (typeof kind !== 'string' || !kind) return void errors.push({ origin: where, message: 'kind: required string' });
-      if (!isRecord(metadata) || typeof metadata['name'] !== 'string' || !metadata['name']) {
-        return void errors.push({ origin: where, message: `${kind}: metadata.name: required string` });
-      }
-      const namespace = typeof metadata['namespace'] === 'string' && metadata['namespace'] ? metadata['namespace'] : defaultNamespace;
-      const meta: RawResource['metadata'] = { name: metadata['name'], namespace };
-      if (isRecord(metadata['labels'])) meta.labels = stringMap(metadata['labels']);
-      if (isRecord(metadata['annotations'])) meta.annotations = stringMap(metadata['annotations']);
-      resources.push({ apiVersion, kind, metadata: meta, spec, body: rest, origin: where });
-    });
+    documentResources(doc.toJS({ maxAliasCount: 100 }), origin, defaultNamespace, resources, errors);
   });
   return { resources, errors, syntaxError };
+}
+
+/** One document's value -> its resources (a `List` holds several) or why it holds none. */
+function documentResources(value: unknown, origin: string, defaultNamespace: string, resources: RawResource[], errors: ParseError[]): void {
+  if (value === null || value === undefined) return; // empty document
+  const items = isRecord(value) && value['kind'] === 'List' && Array.isArray(value['items']) ? (value['items'] as unknown[]) : [value];
+  items.forEach((item, j) => {
+    const where = items.length > 1 ? `${origin}.items[${j}]` : origin;
+    if (!isRecord(item)) {
+      errors.push({ origin: where, message: 'a resource must be a mapping with apiVersion, kind, metadata' });
+      return;
+    }
+    const { apiVersion, kind, metadata, spec, status: _status, ...rest } = item;
+    if (typeof apiVersion !== 'string' || !apiVersion) return void errors.push({ origin: where, message: 'apiVersion: required string' });
+    if (typeof kind !== 'string' || !kind) return void errors.push({ origin: where, message: 'kind: required string' });
+    if (!isRecord(metadata) || typeof metadata['name'] !== 'string' || !metadata['name']) {
+      return void errors.push({ origin: where, message: `${kind}: metadata.name: required string` });
+    }
+    const namespace = typeof metadata['namespace'] === 'string' && metadata['namespace'] ? metadata['namespace'] : defaultNamespace;
+    const meta: RawResource['metadata'] = { name: metadata['name'], namespace };
+    if (isRecord(metadata['labels'])) meta.labels = stringMap(metadata['labels']);
+    if (isRecord(metadata['annotations'])) meta.annotations = stringMap(metadata['annotations']);
+    resources.push({ apiVersion, kind, metadata: meta, spec, body: rest, origin: where });
+  });
+}
+
+/** What one parse of a file read per document, for the next parse of that file to reuse. */
+export interface DocumentMemo {
+  /** by `<index of its first document>:<its text>` */
+  readonly documents: ReadonlyMap<string, { count: number; resources: RawResource[]; errors: ParseError[] }>;
+}
+
+/**
+ * parseResources for a file parsed before: only documents whose text (or position) changed are parsed
+ * again; the others give the very same RawResource objects as last time, so later stages can tell at a
+ * glance what did not change. Same result as parseResources; when splitting the text into documents is
+ * not certain to give the same documents as the YAML parser would (directives, `...` end markers) or a
+ * document does not parse (error positions are the file's), the whole text is parsed instead.
+ */
+export function parseResourcesReusing(
+  text: string,
+  file: string,
+  previous: DocumentMemo | undefined,
+  defaultNamespace = 'default',
+): ParseResult & { memo: DocumentMemo } {
+  const whole = (): ParseResult & { memo: DocumentMemo } => ({
+    ...parseResources(text, file, defaultNamespace),
+    memo: { documents: new Map() },
+  });
+  const chunks = splitDocuments(text);
+  if (!chunks) return whole();
+  const documents = new Map<string, { count: number; resources: RawResource[]; errors: ParseError[] }>();
+  const resources: RawResource[] = [];
+  const errors: ParseError[] = [];
+  let index = 0;
+  for (const chunk of chunks) {
+    const key = `${index}:${chunk}`;
+    let entry = previous?.documents.get(key);
+    if (!entry) {
+      const docs = parseAllDocuments(chunk, PARSE_OPTIONS);
+      if (!Array.isArray(docs) || docs.some((d) => d.errors.length)) return whole();
+      entry = { count: docs.length, resources: [], errors: [] };
+      for (let i = 0; i < docs.length; i++) {
+        documentResources(
+          docs[i]!.toJS({ maxAliasCount: 100 }),
+          `${file}#${index + i + 1}`,
+          defaultNamespace,
+          entry.resources,
+          entry.errors,
+        );
+      }
+    }
+    documents.set(key, entry);
+    resources.push(...entry.resources);
+    errors.push(...entry.errors);
+    index += entry.count;
+  }
+  return { resources, errors, syntaxError: false, memo: { documents } };
+}
+
+/**
+ * The text of each document, cut before every `---` marker line, when that is what the YAML parser
+ * would do too; undefined when a line could be a directive (`%`) or a document end marker (`...`).
+ */
+export function splitDocuments(text: string): string[] | undefined {
+  const chunks: string[] = [];
+  let start = 0;
+  for (let at = 0; at < text.length;) {
+    const end = text.indexOf('\n', at);
+    const next = end === -1 ? text.length : end + 1;
+    const c = text.charCodeAt(at);
+    if (c === 0x25 /* % */ || text.startsWith('...', at)) return undefined;
+    if (text.startsWith('---', at) && (at + 3 === text.length || ' \t\r\n'.includes(text[at + 3]!))) {
+      if (at > start) chunks.push(text.slice(start, at));
+      start = at;
+    }
+    at = next;
+  }
+  if (start < text.length) chunks.push(text.slice(start));
+  return chunks;
 }
 
 function stringMap(v: Record<string, unknown>): Record<string, string> {

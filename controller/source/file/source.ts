@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Logger } from '../../../common/log.js';
 import type { RawResource } from '../../api/meta.js';
 import { resourceKey } from '../../api/meta.js';
-import { parseResources, type ParseError } from '../parse.js';
+import { parseResourcesReusing, type DocumentMemo, type ParseError } from '../parse.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
 
 export type { SourceSnapshot } from '../source.js';
@@ -14,6 +14,8 @@ interface FileState {
   stamp: string;
   resources: RawResource[];
   errors: ParseError[];
+  /** its documents as last parsed: an edit re-parses only the documents it changed */
+  memo?: DocumentMemo;
 }
 
 const RESOURCE_FILE = /\.(ya?ml|json)$/i;
@@ -61,14 +63,15 @@ export class FileSource implements ResourceSource {
         });
         continue;
       }
-      const parsed = parseResources(text, rel);
+      const parsed = parseResourcesReusing(text, rel, previous?.memo);
       // Bad YAML loses nothing: keep what the file held when it last parsed, marked with why.
       const why = parsed.errors[0] ? `${parsed.errors[0].origin}: ${parsed.errors[0].message}` : `${rel} does not load`;
       const resources = parsed.syntaxError
         ? (previous?.resources ?? []).map((r) => ({ ...r, loadError: `its file does not load: ${why}` }))
         : parsed.resources;
       for (const e of parsed.errors) this.logger.error('cannot load resource', { origin: e.origin, error: e.message });
-      this.files.set(file, { stamp, resources, errors: parsed.errors });
+      const memo = parsed.syntaxError ? previous?.memo : parsed.memo;
+      this.files.set(file, { stamp, resources, errors: parsed.errors, ...(memo ? { memo } : {}) });
     }
     for (const file of [...this.files.keys()]) {
       if (!seen.has(file)) {
