@@ -31,6 +31,8 @@ export const BOOTSTRAP_PLACEHOLDERS = {
   writeNamespace: '__WRITE_NAMESPACE__',
   proxyName: '__PROXY_NAME__',
   xdsHost: '__XDS_HOST__',
+  /** 127.0.0.1, or 0.0.0.0 with gatewayProxies.<name>.exposeAdmin */
+  adminHost: '__ADMIN_HOST__',
 } as const;
 
 /** The port of the gateway-proxy's readiness listener (kubelet cannot reach the admin on loopback). */
@@ -90,7 +92,7 @@ function envoyBootstrap(): string {
     role: `${p.writeNamespace}~${p.proxyName}`,
     xdsHost: p.xdsHost,
     xdsPort: 9977,
-    adminHost: '127.0.0.1',
+    adminHost: p.adminHost,
     adminPort: 19000,
   });
   const statics = config['static_resources'] as Record<string, unknown>;

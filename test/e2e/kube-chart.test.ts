@@ -32,7 +32,7 @@ extauth: { logLevel: warn }
 graphql: { logLevel: error }
 gatewayProxies:
   gatewayProxy: { logLevel: warning }
-  publicGw: { logLevel: debug, replicas: 3, service: { type: ClusterIP } }
+  publicGw: { logLevel: debug, replicas: 3, exposeAdmin: true, service: { type: ClusterIP } }
 `;
 
 beforeAll(async () => {
@@ -263,6 +263,18 @@ describe.sequential('the Helm chart', () => {
     expect(podSpec(pub).volumes?.find((v) => v.name === 'bootstrap')?.configMap?.name).toBe('public-gw-envoy-config');
     const bootstrap = parse(find(objects, 'ConfigMap', 'public-gw-envoy-config').data?.['envoy.yaml'] ?? '');
     expect(bootstrap.node.metadata.role).toBe('gateways~public-gw');
+    // exposeAdmin: Envoy's admin on the pod's IP, its port named for legatectl; loopback otherwise
+    expect(bootstrap.admin.address.socket_address.address).toBe('0.0.0.0');
+    expect(container(pub, 'envoy').ports?.find((p) => p.name === 'admin')?.containerPort).toBe(19000);
+    const defaultProxy = parse(find(objects, 'ConfigMap', 'gateway-proxy-envoy-config').data?.['envoy.yaml'] ?? '');
+    expect(defaultProxy.admin.address.socket_address.address).toBe('127.0.0.1');
+    expect(container(find(objects, 'Deployment', 'gateway-proxy'), 'envoy').ports?.map((p) => p.name)).not.toContain('admin');
+    // the labels legatectl finds pods by
+    expect((pub.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels).toMatchObject({
+      app: 'legate',
+      legate: 'gateway-proxy',
+      'gateway-proxy-id': 'public-gw',
+    });
     expect(JSON.stringify(bootstrap)).toContain('"address":"controller.legate-all.svc.cluster.local","port_value":9977');
     expect((find(objects, 'Service', 'public-gw').spec as { type: string }).type).toBe('ClusterIP');
     expect((find(objects, 'Service', 'public-gw').spec as { selector: Record<string, string> }).selector['gateway-proxy-id']).toBe(

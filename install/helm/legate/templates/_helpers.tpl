@@ -10,6 +10,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{/* (dict "root" $ "component" "controller") */}}
 {{- define "legate.selector" -}}
+app: legate
 app.kubernetes.io/name: legate
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
