@@ -1,20 +1,36 @@
-// Where legatectl gets its facts. File mode (`legate run`) today; a Kubernetes backend can implement
-// the same interface later (Deployments/Pods from the API server, admin ports by port-forward).
+// Where legatectl gets its facts: a local `legate run` (FileBackend: .legate/run.json and the
+// controller API on loopback) or a cluster (KubeBackend, cli/ctl/kube-backend.ts: the API server,
+// and the controller and Envoy admin through its pod proxy). Commands only talk to this interface.
 import fs from 'node:fs';
 import net from 'node:net';
 import type { Envelope } from '../../common/envelope.js';
 import { VERSION } from '../../common/version.js';
+import type { KindName } from '../../controller/api/kinds.js';
 import { findStateDir, readRunState, type RunState } from '../paths.js';
+import { CliError } from './errors.js';
+import { follow } from './logs.js';
 
-export class CliError extends Error {}
+export { CliError };
 
 export interface ListedResource {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; generation?: number; [extra: string]: unknown };
   spec?: Record<string, unknown>;
-  status: { statuses: Record<string, { state: string; reason?: string }> };
+  status: { statuses: Record<string, { state: string; reason?: string | null }>; observedGeneration?: number; [extra: string]: unknown };
   [extra: string]: unknown;
+}
+
+export interface ResourceQuery {
+  kind?: KindName | undefined;
+  namespace?: string | undefined;
+  name?: string | undefined;
+}
+
+export interface ResourceListing {
+  items: ListedResource[];
+  /** kinds this backend could not read just now, and why (e.g. the controller is unreachable) */
+  unavailable: { kinds: readonly string[]; reason: string }[];
 }
 
 export interface ComponentHealth {
@@ -31,26 +47,63 @@ export interface ProxyInfo {
   namespace: string;
   name: string;
   role: string;
+  /** Envoy's admin interface: a loopback URL, or the API server's pod proxy URL of one pod */
   adminUrl: string;
-  httpUrl: string;
+  httpUrl?: string;
   httpsUrl?: string;
   log?: string;
+  /** the pod, when there are several per proxy (Kubernetes) */
+  pod?: string;
 }
 
 export interface LogSource {
-  component: string;
-  path: string;
+  /** heading of its section in `debug logs`: `controller (/path/controller.log)`, `legate-system/pod (container)` */
+  title: string;
+  read(): Promise<string>;
+}
+
+export interface ProxySelector {
+  namespace?: string | undefined;
+  name?: string | undefined;
 }
 
 export interface Backend {
-  readonly mode: 'file';
-  readonly controllerApi: string | undefined;
+  readonly mode: 'file' | 'kubernetes';
+  /** the controller API (the envelope's data, or a CliError) */
   api<T>(pathAndQuery: string): Promise<T>;
-  components(): Promise<ComponentHealth[]>;
+  /** resources with their statuses */
+  resources(query?: ResourceQuery): Promise<ResourceListing>;
+  /** the problems `check` reports on its Deployments and Pods lines */
+  componentProblems(which: 'deployments' | 'pods', clientVersion: string): Promise<string[]>;
   proxies(): Promise<ProxyInfo[]>;
-  logs(): LogSource[];
-  /** the admin interfaces (START_STATS_SERVER) per component, when on */
-  adminUrls(): Record<string, string>;
+  /** a request to a proxy's Envoy admin interface; its body, or a CliError */
+  proxyAdmin(proxy: ProxyInfo, pathAndQuery: string, method?: 'GET' | 'POST'): Promise<string>;
+  /** how to set Envoy's log level back to info by hand (after `proxy logs` set it to debug) */
+  logLevelResetHint(proxy: ProxyInfo): string;
+  /** writes the proxy's log, then (follow) what it logs next until stopped */
+  proxyLog(proxy: ProxyInfo, follow: boolean, write: (text: string) => void): Promise<void>;
+  /** `proxy url`: the address clients use, and a note when it only works from some places */
+  proxyUrl(selector: ProxySelector, port: string, localCluster: boolean): Promise<{ url: string; note?: string }>;
+  /** every component's log */
+  logs(): Promise<LogSource[]>;
+  /** objects beside the resources for `debug yaml` (Kubernetes: the install namespace's Deployments, Services…) */
+  installObjects(): Promise<{ objects: unknown[]; problems: string[] }>;
+  /** the platform's version for `version` (Kubernetes' gitVersion), if any */
+  platformVersion(): Promise<string | undefined>;
+}
+
+/** The proxy a `proxy` command means: the first one matching -n and --name, or a CliError naming those there are. */
+export async function pickProxy(backend: Backend, selector: ProxySelector): Promise<ProxyInfo> {
+  const proxies = await backend.proxies();
+  const match = proxies.filter(
+    (p) => (!selector.namespace || p.namespace === selector.namespace) && (!selector.name || p.name === selector.name),
+  );
+  const found = match[0];
+  if (!found) {
+    const known = [...new Set(proxies.map((p) => `${p.namespace}.${p.name}`))].join(', ') || 'none';
+    throw new CliError(`no gateway proxy ${selector.namespace ?? '*'}.${selector.name ?? '*'} (known: ${known})`);
+  }
+  return found;
 }
 
 export interface BackendFlags {
@@ -117,7 +170,8 @@ export class FileBackend implements Backend {
     const where = this.tried.map((t) => `${t}/run.json`);
     return new CliError(
       `no running 'legate run' found (looked for ${where.join(', ') || '.legate/run.json'}); start one, ` +
-        'or pass --state-dir DIR (or --controller URL for a controller without one)',
+        'or pass --state-dir DIR (or --controller URL for a controller without one); for a cluster, pass --kubeconfig PATH, ' +
+        '--kube-context NAME or --backend kubernetes',
     );
   }
 
@@ -198,20 +252,76 @@ export class FileBackend implements Backend {
     return [p];
   }
 
-  logs(): LogSource[] {
-    const state = this.requireState();
-    return Object.entries(state.components)
-      .map(([component, c]) => ({ component, path: c.log }))
-      .filter((l) => fs.existsSync(l.path));
+  async resources(query: ResourceQuery = {}): Promise<ResourceListing> {
+    const q = new URLSearchParams();
+    if (query.kind) q.set('kind', query.kind);
+    if (query.namespace) q.set('namespace', query.namespace);
+    if (query.name) q.set('name', query.name);
+    const items = await this.api<ListedResource[]>(`/api/v1/resources${q.size ? `?${q}` : ''}`);
+    return { items, unavailable: [] };
   }
 
-  adminUrls(): Record<string, string> {
+  async componentProblems(which: 'deployments' | 'pods', clientVersion: string): Promise<string[]> {
+    const problems: string[] = [];
+    for (const h of await this.components()) {
+      if (which === 'deployments') {
+        if (!h.deployed || !h.running) problems.push(`Deployment ${h.name} is not available! Message: ${h.message ?? 'not running'}`);
+        continue;
+      }
+      if (!h.running) continue; // already reported under Deployments
+      if (!h.ready) problems.push(`Pod ${h.name} is not ready! Message: ${h.message ?? 'not ready'}`);
+      else if (h.name !== 'envoy' && h.version && h.version !== clientVersion) {
+        problems.push(`Pod ${h.name} runs version ${h.version}, legatectl is ${clientVersion}`);
+      }
+    }
+    return problems;
+  }
+
+  async proxyAdmin(proxy: ProxyInfo, pathAndQuery: string, method: 'GET' | 'POST' = 'GET'): Promise<string> {
+    let res: Response;
+    try {
+      res = await fetch(`${proxy.adminUrl}${pathAndQuery}`, { method, signal: AbortSignal.timeout(10_000) });
+    } catch {
+      throw new CliError(`cannot reach Envoy's admin interface at ${proxy.adminUrl} (is the proxy running?)`);
+    }
+    const text = await res.text();
+    if (!res.ok) throw new CliError(`Envoy admin ${pathAndQuery}: HTTP ${res.status}: ${text.trim()}`);
+    return text;
+  }
+
+  logLevelResetHint(proxy: ProxyInfo): string {
+    return `curl -X POST '${proxy.adminUrl}/logging?level=info'`;
+  }
+
+  async proxyLog(proxy: ProxyInfo, followIt: boolean, write: (text: string) => void): Promise<void> {
+    if (!proxy.log) throw new CliError(`no log file known for proxy ${proxy.namespace}.${proxy.name}`);
+    const text = fs.readFileSync(proxy.log, 'utf8');
+    write(text);
+    if (followIt) await follow(proxy.log, Buffer.byteLength(text), write);
+  }
+
+  async proxyUrl(selector: ProxySelector, port: string, localCluster: boolean): Promise<{ url: string }> {
+    if (localCluster) throw new CliError('-l (a node port on a cluster node) applies to the Kubernetes backend only');
+    const p = await pickProxy(this, selector);
+    if (port !== 'http' && port !== 'https') throw new CliError(`--port: expected http or https`);
+    const url = port === 'https' ? p.httpsUrl : p.httpUrl;
+    if (!url) throw new CliError(`proxy ${p.namespace}.${p.name} has no ${port} port`);
+    return { url };
+  }
+
+  async logs(): Promise<LogSource[]> {
     const state = this.requireState();
-    return Object.fromEntries(
-      Object.entries(state.components)
-        .filter(([, c]) => c.endpoints['admin'] && !c.endpoints['http'])
-        .map(([n, c]) => [n, c.endpoints['admin'] as string]),
-    );
+    return Object.entries(state.components)
+      .filter(([, c]) => fs.existsSync(c.log))
+      .map(([component, c]) => ({ title: `${component} (${c.log})`, read: async () => fs.readFileSync(c.log, 'utf8') }));
+  }
+
+  async installObjects(): Promise<{ objects: unknown[]; problems: string[] }> {
+    return { objects: [], problems: [] };
+  }
+
+  async platformVersion(): Promise<string | undefined> {
+    return undefined;
   }
 }
 

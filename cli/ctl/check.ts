@@ -1,7 +1,7 @@
 // `legatectl check` (spec 4.5): one line per kind, then every problem found and a non-zero exit,
 // or "No problems detected.".
 import { isKnownKind } from '../../controller/api/kinds.js';
-import type { Backend, ComponentHealth, ListedResource } from './backend.js';
+import { CliError, type Backend, type ListedResource, type ProxyInfo } from './backend.js';
 
 /** The kinds in the order Gloo's glooctl checks them, with their -x names. */
 export const CHECKS = [
@@ -48,22 +48,6 @@ interface Connection {
   types: Record<string, TypeStatus>;
 }
 
-function componentProblems(health: ComponentHealth[], pods: boolean, clientVersion: string): string[] {
-  const problems: string[] = [];
-  for (const h of health) {
-    if (!pods) {
-      if (!h.deployed || !h.running) problems.push(`Deployment ${h.name} is not available! Message: ${h.message ?? 'not running'}`);
-      continue;
-    }
-    if (!h.running) continue; // already reported under Deployments
-    if (!h.ready) problems.push(`Pod ${h.name} is not ready! Message: ${h.message ?? 'not ready'}`);
-    else if (h.name !== 'envoy' && h.version && h.version !== clientVersion) {
-      problems.push(`Pod ${h.name} runs version ${h.version}, legatectl is ${clientVersion}`);
-    }
-  }
-  return problems;
-}
-
 function resourceProblems(items: ListedResource[], words: string): string[] {
   const problems: string[] = [];
   for (const r of items) {
@@ -82,9 +66,21 @@ function resourceProblems(items: ListedResource[], words: string): string[] {
       else if (st.state === 'Pending')
         problems.push(`Found ${words} that is still pending by '${by}': ${r.metadata.namespace} ${r.metadata.name}`);
     }
+    // on a cluster, a status written for an older generation means the latest edit is not processed yet
+    const seen = r.status.observedGeneration;
+    const generation = r.metadata.generation;
+    if (typeof seen === 'number' && typeof generation === 'number' && seen < generation) {
+      problems.push(
+        `Found ${words} whose status is for generation ${seen}, not its current ${generation} (the controller has not ` +
+          `processed its latest change): ${r.metadata.namespace} ${r.metadata.name}`,
+      );
+    }
   }
   return problems;
 }
+
+/** `gateway-proxy.legate-system`, with the pod on a cluster */
+const proxyName = (proxy: ProxyInfo): string => `${proxy.namespace}.${proxy.name}${proxy.pod ? ` (pod ${proxy.pod})` : ''}`;
 
 async function xdsProblems(backend: Backend): Promise<string[]> {
   const problems: string[] = [];
@@ -92,17 +88,16 @@ async function xdsProblems(backend: Backend): Promise<string[]> {
   for (const proxy of await backend.proxies()) {
     let connected: boolean;
     try {
-      const res = await fetch(`${proxy.adminUrl}/stats?filter=${encodeURIComponent('^control_plane\\.connected_state$')}`, {
-        signal: AbortSignal.timeout(3000),
-      });
-      connected = /control_plane\.connected_state: 1/.test(await res.text());
-    } catch {
-      problems.push(`Cannot reach the admin interface of proxy ${proxy.namespace}.${proxy.name} at ${proxy.adminUrl}`);
+      const stats = await backend.proxyAdmin(proxy, `/stats?filter=${encodeURIComponent('^control_plane\\.connected_state$')}`);
+      connected = /control_plane\.connected_state: 1/.test(stats);
+    } catch (err) {
+      const why = backend.mode === 'kubernetes' && err instanceof Error ? `: ${err.message}` : '';
+      problems.push(`Cannot reach the admin interface of proxy ${proxyName(proxy)} at ${proxy.adminUrl}${why}`);
       continue;
     }
-    if (!connected) problems.push(`Proxy ${proxy.namespace}.${proxy.name} is not connected to the Legate control plane`);
+    if (!connected) problems.push(`Proxy ${proxyName(proxy)} is not connected to the Legate control plane`);
     const streams = connections.filter((c) => c.role === proxy.role);
-    if (connected && !streams.length) problems.push(`Proxy ${proxy.namespace}.${proxy.name} has no xDS stream for role ${proxy.role}`);
+    if (connected && !streams.length) problems.push(`Proxy ${proxyName(proxy)} has no xDS stream for role ${proxy.role}`);
     for (const c of streams) {
       for (const [typeUrl, t] of Object.entries(c.types)) {
         if (t.lastNack && t.lastNack.version === t.sentVersion) {
@@ -124,32 +119,17 @@ export async function runCheck(
   print: (line: string) => void,
 ): Promise<CheckReport> {
   const report: CheckReport = { resources: [], messages: [], errors: [] };
-  let health: ComponentHealth[] | undefined;
-  const all = await backend.api<ListedResource[]>('/api/v1/resources');
+  const listing = await backend.resources();
+  const all = listing.items;
   for (const check of CHECKS) {
     if (exclude.has(check.exclude)) continue;
     let problems: string[];
-    if (check.title === 'Deployments' || check.title === 'Pods') {
-      health ??= await backend.components();
-      problems = componentProblems(health, check.title === 'Pods', clientVersion);
-    } else if (check.title === 'xds metrics') {
-      problems = await xdsProblems(backend);
-    } else if (check.title === 'config files') {
-      const errors = await backend.api<{ origin: string; message: string }[]>('/api/v1/errors');
-      problems = errors.map((e) => `Found a problem in the config files: ${e.origin}: ${e.message}`);
-      // a document of a kind no check covers (a misspelt kind) is a problem of its file
-      for (const r of all.filter((x) => !CHECKED_KINDS.has(x.kind) && !isKnownKind(x.kind))) {
-        const reason = Object.values(r.status?.statuses ?? {})[0]?.reason ?? `unknown kind ${JSON.stringify(r.kind)}`;
-        problems.push(`Found a problem in the config files: ${r.kind} ${r.metadata.namespace}.${r.metadata.name}: ${reason}`);
-      }
-      // a controller on a cluster says when it cannot read it (older controllers have no such endpoint)
-      const source = await backend.api<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined);
-      for (const p of source?.problems ?? []) problems.push(`The resource source (${source?.description}) is not current: ${p}`);
-    } else {
-      problems = resourceProblems(
-        all.filter((r) => r.kind === check.kind),
-        check.words,
-      );
+    try {
+      problems = await checkOne(backend, check, all, listing.unavailable, clientVersion);
+    } catch (err) {
+      // one check that cannot be done is its problem, not the end of the others
+      if (!(err instanceof CliError)) throw err;
+      problems = [err.message];
     }
     const status = problems.length ? `${problems.length} Errors!` : 'OK';
     print(`Checking ${check.title}... ${status}`);
@@ -157,4 +137,38 @@ export async function runCheck(
     report.errors.push(...problems);
   }
   return report;
+}
+
+async function checkOne(
+  backend: Backend,
+  check: (typeof CHECKS)[number],
+  all: readonly ListedResource[],
+  unavailable: readonly { kinds: readonly string[]; reason: string }[],
+  clientVersion: string,
+): Promise<string[]> {
+  if (check.title === 'Deployments' || check.title === 'Pods') {
+    return backend.componentProblems(check.title === 'Deployments' ? 'deployments' : 'pods', clientVersion);
+  }
+  if (check.title === 'xds metrics') return xdsProblems(backend);
+  if (check.title === 'config files') {
+    const errors = await backend.api<{ origin: string; message: string }[]>('/api/v1/errors');
+    const problems = errors.map((e) => `Found a problem in the config files: ${e.origin}: ${e.message}`);
+    // a document of a kind no check covers (a misspelt kind) is a problem of its file
+    for (const r of all.filter((x) => !CHECKED_KINDS.has(x.kind) && !isKnownKind(x.kind))) {
+      const reason = Object.values(r.status?.statuses ?? {})[0]?.reason ?? `unknown kind ${JSON.stringify(r.kind)}`;
+      problems.push(`Found a problem in the config files: ${r.kind} ${r.metadata.namespace}.${r.metadata.name}: ${reason}`);
+    }
+    // a controller on a cluster says when it cannot read it (older controllers have no such endpoint)
+    const source = await backend.api<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined);
+    for (const p of source?.problems ?? []) problems.push(`The resource source (${source?.description}) is not current: ${p}`);
+    return problems;
+  }
+  const kind: string = check.kind;
+  return [
+    ...unavailable.filter((u) => u.kinds.includes(kind)).map((u) => `Cannot read the ${check.words} resources: ${u.reason}`),
+    ...resourceProblems(
+      all.filter((r) => r.kind === kind),
+      check.words,
+    ),
+  ];
 }

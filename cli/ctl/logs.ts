@@ -14,14 +14,18 @@ export function isErrorLine(line: string): boolean {
   return /\]\[(error|critical)\]|\[(error|critical)\]/.test(line);
 }
 
-export function readLog(path: string, errorsOnly: boolean): string {
-  const text = fs.readFileSync(path, 'utf8');
-  if (!errorsOnly) return text;
+/** The error lines of a log's text (see isErrorLine), each ending in a newline. */
+export function errorLines(text: string): string {
   return text
     .split('\n')
     .filter((l) => l && isErrorLine(l))
     .map((l) => l + '\n')
     .join('');
+}
+
+export function readLog(path: string, errorsOnly: boolean): string {
+  const text = fs.readFileSync(path, 'utf8');
+  return errorsOnly ? errorLines(text) : text;
 }
 
 /** Prints new lines appended to `path` until the process is stopped. */
