@@ -5,18 +5,22 @@ import { endQuietlyOnClosedPipe, exitAfterFlush } from './exit.js';
 import { UsageError, booleanAssignments } from './flags.js';
 import { stringify } from 'yaml';
 import { VERSION } from '../common/version.js';
-import { KINDS, kindFromUserInput } from '../controller/api/kinds.js';
-import { CliError, FileBackend, type Backend, type ListedResource, type ProxyInfo } from './ctl/backend.js';
+import { KINDS, kindFromUserInput, kindInfo } from '../controller/api/kinds.js';
+import { CliError, FileBackend, pickProxy, type Backend, type ListedResource } from './ctl/backend.js';
 import { EXCLUDE_NAMES, runCheck } from './ctl/check.js';
 import { install, uninstall } from './ctl/install.js';
-import { follow, readLog } from './ctl/logs.js';
+import { DEFAULT_INSTALL_NAMESPACE, KubeBackend } from './ctl/kube-backend.js';
+import { defaultKubeconfig } from './ctl/kube-client.js';
+import { errorLines } from './ctl/logs.js';
+import { chooseBackend } from './ctl/select.js';
+import { findStateDir, readRunState } from './paths.js';
 
 const USAGE = `Usage: legatectl <command> [flags]
 
 Commands:
   check [-x NAMES] [-o table|json]        health of components, resources and proxies
   get KIND [NAME] [-n NS] [-o table|yaml|json]   resources with their status
-  proxy url [--port http|https]           address of the gateway proxy
+  proxy url [--port http|https] [-l]      address of the gateway proxy
   proxy served-config                     what the xDS server serves to the proxy's role
   proxy dump [--include-eds]              Envoy's /config_dump
   proxy logs [-f] [--debug=false]         Envoy's log (sets its level to debug first)
@@ -28,8 +32,15 @@ Commands:
   uninstall [-n NS] [--all]               remove the release (--all: also the CRDs and the namespace)
 
 Global flags:
+  --backend auto|file|kubernetes   a local 'legate run' or a cluster (default auto: a local one when found from
+                                   here, else the cluster of the default kubeconfig; LEGATE_BACKEND)
   --controller URL   controller API (default: from .legate/run.json, else http://127.0.0.1:9095)
   --state-dir DIR    where 'legate run' keeps its state (default .legate)
+  --kubeconfig PATH  the cluster's kubeconfig (default KUBECONFIG, else ~/.kube/config, else in-cluster)
+  --kube-context NAME                the kubeconfig context (default its current context)
+  --install-namespace NS, or -n on check, proxy, debug and version
+                     where Legate is installed in the cluster (default LEGATE_NAMESPACE, else ${DEFAULT_INSTALL_NAMESPACE})
+  --pod-selector LABEL (-p on check)  Legate's pods (default legate)
 
 Kinds: ${Object.values(KINDS)
   .map((k) => k.plural)
@@ -38,14 +49,66 @@ Kinds: ${Object.values(KINDS)
 const GLOBAL = {
   controller: { type: 'string' },
   'state-dir': { type: 'string' },
+  backend: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'kube-context': { type: 'string' },
+  'install-namespace': { type: 'string' },
+  'pod-selector': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
+
+type GlobalValues = { [K in Exclude<keyof typeof GLOBAL, 'help'>]?: string | undefined };
 
 type Out = (text: string) => void;
 const out: Out = (t) => process.stdout.write(t);
 
-function backendFrom(values: { controller?: string | undefined; 'state-dir'?: string | undefined }): Backend {
-  return FileBackend.open({ controller: values.controller, stateDir: values['state-dir'] });
+/**
+ * The backend for this command (cli/ctl/select.ts decides which). `installNamespace`: -n on the
+ * commands where it names the install namespace, as glooctl's -n does (check, proxy, debug, version);
+ * `alsoFileFilter`: with a local `legate run` it filters instead (proxy -n: the proxy's namespace).
+ */
+function backendFrom(
+  values: GlobalValues,
+  installNamespace?: { flag: string; value: string | undefined; alsoFileFilter?: boolean },
+): Backend {
+  const given = (names: readonly [string, string | undefined][]): string[] => names.filter(([, v]) => v).map(([n]) => n);
+  const kubeFlags = given([
+    ['--kubeconfig', values.kubeconfig],
+    ['--kube-context', values['kube-context']],
+    ['--install-namespace', values['install-namespace']],
+    ['--pod-selector', values['pod-selector']],
+  ]);
+  const fileFlags = given([
+    ['--state-dir', values['state-dir']],
+    ['--controller', values.controller],
+    ['LEGATE_STATE_DIR', process.env['LEGATE_STATE_DIR']],
+    ['LEGATE_CONTROLLER', process.env['LEGATE_CONTROLLER']],
+  ]);
+  const choice = chooseBackend(
+    { backend: values.backend ?? (process.env['LEGATE_BACKEND'] || undefined), kubeFlags, fileFlags },
+    {
+      localRun: () => {
+        const found = findStateDir();
+        return { found: readRunState(found.dir) !== undefined, tried: found.tried };
+      },
+      kubeconfig: defaultKubeconfig,
+    },
+  );
+  if (choice.backend === 'file') {
+    if (installNamespace?.value && !installNamespace.alsoFileFilter) {
+      throw new UsageError(
+        `${installNamespace.flag} names the install namespace in a cluster; this is a local 'legate run' (file backend)`,
+      );
+    }
+    return FileBackend.open({ controller: values.controller, stateDir: values['state-dir'] });
+  }
+  return new KubeBackend({
+    kubeconfig: values.kubeconfig,
+    context: values['kube-context'],
+    namespace: installNamespace?.value ?? values['install-namespace'] ?? (process.env['LEGATE_NAMESPACE'] || DEFAULT_INSTALL_NAMESPACE),
+    podSelector: values['pod-selector'] ?? 'legate',
+    chosenBecause: choice.because,
+  });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -98,18 +161,23 @@ async function warnOnVersionSkew(backend: Backend): Promise<void> {
 }
 
 async function version(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...GLOBAL, output: { type: 'string', short: 'o', default: 'table' } } });
+  const { values } = parseArgs({
+    args,
+    options: { ...GLOBAL, namespace: { type: 'string', short: 'n' }, output: { type: 'string', short: 'o', default: 'table' } },
+  });
   if (!['table', 'yaml', 'json'].includes(values.output)) {
     throw new UsageError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
   }
-  const backend = backendFrom(values);
+  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
   const server = await serverVersion(backend);
-  const both = { client: VERSION, server: server ?? null };
+  const kubernetes = backend.mode === 'kubernetes' ? await backend.platformVersion() : undefined;
+  const both = { client: VERSION, server: server ?? null, ...(backend.mode === 'kubernetes' ? { kubernetes: kubernetes ?? null } : {}) };
   if (values.output === 'json') out(JSON.stringify(both, null, 2) + '\n');
   else if (values.output === 'yaml') out(stringify(both));
   else {
     out(`Client version: ${VERSION}\n`);
     out(server ? `Server version: ${server}\n` : 'Server: version undefined, could not find any version of legate running\n');
+    if (kubernetes) out(`Kubernetes version: ${kubernetes}\n`);
   }
   await warnOnVersionSkew(backend);
   return 0;
@@ -124,10 +192,15 @@ async function check(args: string[]): Promise<number> {
       ...GLOBAL,
       exclude: { type: 'string', short: 'x', multiple: true },
       output: { type: 'string', short: 'o', default: 'table' },
+      namespace: { type: 'string', short: 'n' },
+      'pod-selector': { type: 'string', short: 'p' },
     },
   });
   if (values.help) {
-    out(`Usage: legatectl check [-x NAME[,NAME]] [-o table|json]\nExclude names: ${EXCLUDE_NAMES.join(', ')}\n`);
+    out(
+      `Usage: legatectl check [-x NAME[,NAME]] [-o table|json] [-n INSTALL_NAMESPACE] [-p POD_LABEL]\n` +
+        `Exclude names: ${EXCLUDE_NAMES.join(', ')}\n`,
+    );
     return 0;
   }
   if (!['table', 'json'].includes(values.output)) throw new CliError(`-o: expected table or json, got ${JSON.stringify(values.output)}`);
@@ -139,7 +212,7 @@ async function check(args: string[]): Promise<number> {
   );
   for (const x of exclude)
     if (!EXCLUDE_NAMES.includes(x)) throw new CliError(`-x: unknown check ${JSON.stringify(x)}; one of ${EXCLUDE_NAMES.join(', ')}`);
-  const backend = backendFrom(values);
+  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
   await warnOnVersionSkew(backend);
   const json = values.output === 'json';
   const report = await runCheck(backend, exclude, VERSION, (line) => {
@@ -216,12 +289,14 @@ async function get(args: string[]): Promise<number> {
   if (!kind) throw new CliError(`get: unknown kind ${JSON.stringify(kindArg)}`);
   if (!['table', 'yaml', 'json'].includes(values.output))
     throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
-  const q = new URLSearchParams({ kind });
-  if (values.namespace) q.set('namespace', values.namespace);
-  if (name) q.set('name', name);
   const backend = backendFrom(values);
   await warnOnVersionSkew(backend);
-  const items = await backend.api<ListedResource[]>(`/api/v1/resources?${q}`);
+  const { items, unavailable } = await backend.resources({ kind, namespace: values.namespace, name });
+  // the kind cannot be read at all (the controller or a CRD is missing): say why rather than list nothing
+  if (unavailable.length && !items.length)
+    throw new CliError(`cannot list ${kindInfo(kind).plural}: ${unavailable.map((u) => u.reason).join('; ')}`);
+  for (const u of unavailable) process.stderr.write(`legatectl: not shown: ${u.kinds.join(', ')}: ${u.reason}\n`);
+  if (name && !items.length) throw new CliError(`${kind} ${values.namespace ? values.namespace + '.' : ''}${name} not found`);
   items.sort((a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name));
   const shown: unknown = name && items.length === 1 ? items[0] : items;
   if (values.output === 'json') out(JSON.stringify(shown, null, 2) + '\n');
@@ -233,36 +308,15 @@ async function get(args: string[]): Promise<number> {
 // ---- proxy ----
 
 const PROXY_USAGE = `Usage: legatectl proxy <url|served-config|dump|logs|stats> [flags]
-  common flags: -n NAMESPACE, --name PROXY (default: the gateway proxy of 'legate run')`;
-
-async function pickProxy(backend: Backend, namespace: string | undefined, name: string | undefined): Promise<ProxyInfo> {
-  const proxies = await backend.proxies();
-  const match = proxies.filter((p) => (!namespace || p.namespace === namespace) && (!name || p.name === name));
-  const found = match[0];
-  if (!found) {
-    const known = proxies.map((p) => `${p.namespace}.${p.name}`).join(', ') || 'none';
-    throw new CliError(`no gateway proxy ${namespace ?? '*'}.${name ?? '*'} (known: ${known})`);
-  }
-  return found;
-}
-
-async function adminFetch(proxy: ProxyInfo, pathAndQuery: string, init?: RequestInit): Promise<string> {
-  let res: Response;
-  try {
-    res = await fetch(`${proxy.adminUrl}${pathAndQuery}`, { signal: AbortSignal.timeout(10_000), ...init });
-  } catch {
-    throw new CliError(`cannot reach Envoy's admin interface at ${proxy.adminUrl} (is the proxy running?)`);
-  }
-  const text = await res.text();
-  if (!res.ok) throw new CliError(`Envoy admin ${pathAndQuery}: HTTP ${res.status}: ${text.trim()}`);
-  return text;
-}
+  common flags: -n NAMESPACE, --name PROXY (default: the gateway proxy of 'legate run'; on a cluster,
+  the install namespace and gateway-proxy)
+  url: --port http|https (a port name of the Service on a cluster), -l for a node port on a node's address`;
 
 async function proxy(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   const { values } = parseArgs({
     // glooctl users type --debug=false
-    args: booleanAssignments(rest, ['include-eds', 'follow', 'debug', 'help']),
+    args: booleanAssignments(rest, ['include-eds', 'follow', 'debug', 'help', 'local-cluster']),
     options: {
       ...GLOBAL,
       namespace: { type: 'string', short: 'n' },
@@ -271,6 +325,7 @@ async function proxy(args: string[]): Promise<number> {
       'include-eds': { type: 'boolean' },
       follow: { type: 'boolean', short: 'f' },
       debug: { type: 'boolean', short: 'd', default: true },
+      'local-cluster': { type: 'boolean', short: 'l' },
     },
     allowNegative: true,
   });
@@ -278,17 +333,18 @@ async function proxy(args: string[]): Promise<number> {
     out(PROXY_USAGE + '\n');
     return sub ? 0 : 1;
   }
-  const backend = backendFrom(values);
+  // on a cluster, -n is where the proxy's pods and Service are (its role is <namespace>~<name>)
+  const backend = backendFrom(values, { flag: '-n', value: values.namespace, alsoFileFilter: true });
+  const selector = { namespace: values.namespace, name: values.name };
   await warnOnVersionSkew(backend);
-  const p = await pickProxy(backend, values.namespace, values.name);
+  if (sub === 'url') {
+    const { url, note } = await backend.proxyUrl(selector, values.port, values['local-cluster'] ?? false);
+    if (note) process.stderr.write(`legatectl: ${note}\n`);
+    out(url + '\n');
+    return 0;
+  }
+  const p = await pickProxy(backend, selector);
   switch (sub) {
-    case 'url': {
-      if (values.port !== 'http' && values.port !== 'https') throw new CliError(`--port: expected http or https`);
-      const url = values.port === 'https' ? p.httpsUrl : p.httpUrl;
-      if (!url) throw new CliError(`proxy ${p.namespace}.${p.name} has no ${values.port} port`);
-      out(url + '\n');
-      return 0;
-    }
     case 'served-config': {
       const served = await backend.api<Record<string, Record<string, unknown[]>>>(`/api/v1/served?role=${encodeURIComponent(p.role)}`);
       const types = served[p.role];
@@ -307,22 +363,17 @@ async function proxy(args: string[]): Promise<number> {
       return 0;
     }
     case 'dump':
-      out(await adminFetch(p, `/config_dump${values['include-eds'] ? '?include_eds' : ''}`));
+      out(await backend.proxyAdmin(p, `/config_dump${values['include-eds'] ? '?include_eds' : ''}`));
       return 0;
     case 'stats':
-      out(await adminFetch(p, '/stats'));
+      out(await backend.proxyAdmin(p, '/stats'));
       return 0;
     case 'logs': {
-      if (!p.log) throw new CliError(`no log file known for proxy ${p.namespace}.${p.name}`);
       if (values.debug) {
-        await adminFetch(p, '/logging?level=debug', { method: 'POST' });
-        process.stderr.write(
-          `Envoy's log level is now debug. Set it back to info when you are done:\n  curl -X POST '${p.adminUrl}/logging?level=info'\n`,
-        );
+        await backend.proxyAdmin(p, '/logging?level=debug', 'POST');
+        process.stderr.write(`Envoy's log level is now debug. Set it back to info when you are done:\n  ${backend.logLevelResetHint(p)}\n`);
       }
-      const text = fs.readFileSync(p.log, 'utf8');
-      out(text);
-      if (values.follow) await follow(p.log, Buffer.byteLength(text), out);
+      await backend.proxyLog(p, values.follow ?? false, out);
       return 0;
     }
     default:
@@ -336,29 +387,46 @@ async function debug(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   const { values } = parseArgs({
     args: rest,
-    options: { ...GLOBAL, file: { type: 'string', short: 'f' }, 'errors-only': { type: 'boolean' } },
+    options: {
+      ...GLOBAL,
+      file: { type: 'string', short: 'f' },
+      'errors-only': { type: 'boolean' },
+      namespace: { type: 'string', short: 'n' },
+    },
   });
   if (values.help || !sub) {
-    out('Usage: legatectl debug logs [-f FILE] [--errors-only] | legatectl debug yaml [-f FILE]\n');
+    out('Usage: legatectl debug logs [-f FILE] [--errors-only] | legatectl debug yaml [-f FILE]   [-n INSTALL_NAMESPACE]\n');
     return sub ? 0 : 1;
   }
-  const backend = backendFrom(values);
-  let text: string;
+  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
+  let text = '';
+  let failed = false;
   if (sub === 'logs') {
-    text = backend
-      .logs()
-      .map((l) => `--- ${l.component} (${l.path}) ---\n${readLog(l.path, values['errors-only'] ?? false)}`)
-      .join('');
+    for (const l of await backend.logs()) {
+      try {
+        const log = await l.read();
+        text += `--- ${l.title} ---\n${values['errors-only'] ? errorLines(log) : log}`;
+      } catch (err) {
+        // one unreadable log does not hide the others; the exit code says something was missing
+        if (!(err instanceof CliError)) throw err;
+        process.stderr.write(`legatectl: ${err.message}\n`);
+        failed = true;
+      }
+    }
   } else if (sub === 'yaml') {
     await warnOnVersionSkew(backend);
-    const items = await backend.api<ListedResource[]>('/api/v1/resources');
+    const { items, unavailable } = await backend.resources();
+    for (const u of unavailable) process.stderr.write(`legatectl: not included: ${u.kinds.join(', ')}: ${u.reason}\n`);
     items.sort(
       (a, b) =>
         a.kind.localeCompare(b.kind) ||
         a.metadata.namespace.localeCompare(b.metadata.namespace) ||
-        a.metadata.name.localeCompare(b.metadata.name),
+        a.metadata.name.localeCompare(b.metadata.name) ||
+        a.apiVersion.localeCompare(b.apiVersion),
     );
-    text = items.map((r) => stringify(r, { lineWidth: 0 })).join('---\n');
+    const install = await backend.installObjects();
+    for (const p of install.problems) process.stderr.write(`legatectl: not included: ${p}\n`);
+    text = [...install.objects, ...items].map((r) => stringify(r, { lineWidth: 0 })).join('---\n');
   } else {
     throw new CliError(`unknown debug command ${JSON.stringify(sub)}; use logs or yaml`);
   }
@@ -366,7 +434,7 @@ async function debug(args: string[]): Promise<number> {
     fs.writeFileSync(values.file, text);
     process.stderr.write(`wrote ${values.file}\n`);
   } else out(text);
-  return 0;
+  return failed ? 1 : 0;
 }
 
 endQuietlyOnClosedPipe();
