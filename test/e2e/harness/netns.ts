@@ -9,6 +9,8 @@ import { stopProcess } from './util.js';
 export interface TestHost {
   /** the namespace's address, e.g. 198.18.7.2 */
   address: string;
+  /** this side's end of the pair, e.g. 198.18.7.1: a non-loopback local address to bind test servers to */
+  hostAddress: string;
   /** Runs a command inside the namespace (stopped by remove()). */
   spawn(command: string, args: string[]): ChildProcess;
   remove(): Promise<void>;
@@ -47,6 +49,7 @@ export function createTestHost(): TestHost {
   }
   return {
     address,
+    hostAddress,
     spawn(command, args) {
       const child = spawn('ip', ['netns', 'exec', ns, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(child);

@@ -1,0 +1,389 @@
+// legatectl's Kubernetes backend against a real kube-apiserver, a controller with --source kubernetes
+// and a real Envoy. The cluster has no kubelet or controller-manager, so the test writes what they
+// would: Deployment and Pod statuses, the Service's load balancer address. The Pods' IP is this
+// side of a veth pair (198.18.0.0/15), where Envoy's admin and (through a relay) the controller API
+// listen: the API server's pod proxy dials it, as it dials a real pod. legatectl runs as a user with
+// exactly the rights docs/kubernetes.md lists, so a missing one fails a test.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './harness/gateway.js';
+import {
+  controllerKubeconfig,
+  installCrds,
+  startKubeApiServer,
+  startKubeController,
+  type KubeApiServer,
+  type KubeController,
+} from './harness/kube.js';
+import {
+  createDeployment,
+  createNode,
+  createPod,
+  setDeploymentAvailable,
+  setLoadBalancerIngress,
+  setPodState,
+  startRelay,
+} from './harness/kube-workloads.js';
+import { createTestHost, type TestHost } from './harness/netns.js';
+import { eventually, freePort, stopProcess } from './harness/util.js';
+
+const LEGATE = path.join(ROOT, 'bin', 'legate.js');
+const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
+const NS = 'legate-system';
+
+let kube: KubeApiServer;
+let dir: string;
+let controller: KubeController;
+let host: TestHost;
+let envoy: ChildProcess | undefined;
+let relay: { port: number; close(): Promise<void> } | undefined;
+let adminPort: number;
+let kubeconfig: string;
+const lbAddress = '198.18.254.10'; // from the test range; never contacted
+
+/** legatectl as the `reader` user (docs/kubernetes.md's rights), from a directory with no `legate run` */
+function ctl(args: string[], env: Record<string, string> = {}): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [LEGATECTL, ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, LEGATE_STATE_DIR: '', LEGATE_CONTROLLER: '', LEGATE_BACKEND: '', KUBECONFIG: '', LEGATE_NAMESPACE: '', ...env },
+  });
+  return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+}
+const kctl = (...args: string[]) => ctl([...args, '--kubeconfig', kubeconfig, '--kube-context', 'reader']);
+
+async function envoyAdmin(pathAndQuery: string, method = 'GET'): Promise<string> {
+  return (await fetch(`http://${host.hostAddress}:${adminPort}${pathAndQuery}`, { method })).text();
+}
+
+/** The rights docs/kubernetes.md says legatectl needs (the YAML block after `<!-- legatectl-rbac -->`). */
+function documentedRbac(): string {
+  const doc = fs.readFileSync(path.join(ROOT, 'docs', 'kubernetes.md'), 'utf8');
+  const m = /<!-- legatectl-rbac -->\s*```yaml\n([\s\S]*?)```/.exec(doc);
+  if (!m?.[1]) throw new Error('docs/kubernetes.md has no legatectl-rbac YAML block');
+  return m[1];
+}
+
+function writeKubeconfig(file: string, users: Record<string, string>, current: string): void {
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{ name: test, cluster: { server: "${kube.url}", insecure-skip-tls-verify: true } }]`,
+      `users: [${Object.entries(users).map(([n, t]) => `{ name: ${n}, user: { token: ${t} } }`)}]`,
+      `contexts: [${Object.keys(users).map((n) => `{ name: ${n}, context: { cluster: test, user: ${n} } }`)}]`,
+      `current-context: ${current}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+const proxyPod = {
+  name: 'gateway-proxy-7d9f8-abcde',
+  labels: { app: 'legate', legate: 'gateway-proxy', 'gateway-proxy-id': 'gateway-proxy' },
+};
+const controllerPod = { name: 'legate-controller-5c6b7-fghij', labels: { app: 'legate', legate: 'controller' } };
+
+const action = (upstream?: string) =>
+  upstream
+    ? `routeAction: { single: { upstream: { name: ${upstream}, namespace: ${NS} } } }`
+    : 'directResponseAction: { status: 200, body: ok }';
+const vs = (name: string, domain: string, upstream?: string) => `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: ${name}, namespace: default }
+spec:
+  virtualHost:
+    domains: [${domain}]
+    routes:
+      - matchers: [{ prefix: / }]
+        ${action(upstream)}
+`;
+
+beforeAll(async () => {
+  kube = await startKubeApiServer();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-ctl-'));
+  installCrds(kube);
+  const asController = controllerKubeconfig(kube, dir); // creates legate-system too
+  controller = await startKubeController(kube, dir, 'controller', [], asController);
+  host = createTestHost();
+
+  // Envoy, its admin interface on the pod address; the controller API reached there through a relay
+  adminPort = await freePort();
+  const bootstrap = spawnSync(
+    process.execPath,
+    [LEGATE, 'bootstrap', '--xds-port', String(controller.ports.xds), '--admin-host', host.hostAddress, '--admin-port', String(adminPort)],
+    { encoding: 'utf8' },
+  ).stdout;
+  fs.writeFileSync(path.join(dir, 'envoy.yaml'), bootstrap);
+  const log = fs.openSync(path.join(dir, 'envoy.log'), 'a');
+  envoy = spawn(
+    path.join(ROOT, '.venv/bin/envoy'),
+    ['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'info', '--base-id', String(adminPort)],
+    { stdio: ['ignore', log, log] },
+  );
+  fs.closeSync(log);
+  await eventually('Envoy admin', async () => ((await envoyAdmin('/ready').catch(() => '')).startsWith('LIVE') ? true : undefined), 30_000);
+  relay = await startRelay(host.hostAddress, controller.ports.api);
+
+  // what the chart installs and the kubelet and controller-manager would report (the latter also
+  // creates each namespace's default ServiceAccount, which a Pod needs)
+  kube.kubectl(['create', 'serviceaccount', 'default', '-n', NS]);
+  // the pods' node: its "kubelet" is a port on the test address where nothing listens
+  await createNode(kube, 'node-1', host.hostAddress, await freePort());
+  await createDeployment(kube, NS, 'gateway-proxy', { legate: 'gateway-proxy' });
+  await createDeployment(kube, NS, 'legate-controller', { legate: 'controller' });
+  for (const d of ['gateway-proxy', 'legate-controller']) await setDeploymentAvailable(kube, NS, d, true);
+  await createPod(kube, { ...proxyPod, namespace: NS, nodeName: 'node-1', containers: { envoy: { admin: adminPort, http: 8080 } } });
+  await setPodState(kube, NS, proxyPod.name, ['envoy'], { ready: true, podIP: host.hostAddress });
+  await createPod(kube, {
+    ...controllerPod,
+    namespace: NS,
+    nodeName: 'node-1',
+    containers: { controller: { api: relay.port, xds: 9977 } },
+  });
+  await setPodState(kube, NS, controllerPod.name, ['controller'], { ready: true, podIP: host.hostAddress });
+  kube.kubectl(['apply', '-f', '-'], {
+    input: `apiVersion: v1
+kind: Service
+metadata: { name: gateway-proxy, namespace: ${NS}, labels: { legate: gateway-proxy } }
+spec:
+  type: LoadBalancer
+  selector: { legate: gateway-proxy }
+  ports: [{ name: http, port: 80, targetPort: 8080 }, { name: https, port: 443, targetPort: 8443 }]
+`,
+  });
+
+  // the user legatectl runs as: exactly the documented rights, bound to a ServiceAccount
+  kube.kubectl(['apply', '-f', '-'], { input: documentedRbac() });
+  kube.kubectl(['create', 'serviceaccount', 'reader', '-n', 'default']);
+  kube.kubectl(['create', 'clusterrolebinding', 'legatectl-reader', '--clusterrole', 'legatectl', '--serviceaccount', 'default:reader']);
+  kube.kubectl(['create', 'rolebinding', 'legatectl-reader', '-n', NS, '--role', 'legatectl', '--serviceaccount', 'default:reader']);
+  kube.kubectl(['create', 'serviceaccount', 'nobody', '-n', 'default']);
+  const token = (sa: string) => kube.kubectl(['create', 'token', sa, '-n', 'default', '--duration', '1h']).stdout.trim();
+  kubeconfig = path.join(dir, 'legatectl.kubeconfig');
+  writeKubeconfig(kubeconfig, { admin: kube.token, reader: token('reader'), nobody: token('nobody') }, 'admin');
+
+  kube.kubectl(['apply', '-f', '-'], { input: vs('shop', 'shop.example.com') });
+  await eventually(
+    'shop Accepted',
+    () =>
+      kube.kubectl(['get', 'virtualservices.gateway.solo.io', 'shop', '-o', 'jsonpath={.status.state}']).stdout === 'Accepted'
+        ? true
+        : undefined,
+    30_000,
+  );
+}, 300_000);
+
+afterAll(async () => {
+  if (envoy) await stopProcess(envoy);
+  await relay?.close();
+  await host?.remove();
+  await controller?.stop();
+  await kube?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe.sequential('legatectl on a cluster', () => {
+  it('check: Deployments and Pods from the API server, every kind from its status, the proxy through the pod proxy', async () => {
+    const r = await eventually(
+      'a clean check',
+      () => {
+        const x = kctl('check');
+        return x.status === 0 ? x : undefined;
+      },
+      30_000,
+    ).catch(() => kctl('check'));
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(0, 12)).toEqual(
+      ['Deployments', 'Pods', 'Upstreams', 'UpstreamGroups', 'AuthConfigs', 'RateLimitConfigs', 'VirtualHostOptions', 'RouteOptions']
+        .concat(['Secrets', 'VirtualServices', 'Gateways', 'Proxies'])
+        .map((k) => `Checking ${k}... OK`),
+    );
+    expect(r.stdout).toContain('Checking xds metrics... OK');
+    expect(lines.at(-1)).toBe('No problems detected.');
+    expect(r.status).toBe(0);
+  });
+
+  it('check: an unavailable Deployment, a pod in CrashLoopBackOff and a rejected VirtualService, glooctl-style', async () => {
+    await setDeploymentAvailable(kube, NS, 'gateway-proxy', false);
+    await createPod(kube, {
+      name: 'extauth-6f7d-klmno',
+      namespace: NS,
+      labels: { app: 'legate', legate: 'extauth' },
+      containers: { extauth: {} },
+    });
+    await setPodState(kube, NS, 'extauth-6f7d-klmno', ['extauth'], {
+      ready: false,
+      waiting: {
+        container: 'extauth',
+        reason: 'CrashLoopBackOff',
+        message: 'back-off 40s restarting failed container=extauth',
+        restarts: 4,
+      },
+    });
+    kube.kubectl(['apply', '-f', '-'], { input: vs('broken', 'broken.example.com', 'missing') });
+    const r = await eventually(
+      'the rejection',
+      () => {
+        const x = kctl('check');
+        return x.stdout.includes('Checking VirtualServices... 1 Errors!') ? x : undefined;
+      },
+      30_000,
+    );
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('Checking Deployments... 1 Errors!');
+    expect(r.stdout).toContain(
+      `Deployment gateway-proxy in namespace ${NS} is not available! Message: Deployment does not have minimum availability.`,
+    );
+    expect(r.stdout).toContain('Checking Pods... 1 Errors!');
+    expect(r.stdout).toContain(
+      `Pod extauth-6f7d-klmno in namespace ${NS} is not ready! Message: container extauth is waiting: CrashLoopBackOff ` +
+        '(back-off 40s restarting failed container=extauth), restarted 4 times',
+    );
+    expect(r.stdout).toMatch(/Found rejected virtual service by 'legate-system': default broken \(Reason: .*missing.*\)/);
+    expect(r.stdout).not.toContain('No problems detected.');
+    const j = kctl('check', '-o', 'json');
+    expect(j.status).toBe(1);
+    expect(JSON.parse(j.stdout).resources).toContainEqual({ name: 'Pods', status: '1 Errors!' });
+    expect(kctl('check', '-x', 'deployments,pods,virtual-services').status).toBe(0);
+    // a pod selector that matches nothing is a problem too, not a silent OK
+    expect(kctl('check', '-p', 'legate=nothing').stdout).toContain('No pods with label legate=nothing found in namespace legate-system');
+
+    await setDeploymentAvailable(kube, NS, 'gateway-proxy', true);
+    kube.kubectl(['delete', 'pod', 'extauth-6f7d-klmno', '-n', NS, '--wait=false']);
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'broken']);
+    await eventually('a clean check again', () => (kctl('check').status === 0 ? true : undefined), 30_000);
+  });
+
+  it('get: resources and their statuses as stored in the API server, Proxies and discovered Upstreams from the controller', async () => {
+    const table = kctl('get', 'vs');
+    expect(table.status).toBe(0);
+    expect(table.stdout).toMatch(/^NAMESPACE\s+NAME\s+STATUS/);
+    expect(table.stdout).toMatch(/default\s+shop\s+Accepted\s+domains=shop.example.com routes=1/);
+    // a status written straight to the status subresource is what legatectl shows: it reads the API server
+    const statusPath = '/apis/gateway.solo.io/v1/namespaces/default/virtualservices/shop/status';
+    const patch = (state: string, reason: string | null) =>
+      kube.api('PATCH', statusPath, { status: { statuses: { [NS]: { state, reason } } } }, 'application/merge-patch+json');
+    expect((await patch('Warning', 'written by the test')).status).toBe(200);
+    expect(kctl('get', 'vs', 'shop', '-n', 'default').stdout).toMatch(/shop\s+Warning\s+.*written by the test/);
+    await patch('Accepted', null);
+    const one = JSON.parse(kctl('get', 'vs', 'shop', '-n', 'default', '-o', 'json').stdout);
+    expect(one).toMatchObject({ apiVersion: 'gateway.solo.io/v1', kind: 'VirtualService', status: { observedGeneration: 1 } });
+    expect(one.status.statuses[NS]).toMatchObject({ state: 'Accepted', reportedBy: 'legate' });
+    expect(one.metadata.managedFields).toBeUndefined();
+    expect(kctl('get', 'vs', 'nope', '-n', 'default').stderr).toContain('VirtualService default.nope not found');
+
+    const proxies = kctl('get', 'proxies');
+    expect(proxies.stdout).toMatch(/legate-system\s+gateway-proxy\s+Accepted/);
+    // the gateway-proxy Service itself is discovered as an Upstream; only the controller has it
+    expect(kctl('get', 'us').stdout).toMatch(
+      /legate-system\s+legate-system-gateway-proxy-80\s+Accepted\s+kube legate-system\/gateway-proxy:80/,
+    );
+  });
+
+  it('proxy url: the load balancer address of the gateway-proxy Service, else what there is', async () => {
+    const pending = kctl('proxy', 'url');
+    expect(pending.status).toBe(1);
+    expect(pending.stderr).toContain(`the load balancer of Service ${NS}/gateway-proxy has no ingress address yet`);
+    await setLoadBalancerIngress(kube, NS, 'gateway-proxy', lbAddress);
+    expect(kctl('proxy', 'url')).toMatchObject({ status: 0, stdout: `http://${lbAddress}:80\n` });
+    expect(kctl('proxy', 'url', '--port', 'https').stdout).toBe(`https://${lbAddress}:443\n`);
+    expect(kctl('proxy', 'url', '--port', 'grpc').stderr).toContain('has no port named grpc (it has: http, https)');
+    expect(kctl('proxy', 'url', '--name', 'other').stderr).toContain(`no Service ${NS}/other`);
+    // -l: a node's address and the node port
+    const nodePort = kube.kubectl(['get', 'svc', 'gateway-proxy', '-n', NS, '-o', 'jsonpath={.spec.ports[0].nodePort}']).stdout;
+    expect(kctl('proxy', 'url', '-l').stdout).toBe(`http://${host.hostAddress}:${nodePort}\n`);
+  });
+
+  it('proxy dump, stats and served-config through the API server', () => {
+    const dump = kctl('proxy', 'dump');
+    expect(dump.status).toBe(0);
+    expect(JSON.parse(dump.stdout).configs.length).toBeGreaterThan(3);
+    expect(dump.stdout).not.toContain('EndpointsConfigDump');
+    expect(kctl('proxy', 'dump', '--include-eds').stdout).toContain('EndpointsConfigDump');
+    expect(kctl('proxy', 'stats', '-n', NS, '--name', 'gateway-proxy').stdout).toContain('control_plane.connected_state: 1');
+    expect(kctl('proxy', 'stats', '--name', 'other-proxy').stderr).toContain('no gateway proxy');
+    const served = kctl('proxy', 'served-config').stdout;
+    expect(served).toMatch(/^#role: legate-system~gateway-proxy\n#clusters\n/);
+    for (const s of ['#eds', '#listeners', '#rds']) expect(served).toContain(s);
+    expect(served).toContain('default_shop');
+  });
+
+  it('proxy logs sets the level through the pod proxy; the log itself needs a kubelet, and says so', async () => {
+    const r = kctl('proxy', 'logs');
+    expect(await envoyAdmin('/logging', 'POST')).toMatch(/router: debug/);
+    expect(r.stderr).toContain("Envoy's log level is now debug");
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(
+      /cannot read the log of pod legate-system\/gateway-proxy-7d9f8-abcde \(container envoy\) through the pod logs API/,
+    );
+    // the hint sets it back, as printed
+    const hint = /\n {2}(kubectl create --raw '([^']+)' -f \/dev\/null)\n/.exec(r.stderr);
+    expect(hint?.[2]).toBe(`/api/v1/namespaces/${NS}/pods/${proxyPod.name}:${adminPort}/proxy/logging?level=info`);
+    kube.kubectl(['create', '--raw', hint?.[2] ?? '', '-f', '/dev/null']);
+    expect(await envoyAdmin('/logging', 'POST')).toMatch(/router: info/);
+  });
+
+  it('debug logs names each pod whose log cannot be read; debug yaml writes every resource and the install namespace', () => {
+    const logs = kctl('debug', 'logs');
+    expect(logs.status).toBe(1);
+    expect(logs.stderr).toContain(`cannot read the log of pod ${NS}/${controllerPod.name} (container controller)`);
+    expect(logs.stderr).toContain(`cannot read the log of pod ${NS}/${proxyPod.name} (container envoy)`);
+
+    const file = path.join(dir, 'all.yaml');
+    const r = kctl('debug', 'yaml', '-f', file);
+    expect(r.status).toBe(0);
+    const text = fs.readFileSync(file, 'utf8');
+    for (const k of ['VirtualService', 'Proxy', 'Upstream', 'Deployment', 'Service', 'ServiceAccount', 'Role'])
+      expect(text, k).toMatch(new RegExp(`^kind: ${k}$`, 'm'));
+    expect(text).toContain('apiVersion: gateway.solo.io/v1');
+    expect(text).toContain('state: Accepted');
+    expect(text).not.toMatch(/^kind: Secret$/m);
+    expect(text).not.toContain('managedFields');
+  });
+
+  it('version: client, server (the controller, through the pod proxy) and Kubernetes', () => {
+    const r = kctl('version');
+    expect(r.stdout).toMatch(/^Client version: \S+\nServer version: \S+\nKubernetes version: v1\.37\.2\n$/);
+    expect(JSON.parse(kctl('version', '-o', 'json').stdout)).toMatchObject({ kubernetes: 'v1.37.2' });
+  });
+
+  it('picks the cluster when asked or when there is no local legate run, and says what it tried', () => {
+    // KUBECONFIG and no .legate from here: the cluster, as kubectl would
+    expect(ctl(['get', 'vs'], { KUBECONFIG: kubeconfig }).stdout).toMatch(/default\s+shop\s+Accepted/);
+    expect(ctl(['get', 'vs'], { LEGATE_BACKEND: 'kubernetes', KUBECONFIG: kubeconfig }).status).toBe(0);
+    // an unreachable cluster chosen that way: the error says why that cluster
+    const gone = path.join(dir, 'gone.kubeconfig');
+    fs.writeFileSync(gone, fs.readFileSync(kubeconfig, 'utf8').replace(kube.url, 'https://127.0.0.1:1'));
+    const r = ctl(['get', 'vs'], { KUBECONFIG: gone });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('cannot reach the Kubernetes API server https://127.0.0.1:1 (context admin of KUBECONFIG=');
+    expect(r.stderr).toContain(`chosen because no local 'legate run' was found (looked for ${path.join(dir, '.legate', 'run.json')}`);
+    // the file backend when told, with its own error; conflicting flags are a usage error
+    const file = ctl(['get', 'vs', '--backend', 'file'], { KUBECONFIG: kubeconfig });
+    expect(file.stderr).toContain("no running 'legate run' found");
+    expect(ctl(['get', 'vs', '--state-dir', dir, '--kubeconfig', kubeconfig]).status).toBe(2);
+    expect(ctl(['check', '--backend', 'file', '-n', NS]).stderr).toContain(
+      "-n names the install namespace in a cluster; this is a local 'legate run'",
+    );
+    expect(ctl(['get', 'vs', '--kubeconfig', kubeconfig, '--kube-context', 'nope']).stderr).toContain(
+      '--kube-context nope: no such context',
+    );
+  });
+
+  it('a user without the documented rights is told which one is missing', () => {
+    const as = (...args: string[]) => ctl([...args, '--kubeconfig', kubeconfig, '--kube-context', 'nobody']);
+    const stats = as('proxy', 'stats');
+    expect(stats.status).toBe(1);
+    expect(stats.stderr).toContain('forbidden');
+    const get = as('get', 'vs');
+    expect(get.status).toBe(1);
+    expect(get.stderr).toContain("legatectl needs 'list' on virtualservices.gateway.legate.dev");
+  });
+});
