@@ -23,6 +23,34 @@ export function kubeOrigin(apiVersion: string, kind: string, namespace: string, 
   return `kube:${apiVersion}/${kind}/${namespace}/${name}`;
 }
 
+/** Written by client-side `kubectl apply`: a whole copy of the object, which nothing here reads. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Drops, in place, what the controller never reads from a watched object, before the informer's
+ * cache keeps it: managedFields (server-side apply's field owners: often larger than the object), the
+ * last-applied annotation (client-side apply's copy of the object), status, and metadata other than
+ * name, namespace, labels, annotations, generation, uid and resourceVersion (which the informer
+ * compares to tell an update). What toRawResource and endpointsFromSlices read is left as it was.
+ */
+export function trimObject<T extends KubeObject>(obj: T): T {
+  const meta = obj.metadata;
+  if (meta) {
+    for (const key of Object.keys(meta)) {
+      if (!KEPT_METADATA.has(key)) delete meta[key];
+    }
+    if (meta.annotations && LAST_APPLIED_ANNOTATION in meta.annotations) {
+      const { [LAST_APPLIED_ANNOTATION]: _copy, ...rest } = meta.annotations;
+      if (Object.keys(rest).length) meta.annotations = rest;
+      else delete meta.annotations;
+    }
+  }
+  delete obj.status;
+  return obj;
+}
+
+const KEPT_METADATA = new Set(['name', 'namespace', 'labels', 'annotations', 'generation', 'uid', 'resourceVersion']);
+
 /** A watched object as a RawResource: spec as is, other top-level fields (not status) in body. */
 export function toRawResource(obj: KubeObject, apiVersion: string, kind: string): RawResource | undefined {
   const meta = obj.metadata;

@@ -3,19 +3,27 @@
 // Services, EndpointSlices (as Endpoints) and Secrets. Snapshots are whole, debounced, and only sent
 // when a resource the pipeline reads changed (not for status writes). An informer that fails is
 // restarted with backoff while its cache keeps the last objects, so served config stays.
+//
+// At scale: objects are trimmed on receipt (trimObject: no managedFields, status or last-applied copy
+// in the caches); whether an event changed anything is decided per object (the content the pipeline
+// reads, compared with that object's previous one), not by serializing every resource; and an object
+// that did not change gives the same RawResource object snapshot after snapshot (as EndpointSlices the
+// same Endpoints), which lets the pipeline skip what did not change (PipelineMemo).
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../../common/log.js';
 import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
-import { endpointsFromSlices, toRawResource, type KubeObject } from './convert.js';
+import { endpointsFromSlices, toRawResource, trimObject, type KubeObject } from './convert.js';
 
 export interface KubeSourceOptions {
   kubeConfig: k8s.KubeConfig;
   logger: Logger;
   /** namespaces to watch; empty: all (Settings watchNamespaces) */
   namespaces?: readonly string[];
-  /** ms to gather a burst of changes into one snapshot. Default 100 */
+  /** ms between the first change after a quiet spell and its snapshot. Default 10 */
+  quietMs?: number;
+  /** ms at least between two snapshots, so a burst of changes is gathered. Default 100 */
   debounceMs?: number;
   /** longest backoff after errors. Default 30000 */
   maxBackoffMs?: number;
@@ -52,6 +60,12 @@ export class KubeSource implements ResourceSource {
   readonly description: string;
   private readonly watched: Watched[] = [];
   private readonly log: Logger;
+  /** each cached object's RawResource (an updated object is a new object in the cache) */
+  private readonly raws = new WeakMap<KubeObject, RawResource>();
+  /** per Service, the EndpointSlices its Endpoints were made from, and those Endpoints */
+  private endpoints = new Map<string, { slices: KubeObject[]; raw: RawResource }>();
+  /** per watched object (`<path> <namespace>/<name>`), what the pipeline reads of it */
+  private readonly contents = new Map<string, string>();
 
   constructor(private readonly options: KubeSourceOptions) {
     this.log = options.logger;
@@ -59,7 +73,12 @@ export class KubeSource implements ResourceSource {
     const custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     const core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
     const discovery = options.kubeConfig.makeApiClient(k8s.DiscoveryV1Api);
-    const asList = (p: Promise<unknown>) => p.then((l) => JSON.parse(JSON.stringify(l)) as k8s.KubernetesListObject<KubeObject>);
+    const asList = (p: Promise<unknown>) =>
+      p.then((l) => {
+        const list = JSON.parse(JSON.stringify(l)) as k8s.KubernetesListObject<KubeObject>;
+        for (const item of list.items) trimObject(item);
+        return list;
+      });
     for (const kind of KIND_NAMES) {
       const info = kindInfo(kind);
       if (info.group === '') continue;
@@ -82,21 +101,21 @@ export class KubeSource implements ResourceSource {
   }
 
   watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void {
+    const quietMs = this.options.quietMs ?? 10;
     const debounceMs = this.options.debounceMs ?? 100;
     let timer: NodeJS.Timeout | undefined;
-    let last = '';
+    let dirty = true;
+    let lastEmit = -Infinity;
     const emit = (): void => {
       timer = undefined;
-      if (signal.aborted || !this.watched.every((w) => w.synced || w.missing)) return;
-      const snapshot = this.snapshot();
-      // status writes and resourceVersion bumps change nothing the pipeline reads
-      const fingerprint = JSON.stringify(snapshot.resources.map((r) => [r.origin, r.metadata, r.spec, r.body]));
-      if (fingerprint === last) return;
-      last = fingerprint;
-      onSnapshot(snapshot);
+      if (signal.aborted || !dirty || !this.watched.every((w) => w.synced || w.missing)) return;
+      dirty = false;
+      lastEmit = performance.now();
+      onSnapshot(this.snapshot());
     };
     const soon = (): void => {
-      if (!timer && !signal.aborted) timer = setTimeout(emit, debounceMs);
+      dirty = true;
+      if (!timer && !signal.aborted) timer = setTimeout(emit, Math.max(quietMs, lastEmit + debounceMs - performance.now()));
     };
     for (const w of this.watched) this.run(w, signal, soon, 0);
     signal.addEventListener('abort', () => {
@@ -120,7 +139,22 @@ export class KubeSource implements ResourceSource {
     };
     if (!w.informer) {
       const informer = k8s.makeInformer(this.options.kubeConfig, w.path, w.list);
-      for (const verb of [k8s.ADD, k8s.UPDATE, k8s.DELETE] as const) informer.on(verb, () => changed());
+      // the informer keeps the very object it hands to these: trimmed here, trimmed in its cache
+      const updated = (obj: KubeObject): void => {
+        trimObject(obj);
+        const id = `${w.path} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+        // status writes and resourceVersion bumps change nothing the pipeline reads
+        const content = JSON.stringify({ ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } });
+        if (this.contents.get(id) === content) return;
+        this.contents.set(id, content);
+        changed();
+      };
+      informer.on(k8s.ADD, updated);
+      informer.on(k8s.UPDATE, updated);
+      informer.on(k8s.DELETE, (obj: KubeObject) => {
+        this.contents.delete(`${w.path} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`);
+        changed();
+      });
       informer.on(k8s.ERROR, (err: unknown) => {
         if (signal.aborted) return;
         w.failure = `watch failed: ${errorText(err)}`;
@@ -178,12 +212,47 @@ export class KubeSource implements ResourceSource {
           slices.push(obj);
           continue;
         }
-        const raw = toRawResource(obj, w.apiVersion, w.kind);
+        let raw = this.raws.get(obj);
+        if (!raw) {
+          raw = toRawResource(obj, w.apiVersion, w.kind);
+          if (raw) this.raws.set(obj, raw);
+        }
         if (raw) byKey.set(resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name), raw);
       }
     }
-    for (const ep of endpointsFromSlices(slices)) byKey.set(resourceKey(ep.kind, ep.metadata.namespace, ep.metadata.name), ep);
+    for (const ep of this.endpointsOf(slices)) byKey.set(resourceKey(ep.kind, ep.metadata.namespace, ep.metadata.name), ep);
     return { resources: [...byKey.values()], errors: [] };
+  }
+
+  /** endpointsFromSlices, giving back last snapshot's Endpoints of a Service whose slices are the same objects. */
+  private endpointsOf(slices: readonly KubeObject[]): RawResource[] {
+    const byService = new Map<string, KubeObject[]>();
+    for (const slice of slices) {
+      // the slices endpointsFromSlices reads, grouped as it groups them
+      const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+      const type = slice['addressType'];
+      if (!service || (type !== undefined && type !== 'IPv4' && type !== 'IPv6')) continue;
+      const key = `${slice.metadata?.namespace ?? 'default'}/${service}`;
+      const list = byService.get(key);
+      if (list) list.push(slice);
+      else byService.set(key, [slice]);
+    }
+    const next = new Map<string, { slices: KubeObject[]; raw: RawResource }>();
+    const out: RawResource[] = [];
+    for (const [key, group] of byService) {
+      const before = this.endpoints.get(key);
+      if (before && before.slices.length === group.length && before.slices.every((s, i) => s === group[i])) {
+        next.set(key, before);
+        out.push(before.raw);
+        continue;
+      }
+      for (const raw of endpointsFromSlices(group)) {
+        next.set(key, { slices: group, raw });
+        out.push(raw);
+      }
+    }
+    this.endpoints = next;
+    return out;
   }
 
   /**
