@@ -26,11 +26,15 @@ function mentions(text: string, name: string): boolean {
   return false;
 }
 
+function refKey(r: SourceRef): string {
+  return `${r.kind}/${r.namespace}/${r.name}`;
+}
+
 /** The resources whose Envoy names the NACK's message mentions. */
 export function attributeNack(event: NackEvent, names: ReadonlyMap<string, SourceRef>): SourceRef[] {
   const found = new Map<string, SourceRef>();
   for (const [name, source] of names) {
-    if (mentions(event.message, name)) found.set(`${source.kind}/${source.namespace}/${source.name}`, source);
+    if (mentions(event.message, name)) found.set(refKey(source), source);
   }
   return [...found.values()];
 }
@@ -42,6 +46,8 @@ export function attributeNack(event: NackEvent, names: ReadonlyMap<string, Sourc
 export class NackBook implements XdsObserver {
   private readonly byRoleType = new Map<string, NackEvent>();
   private names: ReadonlyMap<string, SourceRef> = new Map();
+  /** per NACK, the keys of the resources it names under `names` (asked once per resource per publish) */
+  private attributed = new WeakMap<NackEvent, ReadonlySet<string>>();
 
   constructor(private readonly onChange: () => void) {}
 
@@ -60,14 +66,21 @@ export class NackBook implements XdsObserver {
   /** The Envoy names of the current translation. */
   setNames(names: ReadonlyMap<string, SourceRef>): void {
     this.names = names;
+    this.attributed = new WeakMap();
   }
 
   /** The NACKs about `resource`: those of its role for a Proxy, those naming it otherwise. */
   about(resource: SourceRef): NackEvent[] {
     const all = [...this.byRoleType.values()];
     if (resource.kind === 'Proxy') return all.filter((n) => n.role === proxyRole(resource));
-    return all.filter((n) =>
-      attributeNack(n, this.names).some((s) => s.kind === resource.kind && s.namespace === resource.namespace && s.name === resource.name),
-    );
+    const key = refKey(resource);
+    return all.filter((n) => {
+      let keys = this.attributed.get(n);
+      if (!keys) {
+        keys = new Set(attributeNack(n, this.names).map(refKey));
+        this.attributed.set(n, keys);
+      }
+      return keys.has(key);
+    });
   }
 }
