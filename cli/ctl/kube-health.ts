@@ -102,7 +102,7 @@ export function deploymentProblems(deployments: readonly Deployment[], namespace
     else if (available && available.status !== 'True') problems.push(`${what} is not available!${message(available.message)}`);
     else if (progressing?.status === 'False') problems.push(`${what} has not progressed!${message(progressing.message)}`);
     else if (ready < wanted || (d.status?.unavailableReplicas ?? 0) > 0) {
-      const why = d.status ? `${ready} of ${wanted} replicas available` : 'no status yet (is the cluster’s controller-manager running?)';
+      const why = d.status ? `${ready} of ${wanted} replicas available` : "no status yet (is the cluster's controller-manager running?)";
       problems.push(`${what} is not available! Message: ${why}`);
     }
   }
