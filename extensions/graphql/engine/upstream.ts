@@ -5,8 +5,8 @@
 // connections) and then closes.
 //
 // Calls go through undici's low-level dispatch() with one handler object per call: no request/response
-// stream objects, no response header object (the headers are not read), the body collected as Buffers:
-// less work per call than node:http's ClientRequest/IncomingMessage (measured in the benchmark's flat query).
+// stream objects, the headers not read, the body collected as Buffers: less work per call than node:http's
+// ClientRequest/IncomingMessage (measured in the benchmark's flat query).
 
 import net from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
@@ -125,12 +125,12 @@ function completeCall(call: UpstreamCall): void {
   call.complete();
 }
 
-/** One call: the undici dispatch handler (the callback interface, which gets the raw response without parsing its headers). */
+/** One call: an undici dispatch handler (the controller interface of undici 7 and 8; the headers are not read). */
 class UpstreamCall implements Dispatcher.DispatchHandler {
   private settled = false;
   private retried = false;
   private timedOut = false;
-  private abort: ((err?: Error) => void) | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
   private status = 0;
   private chunks: Buffer[] = [];
   private size = 0;
@@ -171,39 +171,37 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.timedOut = true;
     this.settle(new CallError('UPSTREAM_TIMEOUT', `upstream ${this.pool.name} did not answer within ${this.spec.timeoutMs} ms`));
-    this.abort?.(new Error('timeout'));
+    this.controller?.abort(new Error('timeout'));
   }
 
-  onConnect(abort: (err?: Error) => void): void {
-    this.abort = abort;
-    if (this.timedOut) abort(new Error('timeout'));
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.timedOut) controller.abort(new Error('timeout'));
   }
 
-  onHeaders(statusCode: number): boolean {
-    if (statusCode < 200) return true; // informational: the final response follows
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    if (statusCode < 200) return; // informational: the final response follows
     this.status = statusCode;
     if (statusCode > 299) {
       // the body is read and dropped, so the connection stays usable
       this.settle(new CallError('UPSTREAM_HTTP_ERROR', `upstream ${this.pool.name} answered HTTP ${statusCode}`, statusCode));
     }
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.settled) return true;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
     this.size += chunk.length;
     if (this.size > MAX_UPSTREAM_RESPONSE_BYTES) {
       this.settle(
         new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} response exceeds ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`),
       );
-      this.abort?.(new Error('response too large'));
-      return false;
+      controller.abort(new Error('response too large'));
+      return;
     }
     this.chunks.push(chunk);
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     if (this.settled) return;
     // undici hands the connection back to the pool on the next turn of the event loop (a setImmediate it
     // queues after this returns): settling after that lets a call the result triggers (a nested resolver,
@@ -226,7 +224,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.settle(undefined, parsed);
   }
 
-  onError(err: Error & { code?: string }): void {
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
     if (this.settled) return;
     if (err.code === 'UND_ERR_INVALID_ARG') {
       // a header or path our templates rendered that HTTP cannot carry: an internal error, as node:http throws
@@ -236,7 +234,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     // a kept-alive connection closed by the server just as we reused it: try once more (on a new one)
     if (!this.retried && this.status === 0 && err.code !== undefined && RETRYABLE.has(err.code) && IDEMPOTENT.has(this.spec.method)) {
       this.retried = true;
-      this.abort = undefined;
+      this.controller = undefined;
       this.chunks = [];
       this.size = 0;
       this.start();
