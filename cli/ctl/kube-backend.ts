@@ -5,6 +5,7 @@
 // pod's IP itself, so no port-forward and no local port is needed).
 import { canonicalApiVersion, KIND_NAMES, kindInfo, type KindName } from '../../controller/api/kinds.js';
 import type { Envelope } from '../../common/envelope.js';
+import { DISCOVERED_BY, DISCOVERED_BY_LABEL } from '../../controller/discovery/kube.js';
 import type { Backend, ListedResource, LogSource, ProxyInfo, ProxySelector, ResourceListing, ResourceQuery } from './backend.js';
 import { CliError } from './errors.js';
 import { asKubeStatus, KubeApiError, KubeClient, type KubeResponse, type KubeTarget } from './kube-client.js';
@@ -178,37 +179,31 @@ export class KubeBackend implements Backend {
     }
     // what only the controller knows: Proxies it generated, core kinds it read, Upstreams it discovered
     const fromController = CONTROLLER_KINDS.filter(wanted);
+    let controllerItems: ListedResource[] = [];
     if (fromController.length || wanted('Upstream')) {
       const q = new URLSearchParams();
       if (query.kind) q.set('kind', query.kind);
       if (query.namespace) q.set('namespace', query.namespace);
       lists.push(
         this.api<ListedResource[]>(`/api/v1/resources${q.size ? `?${q}` : ''}`).then(
-          (items) => {
-            const stored = new Set(listing.items.map((r) => `${r.kind}/${r.metadata.namespace}/${r.metadata.name}`));
-            for (const r of items) {
-              if (query.name && r.metadata.name !== query.name) continue;
-              const generated = fromController.includes(r.kind as KindName);
-              const discovered = r.kind === 'Upstream' && !stored.has(`Upstream/${r.metadata.namespace}/${r.metadata.name}`);
-              if (generated || discovered) listing.items.push(r);
-            }
-          },
+          (items) => void (controllerItems = items),
           (err: unknown) => {
-            if (fromController.length)
-              listing.unavailable.push({ kinds: fromController, reason: err instanceof Error ? err.message : String(err) });
+            const reason = err instanceof Error ? err.message : String(err);
+            if (fromController.length) listing.unavailable.push({ kinds: fromController, reason });
           },
         ),
       );
     }
     await Promise.all(lists);
-    // the Upstreams list is complete only once stored ones are known: drop a discovered duplicate
-    const seen = new Set<string>();
-    listing.items = listing.items.filter((r) => {
-      const key = `${r.apiVersion}/${r.kind}/${r.metadata.namespace}/${r.metadata.name}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
+    const stored = new Set(listing.items.map((r) => `${r.kind}/${r.metadata.namespace}/${r.metadata.name}`));
+    for (const r of controllerItems) {
+      if (query.name && r.metadata.name !== query.name) continue;
+      const discovered =
+        r.kind === 'Upstream' &&
+        r.metadata.labels?.[DISCOVERED_BY_LABEL] === DISCOVERED_BY &&
+        !stored.has(`Upstream/${r.metadata.namespace}/${r.metadata.name}`);
+      if (fromController.includes(r.kind as KindName) || discovered) listing.items.push(r);
+    }
     return listing;
   }
 
@@ -303,8 +298,10 @@ export class KubeBackend implements Backend {
     const sources: LogSource[] = [];
     for (const pod of await this.legatePods()) {
       for (const c of pod.spec?.containers ?? []) {
+        // the API server answers a pod without a node with no log at all (204): say why it is empty
+        const unscheduled = pod.spec?.nodeName ? '' : ' (not scheduled on a node: no log yet)';
         sources.push({
-          title: `${pod.metadata.namespace}/${pod.metadata.name} (${c.name})`,
+          title: `${pod.metadata.namespace}/${pod.metadata.name} (${c.name})${unscheduled}`,
           read: async () => {
             let text = '';
             await this.podLog(pod, c.name, false, (t) => (text += t));
