@@ -131,7 +131,7 @@ function applyRendered(objects: KubeObject[], namespace: string): void {
   }
 }
 
-describe.sequential('the Helm chart', () => {
+describe('the Helm chart', () => {
   it('passes helm lint with default values and with every option on', () => {
     for (const extra of [[], ['--values', allOnValues]]) {
       const r = helm(['lint', '--strict', CHART, ...extra]);
@@ -373,7 +373,7 @@ describe.sequential('the Helm chart', () => {
   }, 90_000);
 });
 
-describe.sequential('legatectl install / uninstall', () => {
+describe('legatectl install / uninstall', () => {
   const NS = 'legate-inst';
   const target = (): string[] => ['--kubeconfig', kube.kubeconfig, '-n', NS, '--helm', HELM];
   const deployments = (): string[] =>

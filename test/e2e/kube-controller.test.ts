@@ -81,7 +81,7 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe.sequential('controller with --source kubernetes', () => {
+describe('controller with --source kubernetes', () => {
   it('serves a VirtualService applied with kubectl and writes Accepted with observedGeneration', async () => {
     kube.kubectl(['apply', '-f', '-'], { input: vs('shop', 'shop.example.com', 'shop-v1') });
     const res = await eventually('shop served', async () => {

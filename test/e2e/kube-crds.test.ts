@@ -25,7 +25,7 @@ function legate(...args: string[]): string {
   return r.stdout;
 }
 
-describe.sequential('CRDs on a real API server', () => {
+describe('CRDs on a real API server', () => {
   it('applies every CRD, Legate and Gloo groups, and each becomes Established', () => {
     const crds = legate('crds', '--gloo-groups');
     const applied = kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds });

@@ -36,7 +36,7 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe.sequential('leader election', () => {
+describe('leader election', () => {
   it('elects one replica; both serve the config; the leader writes the status', async () => {
     const leader = await eventually('a lease holder', () => holder() || undefined);
     expect(['replica-a', 'replica-b']).toContain(leader);

@@ -153,7 +153,7 @@ function routeConfigRes(routes: RouteSpec[]): XdsResource {
 
 // ---------------------------------------------------------------------------------------------
 
-describe.sequential('AdsServer with a real Envoy', () => {
+describe('AdsServer with a real Envoy', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-xds-e2e-'));
   const cache = new SnapshotCache();
   const nacks: NackEvent[] = [];
