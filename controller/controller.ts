@@ -37,7 +37,8 @@ export interface ControllerOptions {
   render?: RenderOptions;
   logger: Logger;
   /** where the wasm modules are, and whether Envoy reads them from disk or fetches them from the API */
-  wasm?: { dir: string; source: 'local' | 'remote' };
+  /** the filters' directory; with `remote`, Envoys fetch them from the API at `fetchFrom` (default: the API's own address) */
+  wasm?: { dir: string; source: 'local' | 'remote'; fetchFrom?: { host: string; port: number } };
   /** the admin interface (spec 4.3), when set */
   admin?: { host: string; port: number };
   /** where the dev-mode endpoint listens when Settings has devMode: true */
@@ -140,12 +141,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
         wasmFiles.set(urlPath, bytes);
         remote[m] = { path: urlPath, sha256: createHash('sha256').update(bytes).digest('hex') };
       }
-      code = {
-        type: 'remote',
+      const from = options.wasm.fetchFrom ?? {
         host: options.api.host === '0.0.0.0' ? '127.0.0.1' : options.api.host,
         port: options.api.port,
-        modules: remote,
       };
+      code = { type: 'remote', host: from.host, port: from.port, modules: remote };
     }
     render = { ...base, wasm: { ...base.wasm, code } };
   }

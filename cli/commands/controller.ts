@@ -15,7 +15,7 @@ import type { StatusSink } from '../../controller/status/book.js';
 import { KubeStatusSink } from '../../controller/status/kubernetes.js';
 import { DEFAULT_WASM_OPTIONS } from '../../controller/translate/features/wasm/index.js';
 import { loadOrCreateEdgeSecret } from '../edge-secret.js';
-import { UsageError, command } from '../flags.js';
+import { UsageError, command, toHostPort } from '../flags.js';
 import { packageRoot } from '../paths.js';
 import { DEFAULTS, LOG_LEVEL_FLAG, componentLogger, waitForSignal } from './common.js';
 
@@ -79,9 +79,22 @@ export const controllerCommand = command({
       placeholder: 'PATH',
       description: "keeps the edge cache's secret across restarts (default: a new one each start)",
     },
+    'wasm-fetch-address': {
+      type: 'string',
+      placeholder: 'HOST:PORT',
+      description: 'with --wasm-source remote: where Envoys fetch the filters (default: the API address; a Service name on Kubernetes)',
+    },
     'xds-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the xDS server binds' },
+    'api-host': {
+      type: 'string',
+      default: '127.0.0.1',
+      placeholder: 'HOST',
+      description: 'address the controller API binds (read-only; 0.0.0.0 or the pod IP so legatectl reaches it through the pod proxy)',
+    },
+    'admin-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the admin interface binds' },
+    'dev-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the dev-mode endpoint binds' },
     'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: 'port of the xDS server' },
-    'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'port of the controller API (loopback), which legatectl reads' },
+    'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'port of the controller API, which legatectl reads' },
     'http-port': { type: 'port', default: DEFAULTS.httpPort, description: 'port of the default HTTP gateway (when no Gateway exists)' },
     'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: 'port of the default HTTPS gateway' },
     'bind-address': { type: 'string', default: '::', placeholder: 'ADDR', description: "the default gateways' bind address" },
@@ -96,6 +109,8 @@ export const controllerCommand = command({
     const logger = componentLogger('controller', flags['log-level']);
     const { source, statusSinks, start } = resourceSource(flags, logger);
     const edgeSecretFile = flags['edge-secret-file'];
+    const wasmFetchAddress = flags['wasm-fetch-address'];
+    if (wasmFetchAddress && flags['wasm-source'] !== 'remote') throw new UsageError('--wasm-fetch-address needs --wasm-source remote');
     // without a file the controller picks a new secret at every start
     const wasm = edgeSecretFile
       ? {
@@ -107,14 +122,18 @@ export const controllerCommand = command({
       source,
       statusSinks,
       xds: { host: flags['xds-host'], port: flags['xds-port'] },
-      api: { host: '127.0.0.1', port: flags['api-port'] },
+      api: { host: flags['api-host'], port: flags['api-port'] },
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
       defaultGateway: { bindAddress: flags['bind-address'], bindPort: flags['http-port'] },
       defaultSslPort: flags['https-port'],
       render: { graphql: flags['graphql-address'], extauth: flags['extauth-address'], wasm },
-      wasm: { dir: path.resolve(flags['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')), source: flags['wasm-source'] },
-      ...(statsServerEnabled() ? { admin: { host: '127.0.0.1', port: flags['stats-port'] } } : {}),
-      devMode: { host: '127.0.0.1', port: flags['dev-port'] },
+      wasm: {
+        dir: path.resolve(flags['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')),
+        source: flags['wasm-source'],
+        ...(wasmFetchAddress ? { fetchFrom: toHostPort(wasmFetchAddress, 'wasm-fetch-address') } : {}),
+      },
+      ...(statsServerEnabled() ? { admin: { host: flags['admin-host'], port: flags['stats-port'] } } : {}),
+      devMode: { host: flags['dev-host'], port: flags['dev-port'] },
       logger,
     });
     const stopSource = start();

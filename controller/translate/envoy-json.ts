@@ -1,5 +1,6 @@
 // Small helpers for rendering Envoy messages (typed by envoy/types.generated.ts), shared by the core
 // and the features.
+import { isIP } from 'node:net';
 import { typed, type Cluster, type DataSource, type Duration, type TypedConfig } from '../../envoy/typed.js';
 import type { DataSourceIR, DurationIR } from './ir.js';
 
@@ -26,11 +27,20 @@ export interface ServiceAddress {
   port: number;
 }
 
+/**
+ * The discovery of a cluster with one fixed address: STATIC for an IP, STRICT_DNS (IPv4 first) for a
+ * name such as a Kubernetes Service's `extauth.legate-system.svc.cluster.local`, which Envoy refuses
+ * in a STATIC cluster.
+ */
+export function fixedAddressDiscovery(host: string): Pick<Cluster, 'type' | 'dns_lookup_family'> {
+  return isIP(host) === 0 ? { type: 'STRICT_DNS', dns_lookup_family: 'V4_PREFERRED' } : { type: 'STATIC' };
+}
+
 /** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
 export function extensionCluster(name: string, address: ServiceAddress): Cluster {
   return {
     name,
-    type: 'STATIC',
+    ...fixedAddressDiscovery(address.host),
     connect_timeout: { seconds: 1 },
     typed_extension_protocol_options: {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed(

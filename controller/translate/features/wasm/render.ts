@@ -14,7 +14,7 @@ import {
   type TypedConfig,
   type envoy_config_core_v3_AsyncDataSource as AsyncDataSource,
 } from '../../../../envoy/typed.js';
-import { setPerFilterConfig } from '../../envoy-json.js';
+import { fixedAddressDiscovery, setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../../ir.js';
 
@@ -157,7 +157,7 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       return [
         {
           name: CONTROLLER_HTTP_CLUSTER,
-          type: 'STATIC',
+          ...fixedAddressDiscovery(code.host),
           connect_timeout: { seconds: 2 },
           load_assignment: {
             cluster_name: CONTROLLER_HTTP_CLUSTER,
