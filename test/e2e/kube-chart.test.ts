@@ -55,7 +55,7 @@ interface Container {
   image: string;
   command?: string[];
   args?: string[];
-  env?: { name: string; value?: string }[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
   ports?: { name: string; containerPort: number }[];
   readinessProbe?: Record<string, unknown>;
   livenessProbe?: Record<string, unknown>;
@@ -156,8 +156,9 @@ describe('the Helm chart', () => {
     expect(podSpec(controller).serviceAccountName).toBe('legate-controller');
     expect(servicePorts(find(objects, 'Service', 'controller'))).toEqual([
       { name: 'grpc-xds', port: 9977, targetPort: 'grpc-xds', protocol: 'TCP' },
+      { name: 'http-api', port: DEFAULTS.apiPort, targetPort: 'api', protocol: 'TCP' },
     ]);
-    expect(c.ports?.map((p) => p.containerPort)).toEqual([9977]);
+    expect(c.ports?.map((p) => p.containerPort)).toEqual([9977, DEFAULTS.apiPort]);
 
     const proxy = find(objects, 'Deployment', 'gateway-proxy');
     const envoy = container(proxy, 'envoy');
@@ -215,7 +216,11 @@ describe('the Helm chart', () => {
     }
     // the probes name ports the components open
     const ctl = container(find(objects, 'Deployment', 'controller'));
-    expect(JSON.stringify(ctl.readinessProbe)).toContain(`http://127.0.0.1:${DEFAULTS.apiPort}/healthz`);
+    expect(ctl.readinessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'api' } });
+    // the API on the pod IP (legatectl's pod proxy, the probe), and the filters fetched from its Service
+    expect(ctl.args).toEqual(expect.arrayContaining(['--api-host=$(POD_IP)', `--api-port=${DEFAULTS.apiPort}`, '--wasm-source=remote']));
+    expect(ctl.args).toContain(`--wasm-fetch-address=controller.legate-system.svc.cluster.local:${DEFAULTS.apiPort}`);
+    expect(ctl.env?.find((e) => e.name === 'POD_IP')).toMatchObject({ valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } });
     expect(ctl.livenessProbe).toMatchObject({ tcpSocket: { port: 'grpc-xds' } });
     for (const [name, port] of [
       ['extauth', DEFAULTS.extauthPort],
@@ -243,11 +248,13 @@ describe('the Helm chart', () => {
     expect(c.args).toContain('--lease-namespace=legate-all');
     expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([
       ['grpc-xds', 9977],
+      ['api', DEFAULTS.apiPort],
       ['http-monitoring', DEFAULTS.stats.controller],
       ['dev-admin', DEFAULTS.devPort],
     ]);
     expect(servicePorts(find(objects, 'Service', 'controller')).map((p) => [p.name, p.port])).toEqual([
       ['grpc-xds', 9977],
+      ['http-api', DEFAULTS.apiPort],
       ['http-monitoring', 9091],
       ['dev-admin', 10010],
     ]);
