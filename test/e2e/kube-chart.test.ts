@@ -325,7 +325,7 @@ describe('the Helm chart', () => {
     expect(fs.readFileSync(RBAC_FILE, 'utf8'), 'stale: node --import tsx install/helm/generate.ts').toBe(rbacFromChart(HELM));
   });
 
-  it("serves the proxies: a controller with the chart's RBAC feeds an Envoy started from the chart's bootstrap, whose probe answers", async () => {
+  it("serves the proxies: a controller with the chart's RBAC feeds an Envoy from the chart's bootstrap, whose probe answers", async () => {
     // the chart's objects in legate-system are applied above; the controller runs as its ServiceAccount
     // one Settings: the every-option render's (write namespace gateways) would name other roles
     kube.kubectl(['delete', 'settings.legate.dev', 'default', '-n', 'legate-all']);
