@@ -1,7 +1,7 @@
 // legatectl's Kubernetes backend against a real kube-apiserver, a controller with --source kubernetes
 // and a real Envoy. The cluster has no kubelet or controller-manager, so the test writes what they
 // would: Deployment and Pod statuses, the Service's load balancer address. The Pods' IP is this
-// side of a veth pair (198.18.0.0/15), where Envoy's admin and (through a relay) the controller API
+// side of a veth pair (198.18.0.0/15), where Envoy's admin and the controller API (--api-host)
 // listen: the API server's pod proxy dials it, as it dials a real pod. legatectl runs as a user with
 // exactly the rights docs/kubernetes.md lists, so a missing one fails a test.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -25,7 +25,6 @@ import {
   setDeploymentAvailable,
   setLoadBalancerIngress,
   setPodState,
-  startRelay,
 } from './harness/kube-workloads.js';
 import { createTestHost, type TestHost } from './harness/netns.js';
 import { eventually, freePort, stopProcess } from './harness/util.js';
@@ -39,7 +38,6 @@ let dir: string;
 let controller: KubeController;
 let host: TestHost;
 let envoy: ChildProcess | undefined;
-let relay: { port: number; close(): Promise<void> } | undefined;
 let adminPort: number;
 let kubeconfig: string;
 const lbAddress = '198.18.254.10'; // from the test range; never contacted
@@ -109,10 +107,11 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-kube-ctl-'));
   installCrds(kube);
   const asController = controllerKubeconfig(kube, dir); // creates legate-system too
-  controller = await startKubeController(kube, dir, 'controller', [], asController);
   host = createTestHost();
+  // the controller API on the pod address, where the API server's pod proxy reaches it
+  controller = await startKubeController(kube, dir, 'controller', ['--api-host', host.hostAddress], asController);
 
-  // Envoy, its admin interface on the pod address; the controller API reached there through a relay
+  // Envoy, its admin interface on the pod address
   adminPort = await freePort();
   const bootstrap = spawnSync(
     process.execPath,
@@ -128,7 +127,6 @@ beforeAll(async () => {
   );
   fs.closeSync(log);
   await eventually('Envoy admin', async () => ((await envoyAdmin('/ready').catch(() => '')).startsWith('LIVE') ? true : undefined), 30_000);
-  relay = await startRelay(host.hostAddress, controller.ports.api);
 
   // what the chart installs and the kubelet and controller-manager would report (the latter also
   // creates each namespace's default ServiceAccount, which a Pod needs)
@@ -144,7 +142,7 @@ beforeAll(async () => {
     ...controllerPod,
     namespace: NS,
     nodeName: 'node-1',
-    containers: { controller: { api: relay.port, xds: 9977 } },
+    containers: { controller: { api: controller.ports.api, xds: 9977 } },
   });
   await setPodState(kube, NS, controllerPod.name, ['controller'], { ready: true, podIP: host.hostAddress });
   kube.kubectl(['apply', '-f', '-'], {
@@ -181,7 +179,6 @@ spec:
 
 afterAll(async () => {
   if (envoy) await stopProcess(envoy);
-  await relay?.close();
   await host?.remove();
   await controller?.stop();
   await kube?.stop();

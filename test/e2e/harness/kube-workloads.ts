@@ -3,9 +3,7 @@
 // components would write), Services get their load balancer address the same way. A pod's
 // status.podIP may point at a test address (198.18.0.0/15, netns.ts): the API server's pod proxy
 // then dials it, which is how legatectl reaches Envoy's admin and the controller API in the tests.
-import { spawn } from 'node:child_process';
 import type { KubeApiServer } from './kube.js';
-import { stopProcess } from './util.js';
 
 export interface PodSpecInput {
   name: string;
@@ -152,31 +150,4 @@ export async function setLoadBalancerIngress(kube: KubeApiServer, namespace: str
     `status of service ${name}`,
     kube.api('PATCH', `/api/v1/namespaces/${namespace}/services/${name}/status`, { status }, mergePatch),
   );
-}
-
-/** The relay's program: listens on argv[1] (a port chosen by the system), forwards to 127.0.0.1:argv[2]. */
-const RELAY = `
-const net = require('node:net');
-const [host, target] = process.argv.slice(1);
-const server = net.createServer((client) => {
-  const upstream = net.connect({ host: '127.0.0.1', port: Number(target) });
-  for (const s of [client, upstream]) s.on('error', () => { client.destroy(); upstream.destroy(); });
-  client.pipe(upstream);
-  upstream.pipe(client);
-});
-server.listen(0, host, () => console.log(server.address().port));
-`;
-
-/**
- * A TCP relay listening on `host` (a test address) to a loopback port: for a server that binds
- * loopback only (the controller API), so the API server's pod proxy can reach it at the pod's IP.
- * A child process, so it keeps relaying while the test waits on a synchronous legatectl.
- */
-export async function startRelay(host: string, targetPort: number): Promise<{ port: number; close(): Promise<void> }> {
-  const child = spawn(process.execPath, ['-e', RELAY, host, String(targetPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
-    child.once('exit', (code) => reject(new Error(`the relay exited (${code})`)));
-  });
-  return { port, close: () => stopProcess(child) };
 }

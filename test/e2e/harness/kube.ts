@@ -185,7 +185,7 @@ export interface KubeController {
   ports: { xds: number; api: number; http: number; https: number; stats: number; dev: number };
   process: ChildProcess;
   log(): string;
-  /** the controller API (http://127.0.0.1:<api>) */
+  /** the controller API (http://127.0.0.1:<api>, or the --api-host given) */
   api<T>(pathAndQuery: string): Promise<T>;
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -201,6 +201,9 @@ export async function startKubeController(
   const ports = { xds: await freePort(), api: await freePort(), http: await freePort(), https: await freePort(), stats: 0, dev: 0 };
   ports.stats = await freePort();
   ports.dev = await freePort();
+  // the controller API binds loopback unless the test moves it (--api-host)
+  const apiHostAt = extra.indexOf('--api-host');
+  const apiHost = apiHostAt >= 0 ? (extra[apiHostAt + 1] ?? '127.0.0.1') : '127.0.0.1';
   const logFile = path.join(dir, `${name}.log`);
   const log = fs.openSync(logFile, 'a');
   const child = spawn(
@@ -222,7 +225,7 @@ export async function startKubeController(
       `${name} API`,
       async () => {
         if (child.exitCode !== null) throw new Error(`${name} exited:\n${logTail(logFile)}`);
-        return (await fetch(`http://127.0.0.1:${ports.api}/healthz`)).ok ? true : undefined;
+        return (await fetch(`http://${apiHost}:${ports.api}/healthz`)).ok ? true : undefined;
       },
       20_000,
     );
@@ -235,7 +238,7 @@ export async function startKubeController(
     process: child,
     log: () => fs.readFileSync(logFile, 'utf8'),
     api: async <T>(pathAndQuery: string): Promise<T> => {
-      const res = await fetch(`http://127.0.0.1:${ports.api}${pathAndQuery}`);
+      const res = await fetch(`http://${apiHost}:${ports.api}${pathAndQuery}`);
       return ((await res.json()) as { data: T }).data;
     },
     stop,
