@@ -1,10 +1,15 @@
 // Statuses written to the status subresource of each custom resource that came from the Kubernetes
 // source, only when they changed (a status write is a watch event; writing only changes keeps that
 // from looping), with observedGeneration. Core kinds (Service, Secret) get none, as in Gloo.
+// At most MAX_IN_FLIGHT writes are on their way at once (the others wait their turn, latest status
+// first come first served), so a thousand new resources do not open a thousand requests at once.
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../common/log.js';
 import { isKnownKind, kindInfo } from '../api/kinds.js';
+import { reuseConnections } from '../source/kubernetes/connections.js';
 import type { StatusReport, StatusSink } from './book.js';
+
+const MAX_IN_FLIGHT = 8;
 
 interface Target {
   group: string;
@@ -16,10 +21,12 @@ interface Target {
 
 export class KubeStatusSink implements StatusSink {
   private readonly api: k8s.CustomObjectsApi;
-  /** by origin: the status body last written, and the one wanted now */
+  /** by origin: the status body last written, and the one wanted now (`key`: what it is made of) */
   private readonly written = new Map<string, string>();
-  private readonly wanted = new Map<string, { target: Target; text: string }>();
+  private readonly wanted = new Map<string, { target: Target; key: string; text: string }>();
   private readonly inFlight = new Set<string>();
+  /** origins waiting for a free slot, in the order they asked */
+  private readonly queued = new Set<string>();
   /** status writes done since start, for metrics and tests */
   writes = 0;
   /** with leader election, only the leader writes; without, this replica always does */
@@ -29,7 +36,7 @@ export class KubeStatusSink implements StatusSink {
     kubeConfig: k8s.KubeConfig,
     private readonly log: Logger,
   ) {
-    this.api = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    this.api = reuseConnections(kubeConfig).makeApiClient(k8s.CustomObjectsApi);
   }
 
   /** Leadership changed: a new leader writes everything (another replica may have written meanwhile). */
@@ -47,6 +54,13 @@ export class KubeStatusSink implements StatusSink {
       const info = kindInfo(resource.kind);
       if (info.group === '') continue;
       live.add(resource.origin);
+      // most statuses are as they were: compared without building their body
+      const key = JSON.stringify([writeNamespace, resource.apiVersion, status, resource.metadata.generation]);
+      const before = this.wanted.get(resource.origin);
+      if (before?.key === key) {
+        this.write(resource.origin);
+        continue;
+      }
       const [group = '', version = ''] = resource.apiVersion.split('/');
       const body = {
         status: {
@@ -57,13 +71,15 @@ export class KubeStatusSink implements StatusSink {
         },
       };
       const target = { group, version, namespace: resource.metadata.namespace, plural: info.plural, name: resource.metadata.name };
-      this.wanted.set(resource.origin, { target, text: JSON.stringify(body) });
+      this.wanted.set(resource.origin, { target, key, text: JSON.stringify(body) });
       this.write(resource.origin);
     }
+    if (live.size === this.wanted.size) return;
     for (const origin of [...this.wanted.keys()]) {
       if (live.has(origin)) continue;
       this.wanted.delete(origin);
       this.written.delete(origin);
+      this.queued.delete(origin);
     }
   }
 
@@ -71,6 +87,11 @@ export class KubeStatusSink implements StatusSink {
   private write(origin: string): void {
     const want = this.wanted.get(origin);
     if (!this.leader || !want || this.written.get(origin) === want.text || this.inFlight.has(origin)) return;
+    if (this.inFlight.size >= MAX_IN_FLIGHT) {
+      this.queued.add(origin);
+      return;
+    }
+    this.queued.delete(origin);
     this.inFlight.add(origin);
     this.api
       .patchNamespacedCustomObjectStatus(
@@ -92,6 +113,12 @@ export class KubeStatusSink implements StatusSink {
         this.inFlight.delete(origin);
         const now = this.wanted.get(origin);
         if (now && now.text !== want.text) this.write(origin);
+        // the next in line (write() takes it off the queue, or drops it when nothing is left to write)
+        for (const next of this.queued) {
+          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
+          this.queued.delete(next);
+          this.write(next);
+        }
       });
   }
 }

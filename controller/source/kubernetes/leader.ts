@@ -4,6 +4,7 @@
 // Lease's resourceVersion, so two replicas cannot both win a takeover.
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../../common/log.js';
+import { reuseConnections } from './connections.js';
 
 export interface LeaderElectionOptions {
   kubeConfig: k8s.KubeConfig;
@@ -31,7 +32,7 @@ export class LeaderElection {
   private readonly renewMs: number;
 
   constructor(private readonly o: LeaderElectionOptions) {
-    this.api = o.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.api = reuseConnections(o.kubeConfig).makeApiClient(k8s.CoordinationV1Api);
     this.durationMs = o.leaseDurationMs ?? 15_000;
     this.renewMs = o.renewMs ?? Math.max(500, Math.floor(this.durationMs / 3));
   }
