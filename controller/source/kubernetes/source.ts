@@ -14,6 +14,7 @@ import type { Logger } from '../../../common/log.js';
 import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
+import { reuseConnections } from './connections.js';
 import { endpointsFromSlices, toRawResource, trimObject, type KubeObject } from './convert.js';
 
 export interface KubeSourceOptions {
@@ -23,7 +24,11 @@ export interface KubeSourceOptions {
   namespaces?: readonly string[];
   /** ms between the first change after a quiet spell and its snapshot. Default 10 */
   quietMs?: number;
-  /** ms at least between two snapshots, so a burst of changes is gathered. Default 100 */
+  /**
+   * ms at least between two snapshots, so a burst of changes is gathered. Default 100, or what the
+   * last snapshot took to handle if that is more (the controller then spends at most half of a long
+   * burst translating, and Envoy gets fewer, larger updates)
+   */
   debounceMs?: number;
   /** longest backoff after errors. Default 30000 */
   maxBackoffMs?: number;
@@ -70,6 +75,7 @@ export class KubeSource implements ResourceSource {
   constructor(private readonly options: KubeSourceOptions) {
     this.log = options.logger;
     this.description = `cluster ${options.kubeConfig.getCurrentCluster()?.server ?? '(in-cluster)'}`;
+    reuseConnections(options.kubeConfig);
     const custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
     const core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
     const discovery = options.kubeConfig.makeApiClient(k8s.DiscoveryV1Api);
@@ -105,17 +111,20 @@ export class KubeSource implements ResourceSource {
     const debounceMs = this.options.debounceMs ?? 100;
     let timer: NodeJS.Timeout | undefined;
     let dirty = true;
-    let lastEmit = -Infinity;
+    /** when the next snapshot may go at the earliest */
+    let next = -Infinity;
     const emit = (): void => {
       timer = undefined;
       if (signal.aborted || !dirty || !this.watched.every((w) => w.synced || w.missing)) return;
       dirty = false;
-      lastEmit = performance.now();
+      const start = performance.now();
       onSnapshot(this.snapshot());
+      const end = performance.now();
+      next = end + Math.max(debounceMs, end - start);
     };
     const soon = (): void => {
       dirty = true;
-      if (!timer && !signal.aborted) timer = setTimeout(emit, Math.max(quietMs, lastEmit + debounceMs - performance.now()));
+      if (!timer && !signal.aborted) timer = setTimeout(emit, Math.max(quietMs, next - performance.now()));
     };
     for (const w of this.watched) this.run(w, signal, soon, 0);
     signal.addEventListener('abort', () => {
