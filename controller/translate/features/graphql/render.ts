@@ -10,8 +10,16 @@ import type { ProxyIR } from '../../ir.js';
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 export const GRAPHQL_CLUSTER = 'legate-graphql';
 
+const graphqlUse = new WeakMap<ProxyIR, boolean>();
+
+/** Whether any route of the proxy is a GraphQL route; memoised, as it is asked per listener and again for clusters. */
 function hasGraphqlRoutes(proxy: ProxyIR): boolean {
-  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+  let uses = graphqlUse.get(proxy);
+  if (uses === undefined) {
+    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+    graphqlUse.set(proxy, uses);
+  }
+  return uses;
 }
 
 export function graphqlRender(service: ServiceAddress): RenderPlugin {

@@ -80,8 +80,15 @@ function usesBearer(proxy: ProxyIR): boolean {
   return uses;
 }
 
+const graphqlUse = new WeakMap<ProxyIR, boolean>();
+
 function usesGraphql(proxy: ProxyIR): boolean {
-  return proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+  let uses = graphqlUse.get(proxy);
+  if (uses === undefined) {
+    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
+    graphqlUse.set(proxy, uses);
+  }
+  return uses;
 }
 
 function codeFor(name: string, code: WasmCodeSource): AsyncDataSource {
