@@ -4,17 +4,19 @@
 // and how many objects each edit wrote (status writes included).
 //
 // Creation is what a GitOps tool does: server-side apply requests straight to the API, 16 at a time
-// (CREATE_CONCURRENCY), so the figure is Legate's, not a client's. For comparison, at the end another
+// (CREATE_CONCURRENCY), so the figure is Legate's, not a client's; the same creation with nothing
+// watching (before the controller starts, in another namespace, deleted after) is the API server's
+// own share, measured in the same run. For comparison, at the end another
 // N VirtualServices (namespace `kubectl`, domains vs-NNNN.kubectl.bench.test) are applied with one
 // `kubectl apply --server-side`, which sends them one after another.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { installCrds, startKubeApiServer, startKubeController } from '../../test/e2e/harness/kube.js';
+import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer } from '../../test/e2e/harness/kube.js';
 import { untilServed } from '../lib/legate.js';
 import { freePort, get } from '../lib/net.js';
-import { memory, sleep } from '../lib/procs.js';
+import { cpuSeconds, machineCpu, memory, selfAndReapedChildrenCpu, sleep } from '../lib/procs.js';
 import { upstreamYaml } from '../lib/resources.js';
 import type { Figure, FiguresScenario } from '../lib/types.js';
 import { parse } from 'yaml';
@@ -23,6 +25,41 @@ import { bodyOf, domain, routeCounts, vsName, vsYaml } from './config-scale.js';
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const secs = (ms: number): number => Math.round(ms) / 1000;
 const CREATE_CONCURRENCY = 16;
+
+/** The pid of the process whose command line has `args` one after another (e.g. a flag and its value). */
+function pidWithArgs(...args: string[]): number | undefined {
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmdline: string[];
+    try {
+      cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (cmdline.some((_, i) => args.every((a, j) => cmdline[i + j] === a))) return Number(entry);
+  }
+  return undefined;
+}
+
+/** Server-side applies `objects` in `namespace`, CREATE_CONCURRENCY at a time; each request's ms into `requestMs`. */
+async function createAll(
+  kube: KubeApiServer,
+  namespace: string,
+  objects: readonly { metadata: { name: string } }[],
+  requestMs: number[],
+): Promise<void> {
+  await eachLimited(objects, CREATE_CONCURRENCY, async (obj) => {
+    const r0 = performance.now();
+    const res = await kube.api(
+      'PATCH',
+      `/apis/gateway.legate.dev/v1/namespaces/${namespace}/virtualservices/${obj.metadata.name}?fieldManager=bench&force=true`,
+      obj,
+      'application/apply-patch+yaml',
+    );
+    requestMs.push(performance.now() - r0);
+    if (res.status !== 200 && res.status !== 201) throw new Error(`apply ${obj.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
+  });
+}
 
 /** Runs `task` over `items`, at most `limit` at a time. */
 async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
@@ -49,6 +86,19 @@ export const kubeScale: FiguresScenario = {
     kube.kubectl(['create', 'namespace', 'legate-system']);
     kube.kubectl(['apply', '-f', '-'], { input: upstreamYaml(up.port) });
     const dir = fs.mkdtempSync(path.join(ctx.workDir, 'kube-scale-'));
+    // ---- the API server alone: the same creation with nothing watching, then deleted again ----
+    const alone = await (async () => {
+      kube.kubectl(['create', 'namespace', 'alone']);
+      const objects = Array.from({ length: n }, (_, i) => parse(vsYaml(i, perVs, 1).replace('namespace: default', 'namespace: alone')));
+      const ms: number[] = [];
+      const a0 = performance.now();
+      await createAll(kube, 'alone', objects as { metadata: { name: string } }[], ms);
+      const took = performance.now() - a0;
+      const deleted = await kube.api('DELETE', '/apis/gateway.legate.dev/v1/namespaces/alone/virtualservices');
+      if (deleted.status !== 200) throw new Error(`deleting the namespace alone's VirtualServices: ${deleted.status}`);
+      return { took, median: median(ms) };
+    })();
+
     const controller = await startKubeController(kube, dir, 'controller');
     ctx.defer(() => controller.stop());
     const adminPort = await freePort();
@@ -71,6 +121,26 @@ export const kubeScale: FiguresScenario = {
     kube.kubectl(['apply', '-f', '-'], { input: probe });
     await untilServed(http, '/version', domain(999_999), bodyOf(999_999, 1), 60_000, 100);
     const memBefore = memory(controller.process.pid ?? 0);
+    // who spends the CPU while the objects are created
+    const apiserverPid = pidWithArgs('--secure-port', new URL(kube.url).port);
+    const etcdUrl = apiserverPid ? fs.readFileSync(`/proc/${apiserverPid}/cmdline`, 'utf8').split('\0') : [];
+    const etcdPid = pidWithArgs('--listen-client-urls', etcdUrl[etcdUrl.indexOf('--etcd-servers') + 1] ?? '');
+    const pids: Record<string, number | undefined> = {
+      'kube-apiserver': apiserverPid,
+      etcd: etcdPid,
+      controller: controller.process.pid,
+      Envoy: envoy.pid,
+    };
+    const cpuOf = (): Record<string, number> => {
+      const out: Record<string, number> = { 'this client': selfAndReapedChildrenCpu() };
+      for (const [name, pid] of Object.entries(pids)) out[name] = pid ? cpuSeconds(pid) : NaN;
+      return out;
+    };
+    const translations = (): number =>
+      controller
+        .log()
+        .split('\n')
+        .filter((l) => l.includes('"configuration translated"')).length;
 
     // ---- create them all: server-side apply, CREATE_CONCURRENCY requests at a time ----
     const objects = Array.from({ length: n }, (_, i) => parse(vsYaml(i, perVs, 1)) as { metadata: { name: string } });
@@ -82,24 +152,24 @@ export const kubeScale: FiguresScenario = {
       (at) => void (lastServedAt = at),
       (err: unknown) => void (watchError = err),
     );
+    const cpu0 = cpuOf();
+    const machine0 = machineCpu();
+    const translations0 = translations();
     const wall0 = Date.now();
     const t0 = performance.now();
-    await eachLimited(objects, CREATE_CONCURRENCY, async (obj) => {
-      const r0 = performance.now();
-      const res = await kube.api(
-        'PATCH',
-        `/apis/gateway.legate.dev/v1/namespaces/default/virtualservices/${obj.metadata.name}?fieldManager=bench&force=true`,
-        obj,
-        'application/apply-patch+yaml',
-      );
-      requestMs.push(performance.now() - r0);
-      if (res.status !== 200 && res.status !== 201)
-        throw new Error(`apply ${obj.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
-    });
+    await createAll(kube, 'default', objects, requestMs);
     const applyMs = performance.now() - t0;
     await watchLast;
     if (watchError !== undefined) throw watchError instanceof Error ? watchError : new Error(String(watchError));
     const loadMs = lastServedAt - wall0;
+    const cpu1 = cpuOf();
+    const machine1 = machineCpu();
+    const loadTranslations = translations() - translations0;
+    const ours = Object.keys(cpu1).reduce((a, k) => a + (cpu1[k]! - cpu0[k]!), 0);
+    const otherPct = (Math.max(0, machine1.busy - machine0.busy - ours) / (loadMs / 1000)) * 100;
+    const cpuNote = Object.keys(cpu1)
+      .map((k) => `${k} ${(cpu1[k]! - cpu0[k]!).toFixed(1)}`)
+      .join(', ');
     const memLoaded = memory(controller.process.pid ?? 0);
     const counts = await routeCounts(adminPort);
     const first = await get(http, '/version', domain(0));
@@ -176,6 +246,21 @@ export const kubeScale: FiguresScenario = {
         note:
           `from the first request until GET /version with Host ${domain(last)} (polled every 20 ms) answers; ` +
           `${secs(loadMs - applyMs)} s after the last request was answered; aim <= 3 s`,
+      },
+      {
+        name: 'the same creation, the API server alone',
+        value: secs(alone.took),
+        unit: 's',
+        note:
+          `before the controller started: the same requests in another namespace, nothing watching (per request: median ` +
+          `${Math.round(alone.median)} ms); then deleted`,
+      },
+      {
+        name: 'CPU seconds while creating',
+        value: cpuNote,
+        note:
+          `the controller translated ${loadTranslations} time(s) meanwhile; other work on the machine: ` +
+          `${otherPct.toFixed(0)}% of a core`,
       },
       { name: 'Envoy route config', value: `${counts.virtualHosts} virtual hosts, ${counts.routes} routes` },
       {
