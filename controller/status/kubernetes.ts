@@ -1,15 +1,18 @@
 // Statuses written to the status subresource of each custom resource that came from the Kubernetes
 // source, only when they changed (a status write is a watch event; writing only changes keeps that
 // from looping), with observedGeneration. Core kinds (Service, Secret) get none, as in Gloo.
-// At most MAX_IN_FLIGHT writes are on their way at once (the others wait their turn, latest status
-// first come first served), so a thousand new resources do not open a thousand requests at once.
+// At most MAX_IN_FLIGHT writes are on their way at once (the others wait their turn, first come first
+// served, each with the latest status): status writes cost the API server about what the writes of
+// the resources themselves do, and a thousand at once took it from the users creating resources
+// (docs/benchmarks.md, kube-scale: 8 in flight, creation ~2x the API server alone; 1-2, 1.4-2.2x, with
+// every status written as soon). Two, so one slow request does not hold up every status.
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../common/log.js';
 import { isKnownKind, kindInfo } from '../api/kinds.js';
 import { reuseConnections } from '../source/kubernetes/connections.js';
 import type { StatusReport, StatusSink } from './book.js';
 
-const MAX_IN_FLIGHT = 8;
+const MAX_IN_FLIGHT = 2;
 
 interface Target {
   group: string;

@@ -25,7 +25,7 @@ export interface KubeSourceOptions {
   /** ms between the first change after a quiet spell and its snapshot. Default 10 */
   quietMs?: number;
   /**
-   * ms at least between two snapshots, so a burst of changes is gathered. Default 100, or what the
+   * ms at least between two snapshots, so a burst of changes is gathered. Default 250, or what the
    * last snapshot took to handle if that is more (the controller then spends at most half of a long
    * burst translating, and Envoy gets fewer, larger updates)
    */
@@ -108,7 +108,7 @@ export class KubeSource implements ResourceSource {
 
   watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void {
     const quietMs = this.options.quietMs ?? 10;
-    const debounceMs = this.options.debounceMs ?? 100;
+    const debounceMs = this.options.debounceMs ?? 250;
     let timer: NodeJS.Timeout | undefined;
     let dirty = true;
     /** when the next snapshot may go at the earliest */
