@@ -91,26 +91,6 @@ export interface GraphQLApiConfig {
 
 // ---- extauth ----
 
-/** One access-token validation step (oauth2.accessTokenValidation with introspection). */
-export interface IntrospectionStepConfig {
-  type: 'oauth2-introspection';
-  introspectionUrl: string;
-  /** HTTP basic client authentication on the introspection call, when set */
-  clientId?: string;
-  clientSecret?: string;
-  /** 0 = no cache */
-  cacheTimeoutMs: number;
-  /** every one of these must be in the token's space-separated `scope` */
-  requiredScopes: string[];
-}
-
-export interface AuthConfigConfig {
-  /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
-  name: string;
-  /** content hash of the steps (secrets left out), set by the controller. Routes carry the same
-   * `<name>@<version>` in route metadata; the service echoes what it judged so the wasm edge cache
-   * only keeps answers given under the route's own version (docs/wasm.md) */
-  version?: string;
-  /** all steps must pass */
-  steps: IntrospectionStepConfig[];
-}
+// The AuthConfig shapes (introspection and JWT steps) are defined with their runtime schema, which the
+// controller and the extauth service both validate against, in ./auth-config.ts.
+export type { AuthConfigConfig, AuthStepConfig, IntrospectionStepConfig, JwtStepConfig } from './auth-config.js';

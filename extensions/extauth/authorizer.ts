@@ -1,45 +1,23 @@
-// The decision, independent of gRPC: AuthConfigs (as the controller resolved them) compiled into steps,
-// and check(configId, authorizationHeader) -> outcome. Every step must pass; a step introspects the
-// bearer token (or reuses a cached active result) and then checks `exp` and the required scopes.
+// The decision, independent of gRPC: AuthConfigs (as the controller resolved them, validated by the
+// shared schema in common/auth-config.ts) compiled into steps (step.ts: introspection-step.ts, jwt.ts),
+// and check(configId, authorizationHeader) -> outcome. Every step must pass, in order.
 //
-// Hot path: for a cached token, check() is synchronous and returns a string constant; the only
+// Hot path: for a cached introspection, check() is synchronous and returns a string constant; the only
 // allocations are the token slice and its sha256. Anything that is not a clear "allow" is a denial,
 // including every error (fail closed).
 import http from 'node:http';
 import https from 'node:https';
 import { createHash } from 'node:crypto';
-import type { AuthConfigConfig, IntrospectionStepConfig } from '../../common/contract.js';
+import { DEFAULT_JWKS_REFRESH_MS, parseAuthConfigConfig, type AuthConfigConfig } from '../../common/auth-config.js';
 import type { Logger } from '../../common/log.js';
 import { parseBearer } from './token.js';
-import { IntrospectionError, Introspector, redactUrl, tokenHash, tokenRef, type ActiveToken, type Introspection } from './introspect.js';
+import { Introspector, tokenHash, tokenRef } from './introspect.js';
+import { IntrospectionStep } from './introspection-step.js';
+import { JwtStep, RemoteJwks } from './jwt.js';
+import type { DenyReason, Outcome } from './outcome.js';
+import type { AuthStep, Hold, StepSummary } from './step.js';
 
-export type DenyReason =
-  /** config_id names no loaded AuthConfig (or is missing) */
-  | 'unknown_config'
-  /** the CheckRequest itself could not be parsed */
-  | 'malformed_request'
-  /** no Authorization header */
-  | 'missing_token'
-  /** Authorization is not `Bearer <b64token>`, is too long, or appears twice */
-  | 'invalid_request'
-  /** the provider says inactive (unknown, expired, revoked), or `exp` has passed */
-  | 'invalid_token'
-  /** active, but a required scope is missing */
-  | 'insufficient_scope'
-  /** the provider is unreachable, too slow, or answered something other than a valid introspection */
-  | 'unavailable';
-
-export type Outcome = 'allow' | DenyReason;
-
-export const DENY_REASONS: readonly DenyReason[] = [
-  'unknown_config',
-  'malformed_request',
-  'missing_token',
-  'invalid_request',
-  'invalid_token',
-  'insufficient_scope',
-  'unavailable',
-];
+export { DENY_REASONS, type DenyReason, type Outcome } from './outcome.js';
 
 export interface AuthorizerOptions {
   logger: Logger;
@@ -47,11 +25,15 @@ export interface AuthorizerOptions {
   introspectionTimeoutMs?: number;
   /** bound of each introspection endpoint's cache. Default 10000 */
   cacheMaxEntries?: number;
+  /** per JWKS fetch. Default 2000 */
+  jwksTimeoutMs?: number;
+  /** least time between two JWKS fetches caused by an unknown `kid` (per endpoint). Default 10000 */
+  jwksCooldownMs?: number;
 }
 
 /** What configs() shows of a loaded AuthConfig: no secrets. */
 export interface AuthConfigSummary {
-  steps: Array<{ type: string; introspectionUrl: string; clientId?: string; cacheTimeoutMs: number; requiredScopes: string[] }>;
+  steps: StepSummary[];
 }
 
 export interface AuthorizerStats {
@@ -63,14 +45,8 @@ export interface AuthorizerStats {
   introspectionErrors: number;
   cacheHits: number;
   cacheEntries: number;
-}
-
-interface Step {
-  readonly introspector: Introspector;
-  /** identity of the introspector: endpoint and client credentials, hashed */
-  readonly introspectorKey: string;
-  readonly cacheTimeoutMs: number;
-  readonly requiredScopes: readonly string[];
+  jwksFetches: number;
+  jwksFetchErrors: number;
 }
 
 interface CompiledConfig {
@@ -79,58 +55,15 @@ interface CompiledConfig {
   readonly edgeKey: string | undefined;
   /** identity of the config's content: unchanged configs are kept as they are across updates */
   readonly fingerprint: string;
-  readonly steps: readonly Step[];
+  readonly steps: readonly AuthStep[];
+  /** the shared resources its steps use (pool keys), kept while some config uses them */
+  readonly introspectors: ReadonlyMap<string, { introspector: Introspector; cacheMs: number }>;
+  readonly jwks: ReadonlyMap<string, RemoteJwks>;
   readonly summary: AuthConfigSummary;
 }
 
-/** Validates the shape of one config from the controller; throws with a reason. */
-export function validateAuthConfig(raw: unknown): AuthConfigConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('config is not an object');
-  const c = raw as Record<string, unknown>;
-  if (typeof c['name'] !== 'string' || c['name'] === '') throw new Error('config has no name');
-  const name = c['name'];
-  if (!Array.isArray(c['steps']) || c['steps'].length === 0) throw new Error(`${name}: config has no steps`);
-  const steps: IntrospectionStepConfig[] = [];
-  c['steps'].forEach((s: unknown, i: number) => {
-    const where = `${name}: step ${i}`;
-    if (s === null || typeof s !== 'object') throw new Error(`${where} is not an object`);
-    const step = s as Record<string, unknown>;
-    if (step['type'] !== 'oauth2-introspection') throw new Error(`${where}: unsupported step type ${JSON.stringify(step['type'])}`);
-    const url = step['introspectionUrl'];
-    if (typeof url !== 'string') throw new Error(`${where}: introspectionUrl missing`);
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new Error(`${where}: introspectionUrl is not a URL`);
-    }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`${where}: introspectionUrl must be http or https`);
-    const clientId = step['clientId'];
-    const clientSecret = step['clientSecret'];
-    if (clientId !== undefined && typeof clientId !== 'string') throw new Error(`${where}: clientId is not a string`);
-    if (clientSecret !== undefined && typeof clientSecret !== 'string') throw new Error(`${where}: clientSecret is not a string`);
-    const cacheTimeoutMs = step['cacheTimeoutMs'] ?? 0;
-    if (typeof cacheTimeoutMs !== 'number' || !Number.isFinite(cacheTimeoutMs) || cacheTimeoutMs < 0)
-      throw new Error(`${where}: cacheTimeoutMs must be a number >= 0`);
-    const scopes = step['requiredScopes'] ?? [];
-    if (!Array.isArray(scopes) || scopes.some((x) => typeof x !== 'string' || x === '' || x.includes(' '))) {
-      throw new Error(`${where}: requiredScopes must be a list of scope names`);
-    }
-    steps.push({
-      type: 'oauth2-introspection',
-      introspectionUrl: url,
-      ...(clientId !== undefined ? { clientId } : {}),
-      ...(clientSecret !== undefined ? { clientSecret } : {}),
-      cacheTimeoutMs,
-      requiredScopes: scopes as string[],
-    });
-  });
-  const version = c['version'];
-  if (version !== undefined && (typeof version !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(version))) {
-    throw new Error(`${name}: version must be 1-64 characters [A-Za-z0-9._-]`);
-  }
-  return { name, ...(version !== undefined ? { version } : {}), steps };
-}
+/** Validates the shape of one config from the controller (the shared schema); throws with a reason. */
+export const validateAuthConfig: (raw: unknown) => AuthConfigConfig = parseAuthConfigConfig;
 
 /** What an allow may tell Envoy's edge cache (docs/wasm.md): filled in by Authorizer.check. */
 export interface EdgeGrant {
@@ -140,18 +73,6 @@ export interface EdgeGrant {
   until: number;
 }
 
-function summarize(config: AuthConfigConfig): AuthConfigSummary {
-  return {
-    steps: config.steps.map((s) => ({
-      type: s.type,
-      introspectionUrl: redactUrl(s.introspectionUrl),
-      ...(s.clientId ? { clientId: s.clientId } : {}),
-      cacheTimeoutMs: s.cacheTimeoutMs,
-      requiredScopes: [...s.requiredScopes],
-    })),
-  };
-}
-
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
@@ -159,11 +80,16 @@ function sha256(text: string): string {
 export class Authorizer {
   private configs = new Map<string, CompiledConfig>();
   private readonly introspectors = new Map<string, Introspector>();
+  private readonly jwksSources = new Map<string, RemoteJwks>();
   private readonly agents = new Map<string, http.Agent>();
   private readonly log: Logger;
   private readonly timeoutMs: number;
   private readonly cacheMaxEntries: number;
+  private readonly jwksTimeoutMs: number;
+  private readonly jwksCooldownMs: number;
   private readonly sweepTimer: NodeJS.Timeout;
+  /** reused by check() on its synchronous path (nothing else runs meanwhile) */
+  private readonly syncHold: Hold = { until: Infinity, detail: '' };
   /** per config and reason: when a denial was last logged, and how many since were not */
   private readonly denialLog = new Map<string, { at: number; held: number }>();
   private lastUnknownLogAt = 0;
@@ -183,6 +109,8 @@ export class Authorizer {
     this.log = options.logger;
     this.timeoutMs = options.introspectionTimeoutMs ?? 2000;
     this.cacheMaxEntries = options.cacheMaxEntries ?? 10_000;
+    this.jwksTimeoutMs = options.jwksTimeoutMs ?? 2000;
+    this.jwksCooldownMs = options.jwksCooldownMs ?? 10_000;
     this.sweepTimer = setInterval(() => {
       const now = Date.now();
       for (const i of this.introspectors.values()) i.sweep(now);
@@ -193,20 +121,23 @@ export class Authorizer {
   /**
    * Replaces the loaded configs with `raw` (the full set). A config that fails validation keeps its
    * previous version if there is one (otherwise it is absent, so its routes deny); the reasons are
-   * returned. Introspectors (and their caches and connections) are kept for unchanged endpoints.
+   * returned. Introspectors (their caches and connections) and JWK sets are kept for unchanged endpoints.
    */
   apply(raw: readonly unknown[]): { problems: string[] } {
     const problems: string[] = [];
     const next = new Map<string, CompiledConfig>();
-    const used = new Map<string, Introspector>();
+    const usedIntrospectors = new Map<string, Introspector>();
+    const usedJwks = new Map<string, RemoteJwks>();
     const cacheMs = new Map<Introspector, number>();
     const keep = (c: CompiledConfig): void => {
       next.set(c.name, c);
-      for (const s of c.steps) {
-        used.set(s.introspectorKey, s.introspector);
-        cacheMs.set(s.introspector, Math.max(cacheMs.get(s.introspector) ?? 0, s.cacheTimeoutMs));
+      for (const [key, { introspector, cacheMs: ms }] of c.introspectors) {
+        usedIntrospectors.set(key, introspector);
+        cacheMs.set(introspector, Math.max(cacheMs.get(introspector) ?? 0, ms));
       }
+      for (const [key, jwks] of c.jwks) usedJwks.set(key, jwks);
     };
+    const created: RemoteJwks[] = [];
     for (const item of raw) {
       let config: AuthConfigConfig;
       try {
@@ -229,23 +160,48 @@ export class Authorizer {
         continue;
       }
       try {
-        const steps = config.steps.map((s): Step => {
-          const key = sha256(JSON.stringify([s.introspectionUrl, s.clientId ?? '', s.clientSecret ?? '']));
-          let introspector = used.get(key) ?? this.introspectors.get(key);
-          if (!introspector) {
-            introspector = new Introspector({
-              url: s.introspectionUrl,
-              clientId: s.clientId,
-              clientSecret: s.clientSecret,
-              timeoutMs: this.timeoutMs,
-              maxEntries: this.cacheMaxEntries,
-              agent: this.agentFor(s.introspectionUrl),
-            });
+        const introspectors = new Map<string, { introspector: Introspector; cacheMs: number }>();
+        const jwks = new Map<string, RemoteJwks>();
+        const stepLog = this.log;
+        const steps = config.steps.map((s): AuthStep => {
+          if (s.type === 'oauth2-introspection') {
+            const key = sha256(JSON.stringify([s.introspectionUrl, s.clientId ?? '', s.clientSecret ?? '']));
+            let introspector = usedIntrospectors.get(key) ?? introspectors.get(key)?.introspector ?? this.introspectors.get(key);
+            if (!introspector) {
+              introspector = new Introspector({
+                url: s.introspectionUrl,
+                clientId: s.clientId,
+                clientSecret: s.clientSecret,
+                timeoutMs: this.timeoutMs,
+                maxEntries: this.cacheMaxEntries,
+                agent: this.agentFor(s.introspectionUrl),
+              });
+            }
+            introspectors.set(key, { introspector, cacheMs: Math.max(introspectors.get(key)?.cacheMs ?? 0, s.cacheTimeoutMs) });
+            return new IntrospectionStep(s, introspector, stepLog);
           }
-          return { introspector, introspectorKey: key, cacheTimeoutMs: s.cacheTimeoutMs, requiredScopes: [...s.requiredScopes] };
+          let remote: RemoteJwks | undefined;
+          if (s.remoteJwks) {
+            const refreshMs = s.remoteJwks.refreshIntervalMs || DEFAULT_JWKS_REFRESH_MS;
+            const key = JSON.stringify([s.remoteJwks.url, refreshMs]);
+            remote = usedJwks.get(key) ?? jwks.get(key) ?? this.jwksSources.get(key);
+            if (!remote) {
+              remote = new RemoteJwks({
+                url: s.remoteJwks.url,
+                refreshMs,
+                cooldownMs: this.jwksCooldownMs,
+                timeoutMs: this.jwksTimeoutMs,
+                logger: stepLog,
+              });
+              created.push(remote);
+            }
+            jwks.set(key, remote);
+          }
+          return new JwtStep(s, remote, stepLog);
         });
         const edgeKey = config.version !== undefined ? `${config.name}@${config.version}` : undefined;
-        keep({ name: config.name, edgeKey, fingerprint, steps, summary: summarize(config) });
+        const summary = { steps: steps.map((st) => st.summary) };
+        keep({ name: config.name, edgeKey, fingerprint, steps, introspectors, jwks, summary });
       } catch (err) {
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
         if (current) keep(current);
@@ -255,12 +211,20 @@ export class Authorizer {
     for (const [intro, ms] of cacheMs) intro.cacheMs = ms;
     this.configs = next;
     for (const [key, intro] of this.introspectors) {
-      if (!used.has(key)) {
+      if (!usedIntrospectors.has(key)) {
         intro.clear();
         this.introspectors.delete(key);
       }
     }
-    for (const [key, intro] of used) this.introspectors.set(key, intro);
+    for (const [key, intro] of usedIntrospectors) this.introspectors.set(key, intro);
+    for (const [key, source] of this.jwksSources) {
+      if (!usedJwks.has(key)) {
+        source.stop();
+        this.jwksSources.delete(key);
+      }
+    }
+    for (const source of created) if (![...usedJwks.values()].includes(source)) source.stop();
+    for (const [key, source] of usedJwks) this.jwksSources.set(key, source);
     const origins = new Set([...this.introspectors.values()].map((i) => i.url.origin));
     for (const [origin, agent] of this.agents) {
       if (!origins.has(origin)) {
@@ -291,6 +255,12 @@ export class Authorizer {
       hits += i.counters.cacheHits;
       entries += i.cacheSize;
     }
+    let jwksFetches = 0;
+    let jwksFetchErrors = 0;
+    for (const j of this.jwksSources.values()) {
+      jwksFetches += j.counters.fetches;
+      jwksFetchErrors += j.counters.errors;
+    }
     return {
       checks: this.counts.checks,
       allowed: this.counts.allowed,
@@ -300,6 +270,8 @@ export class Authorizer {
       introspectionErrors: errors,
       cacheHits: hits,
       cacheEntries: entries,
+      jwksFetches,
+      jwksFetchErrors,
     };
   }
 
@@ -312,8 +284,8 @@ export class Authorizer {
   }
 
   /**
-   * Decides one request. Synchronous when every step is answered from the cache (or the request is
-   * denied before any introspection); a Promise otherwise. Never rejects.
+   * Decides one request. Synchronous when every step answers without I/O (cached introspections, or
+   * a denial before any call); a Promise otherwise. Never rejects.
    */
   check(configId: string, authorization: string | undefined, ambiguous = false, grant?: EdgeGrant): Outcome | Promise<Outcome> {
     const config = this.configs.get(configId);
@@ -321,28 +293,28 @@ export class Authorizer {
       this.logUnknownConfig(configId);
       return this.record('unknown_config');
     }
-    if (authorization === undefined) return this.deny(config, 'missing_token', undefined);
+    if (authorization === undefined) return this.deny(config, 'missing_token', undefined, '');
     const token = ambiguous ? undefined : parseBearer(authorization);
-    if (token === undefined) return this.deny(config, 'invalid_request', undefined);
+    if (token === undefined) return this.deny(config, 'invalid_request', undefined, '');
     const hash = tokenHash(token);
     const now = Date.now();
     const steps = config.steps;
-    let until = Infinity;
+    const hold = this.syncHold;
+    hold.until = Infinity;
+    hold.detail = '';
     for (let i = 0; i < steps.length; i++) {
-      const step = steps[i]!;
-      const hit = step.introspector.cached(hash, now, step.cacheTimeoutMs);
-      if (hit === undefined) return this.checkFrom(config, i, token, hash, until, grant);
-      const verdict = judge(step, hit, now);
-      if (verdict !== 'allow') return this.deny(config, verdict, hash);
-      until = Math.min(until, holdsUntil(step, hit));
+      const verdict = steps[i]!.decideNow(token, hash, now, hold);
+      if (verdict === undefined) return this.checkFrom(config, i, token, hash, { until: hold.until, detail: '' }, grant);
+      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail);
     }
-    if (grant !== undefined) grantEdge(grant, config, until);
+    if (grant !== undefined) grantEdge(grant, config, hold.until);
     return this.record('allow');
   }
 
   stop(): void {
     clearInterval(this.sweepTimer);
     for (const i of this.introspectors.values()) i.clear();
+    for (const j of this.jwksSources.values()) j.stop();
     for (const a of this.agents.values()) a.destroy();
     this.agents.clear();
   }
@@ -365,41 +337,32 @@ export class Authorizer {
     from: number,
     token: string,
     hash: string,
-    holds: number,
+    hold: Hold,
     grant: EdgeGrant | undefined,
   ): Promise<Outcome> {
     const steps = config.steps;
-    let until = holds;
     for (let i = from; i < steps.length; i++) {
       const step = steps[i]!;
-      let result: Introspection | undefined = i === from ? undefined : step.introspector.cached(hash, Date.now(), step.cacheTimeoutMs);
-      if (result === undefined) {
-        try {
-          result = await step.introspector.introspect(token, hash);
-        } catch (err) {
-          this.logIntrospectionError(config, step, hash, err);
-          return this.deny(config, 'unavailable', hash);
-        }
-      }
-      const verdict = judge(step, result, Date.now());
-      if (verdict !== 'allow') return this.deny(config, verdict, hash);
-      if (result.active) until = Math.min(until, holdsUntil(step, result));
+      let verdict = i === from ? undefined : step.decideNow(token, hash, Date.now(), hold);
+      verdict ??= await step.decide(token, hash, hold, config.name);
+      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail);
     }
-    if (grant !== undefined) grantEdge(grant, config, until);
+    if (grant !== undefined) grantEdge(grant, config, hold.until);
     return this.record('allow');
   }
 
-  private deny(config: CompiledConfig, reason: DenyReason, hash: string | undefined): DenyReason {
-    this.logDenial(config.name, reason, hash);
+  private deny(config: CompiledConfig, reason: DenyReason, hash: string | undefined, detail: string): DenyReason {
+    this.logDenial(config.name, reason, hash, detail);
     this.record(reason);
     return reason;
   }
 
   /**
-   * One info line per denial (config, reason, a reference to the token, never the token), at most one
-   * per second for each config and reason; the next line says how many were held back meanwhile.
+   * One info line per denial (config, reason, what failed, a reference to the token, never the
+   * token), at most one per second for each config and reason; the next line says how many were held
+   * back meanwhile.
    */
-  private logDenial(configId: string, reason: DenyReason, hash: string | undefined): void {
+  private logDenial(configId: string, reason: DenyReason, hash: string | undefined, detail: string): void {
     if (!this.log.enabled('info')) return;
     const key = `${configId}|${reason}`;
     const now = Date.now();
@@ -413,6 +376,7 @@ export class Authorizer {
     this.log.info('request denied', {
       config_id: configId,
       reason,
+      ...(detail ? { detail } : {}),
       ...(hash ? { token: tokenRef(hash) } : {}),
       ...(last?.held ? { suppressed: last.held } : {}),
     });
@@ -433,40 +397,10 @@ export class Authorizer {
       ...(held ? { suppressed: held } : {}),
     });
   }
-
-  private logIntrospectionError(config: CompiledConfig, step: Step, hash: string, err: unknown): void {
-    const held = step.introspector.errorLogTicket(Date.now());
-    if (held < 0) return;
-    const isKnown = err instanceof IntrospectionError;
-    this.log.error('token introspection failed; denying', {
-      config_id: config.name,
-      introspection_url: redactUrl(step.introspector.url.href),
-      kind: isKnown ? err.kind : 'internal',
-      // IntrospectionError messages are built without the token; anything else is summarised by name
-      error: isKnown ? err.message : err instanceof Error ? err.name : 'unknown error',
-      token: tokenRef(hash),
-      ...(held ? { suppressed: held } : {}),
-    });
-  }
-}
-
-/** Until when a step's allow may be reused: its cache timeout from the introspection, never past `exp`. */
-function holdsUntil(step: Step, result: ActiveToken): number {
-  if (step.cacheTimeoutMs <= 0) return 0;
-  return Math.min(result.fetchedAt + step.cacheTimeoutMs, result.expiresAt);
 }
 
 function grantEdge(grant: EdgeGrant, config: CompiledConfig, until: number): void {
   if (config.edgeKey === undefined || !Number.isFinite(until) || until <= 0) return;
   grant.key = config.edgeKey;
   grant.until = until;
-}
-
-/** A step's verdict on an introspection result. */
-function judge(step: Step, result: Introspection | ActiveToken, now: number): Outcome {
-  if (!result.active) return 'invalid_token';
-  if (result.expiresAt <= now) return 'invalid_token';
-  const required = step.requiredScopes;
-  for (let i = 0; i < required.length; i++) if (!result.scopes.has(required[i]!)) return 'insufficient_scope';
-  return 'allow';
 }

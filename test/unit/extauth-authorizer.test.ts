@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/log.js';
-import type { AuthConfigConfig } from '../../common/contract.js';
+import type { AuthConfigConfig, IntrospectionStepConfig } from '../../common/contract.js';
 import { Authorizer, type EdgeGrant, type Outcome } from '../../extensions/extauth/authorizer.js';
 
 interface Seen {
@@ -82,7 +82,7 @@ const activeFor = (t: string, extra: Record<string, unknown> = {}): void => {
     body: { active: true, scope: 'products:read products:write', client_id: 'legate-demo', exp: Date.now() / 1000 + 600, ...extra },
   });
 };
-const cfg = (name: string, step: Partial<AuthConfigConfig['steps'][number]> = {}): AuthConfigConfig => ({
+const cfg = (name: string, step: Partial<IntrospectionStepConfig> = {}): AuthConfigConfig => ({
   name,
   steps: [
     {

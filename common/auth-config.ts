@@ -1,0 +1,178 @@
+// The extauth config the controller sends and the extauth service applies (AuthConfigConfig in
+// contract.ts), as one runtime schema both sides use: the controller checks what it translated before
+// serving it (so a problem is a status reason, not a NACK), the service checks what it receives (so a
+// bad config is refused, never half-applied). Also the JWK checks both sides need: which keys a local
+// or fetched JWK set may hold, and the algorithms a JWT may be signed with.
+import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { z } from 'zod';
+
+/** Algorithms a JWT access token may use: asymmetric only (no `none`, no HS*, so no HS/RS confusion). */
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+] as const;
+
+/** Default of `remoteJwks.refreshInterval` (Gloo's). */
+export const DEFAULT_JWKS_REFRESH_MS = 5 * 60_000;
+
+/** Key types a JWK set or PEM may hold (asymmetric public keys jose verifies with). */
+const KEY_TYPES = new Set(['rsa', 'rsa-pss', 'ec', 'ed25519']);
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+const HttpUrl = z.string().refine(isHttpUrl, 'must be an http or https URL');
+const Scopes = z.array(z.string().regex(/^[^ ]+$/, 'a scope name is one non-empty word'));
+
+export const IntrospectionStepSchema = z.object({
+  type: z.literal('oauth2-introspection'),
+  introspectionUrl: HttpUrl,
+  /** HTTP basic client authentication on the introspection call, when set */
+  clientId: z.string().optional(),
+  clientSecret: z.string().optional(),
+  /** 0 = no cache */
+  cacheTimeoutMs: z.number().finite().min(0).default(0),
+  /** every one of these must be in the token's space-separated `scope` */
+  requiredScopes: Scopes.default([]),
+});
+
+export const JwtStepSchema = z
+  .object({
+    type: z.literal('oauth2-jwt'),
+    /** fetched at config time and every refreshIntervalMs; a `kid` miss refetches (rate-limited) */
+    remoteJwks: z.object({ url: HttpUrl, refreshIntervalMs: z.number().int().min(1000, 'must be at least 1s') }).optional(),
+    /** a JWK set (JSON) or one PEM public key, as written in the AuthConfig */
+    localJwks: z.object({ inlineString: z.string().superRefine(checkLocalKeys) }).optional(),
+    /** when set, `iss` must equal it */
+    issuer: z.string().min(1).optional(),
+    /** when not empty, `aud` must hold one of them */
+    audiences: z.array(z.string().min(1)).default([]),
+    /** every one of these must be in `scope` (space-separated) or `scp` (array) */
+    requiredScopes: Scopes.default([]),
+  })
+  .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
+
+export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt'] as const;
+export const AuthStepConfigSchema = z.discriminatedUnion('type', [IntrospectionStepSchema, JwtStepSchema]);
+
+export const AuthConfigConfigSchema = z.object({
+  /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
+  name: z.string().min(1),
+  /** content hash of the steps (secrets left out), set by the controller */
+  version: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'version must be 1-64 characters [A-Za-z0-9._-]')
+    .optional(),
+  /** all steps must pass */
+  steps: z.array(AuthStepConfigSchema).min(1, 'config has no steps'),
+});
+
+export type IntrospectionStepConfig = z.infer<typeof IntrospectionStepSchema>;
+export type JwtStepConfig = z.infer<typeof JwtStepSchema>;
+export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
+export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;
+
+/** One line per problem: `<path>: <message>`, the path in the config's own field names. */
+export function describeIssues(error: z.ZodError, prefix: string): string[] {
+  return error.issues.map((i) => {
+    const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+    return `${prefix}${path}: ${i.message}`;
+  });
+}
+
+/**
+ * Validates a config from the controller; throws an Error whose message lists every problem. An
+ * unknown step type is named as such (a newer controller, or a bug), not as a union mismatch.
+ */
+export function parseAuthConfigConfig(raw: unknown): AuthConfigConfig {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('config is not an object');
+  const c = raw as Record<string, unknown>;
+  if (typeof c['name'] !== 'string' || c['name'] === '') throw new Error('config has no name');
+  const name = c['name'];
+  if (Array.isArray(c['steps'])) {
+    c['steps'].forEach((s: unknown, i: number) => {
+      const type = s !== null && typeof s === 'object' ? (s as Record<string, unknown>)['type'] : undefined;
+      if (!(STEP_TYPES as readonly unknown[]).includes(type))
+        throw new Error(`${name}: step ${i}: unsupported step type ${JSON.stringify(type) ?? 'undefined'}`);
+    });
+  }
+  const parsed = AuthConfigConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(describeIssues(parsed.error, name).join('; '));
+  return parsed.data;
+}
+
+// ---- JWK sets
+
+/** What a local JWK set or PEM holds, ready for jose: public keys only. */
+export type LocalKeys = { kind: 'jwks'; jwks: { keys: JsonWebKey[] } } | { kind: 'pem'; key: KeyObject };
+
+/** Why a JWK cannot verify tokens, or undefined when it can (asymmetric, public, parses). */
+export function unusableJwk(jwk: unknown): string | undefined {
+  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) return 'is not an object';
+  const k = jwk as Record<string, unknown>;
+  if (typeof k['kty'] !== 'string') return 'has no kty';
+  if (k['kty'] === 'oct') return 'is a symmetric (oct) key; only public keys are accepted';
+  if (k['d'] !== undefined) return 'holds a private key; publish only the public part';
+  if (k['use'] !== undefined && k['use'] !== 'sig') return `is for use ${JSON.stringify(k['use'])}, not sig`;
+  try {
+    const type = createPublicKey({ key: k as JsonWebKey, format: 'jwk' }).asymmetricKeyType;
+    if (type === undefined || !KEY_TYPES.has(type)) return `has an unsupported key type ${type ?? '?'}`;
+  } catch (err) {
+    return `does not parse (${err instanceof Error ? err.message : 'invalid'})`;
+  }
+  return undefined;
+}
+
+/** Parses `localJwks.inlineString`: a JWK set, one JWK, or one PEM public key. Throws with a reason. */
+export function parseLocalKeys(text: string): LocalKeys {
+  const t = text.trim();
+  if (t.startsWith('-----BEGIN')) {
+    if (/PRIVATE KEY-----/.test(t)) throw new Error('is a PEM private key; give the public key');
+    let key: KeyObject;
+    try {
+      key = createPublicKey(t);
+    } catch (err) {
+      throw new Error(`is not a PEM public key (${err instanceof Error ? err.message : 'invalid'})`, { cause: err });
+    }
+    if (key.asymmetricKeyType === undefined || !KEY_TYPES.has(key.asymmetricKeyType))
+      throw new Error(`holds an unsupported key type ${key.asymmetricKeyType ?? '?'}`);
+    return { kind: 'pem', key };
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(t);
+  } catch {
+    throw new Error('is neither a JWK set (JSON) nor a PEM public key');
+  }
+  const set = doc !== null && typeof doc === 'object' && !Array.isArray(doc) && 'kty' in doc ? { keys: [doc] } : doc;
+  const keys = set !== null && typeof set === 'object' ? (set as Record<string, unknown>)['keys'] : undefined;
+  if (!Array.isArray(keys) || keys.length === 0) throw new Error('is a JSON value without a non-empty `keys` list');
+  keys.forEach((k: unknown, i: number) => {
+    const why = unusableJwk(k);
+    if (why !== undefined) throw new Error(`key ${i} ${why}`);
+  });
+  return { kind: 'jwks', jwks: { keys: keys as JsonWebKey[] } };
+}
+
+function checkLocalKeys(text: string, ctx: z.RefinementCtx): void {
+  try {
+    parseLocalKeys(text);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : 'invalid' });
+  }
+}

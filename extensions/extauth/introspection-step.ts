@@ -1,0 +1,77 @@
+// oauth2.accessTokenValidation by introspection (RFC 7662) as an AuthStep: the token's introspection
+// result, from the shared Introspector's cache or from a call, then `active`, `exp` and the scopes.
+// The Introspector (endpoint + client identity, cache, single-flight) is shared by every step that
+// names the same endpoint and client; the Authorizer owns and retires it.
+import type { IntrospectionStepConfig } from '../../common/contract.js';
+import type { Logger } from '../../common/log.js';
+import { IntrospectionError, redactUrl, tokenRef, type ActiveToken, type Introspection, type Introspector } from './introspect.js';
+import type { Outcome } from './outcome.js';
+import type { AuthStep, Hold, StepSummary } from './step.js';
+
+export class IntrospectionStep implements AuthStep {
+  readonly summary: StepSummary;
+  private readonly cacheTimeoutMs: number;
+  private readonly requiredScopes: readonly string[];
+
+  constructor(
+    config: IntrospectionStepConfig,
+    readonly introspector: Introspector,
+    private readonly log: Logger,
+  ) {
+    this.cacheTimeoutMs = config.cacheTimeoutMs;
+    this.requiredScopes = [...config.requiredScopes];
+    this.summary = {
+      type: config.type,
+      introspectionUrl: redactUrl(config.introspectionUrl),
+      ...(config.clientId ? { clientId: config.clientId } : {}),
+      cacheTimeoutMs: config.cacheTimeoutMs,
+      requiredScopes: [...config.requiredScopes],
+    };
+  }
+
+  get cacheMs(): number {
+    return this.cacheTimeoutMs;
+  }
+
+  decideNow(_token: string, hash: string, now: number, hold: Hold): Outcome | undefined {
+    const hit = this.introspector.cached(hash, now, this.cacheTimeoutMs);
+    if (hit === undefined) return undefined;
+    return this.judge(hit, now, hold);
+  }
+
+  async decide(token: string, hash: string, hold: Hold, configId: string): Promise<Outcome> {
+    let result: Introspection;
+    try {
+      result = await this.introspector.introspect(token, hash);
+    } catch (err) {
+      this.logError(configId, hash, err);
+      return 'unavailable';
+    }
+    return this.judge(result, Date.now(), hold);
+  }
+
+  private judge(result: Introspection | ActiveToken, now: number, hold: Hold): Outcome {
+    if (!result.active || result.expiresAt <= now) return 'invalid_token';
+    const required = this.requiredScopes;
+    for (let i = 0; i < required.length; i++) if (!result.scopes.has(required[i]!)) return 'insufficient_scope';
+    // until when the allow may be reused: the cache timeout from the introspection, never past `exp`
+    const until = this.cacheTimeoutMs <= 0 ? 0 : Math.min(result.fetchedAt + this.cacheTimeoutMs, result.expiresAt);
+    if (until < hold.until) hold.until = until;
+    return 'allow';
+  }
+
+  private logError(configId: string, hash: string, err: unknown): void {
+    const held = this.introspector.errorLogTicket(Date.now());
+    if (held < 0) return;
+    const isKnown = err instanceof IntrospectionError;
+    this.log.error('token introspection failed; denying', {
+      config_id: configId,
+      introspection_url: redactUrl(this.introspector.url.href),
+      kind: isKnown ? err.kind : 'internal',
+      // IntrospectionError messages are built without the token; anything else is summarised by name
+      error: isKnown ? err.message : err instanceof Error ? err.name : 'unknown error',
+      token: tokenRef(hash),
+      ...(held ? { suppressed: held } : {}),
+    });
+  }
+}

@@ -1,0 +1,29 @@
+// The outcomes of a check: allow, or one reason to deny (each has its own response, service.ts).
+
+export type DenyReason =
+  /** config_id names no loaded AuthConfig (or is missing) */
+  | 'unknown_config'
+  /** the CheckRequest itself could not be parsed */
+  | 'malformed_request'
+  /** no Authorization header */
+  | 'missing_token'
+  /** Authorization is not `Bearer <b64token>`, is too long, or appears twice */
+  | 'invalid_request'
+  /** the provider says inactive (unknown, expired, revoked), `exp` has passed, or a JWT does not verify */
+  | 'invalid_token'
+  /** active, but a required scope is missing */
+  | 'insufficient_scope'
+  /** the provider (introspection or JWKS endpoint) is unreachable, too slow, or answered garbage */
+  | 'unavailable';
+
+export type Outcome = 'allow' | DenyReason;
+
+export const DENY_REASONS: readonly DenyReason[] = [
+  'unknown_config',
+  'malformed_request',
+  'missing_token',
+  'invalid_request',
+  'invalid_token',
+  'insufficient_scope',
+  'unavailable',
+];
