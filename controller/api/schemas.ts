@@ -384,6 +384,16 @@ export type GraphQLSchemaSpec = z.infer<typeof GraphQLSchemaSpecSchema>;
 
 // ---- AuthConfig (enterprise.legate.dev/v1) ----
 
+/** `accessTokenValidation.jwt`: Gloo's fields, plus `audiences` (Legate's: `aud` must hold one of them). */
+const JwtValidationSchema = z
+  .strictObject({
+    remoteJwks: z.strictObject({ url: z.string(), refreshInterval: Duration.optional() }).optional(),
+    localJwks: z.strictObject({ inlineString: z.string() }).optional(),
+    issuer: z.string().min(1).optional(),
+    audiences: z.array(z.string().min(1)).optional(),
+  })
+  .refine((j) => (j.remoteJwks === undefined) !== (j.localJwks === undefined), { message: 'set exactly one of remoteJwks, localJwks' });
+
 const AccessTokenValidationSchema = z
   .strictObject({
     introspectionUrl: z.string().optional(),
@@ -396,7 +406,7 @@ const AccessTokenValidationSchema = z
         userIdAttributeName: z.string().optional(),
       })
       .optional(),
-    jwt: z.record(z.string(), z.unknown()).optional(),
+    jwt: JwtValidationSchema.optional(),
     userinfoUrl: z.string().optional(),
     cacheTimeout: Duration.optional(),
     requiredScopes: z.strictObject({ scope: z.array(z.string().min(1)) }).optional(),
@@ -406,7 +416,7 @@ const AccessTokenValidationSchema = z
     message: 'set exactly one validation method: introspectionUrl, introspection or jwt',
   });
 
-/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation and reports the rest. */
+/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation (introspection, jwt) and reports the rest. */
 export const AUTH_STEP_KINDS = [
   'basicAuth',
   'oauth2',

@@ -1,8 +1,18 @@
 // Stage 1 for AuthConfigs: AuthConfig -> the resolved config the extauth service enforces.
-// Implemented step: oauth2.accessTokenValidation by introspection (RFC 7662); other step kinds are
-// rejected with a reason rather than silently letting requests through.
+// Implemented steps: oauth2.accessTokenValidation by introspection (RFC 7662) or by JWT (a JWK set,
+// remote or local); other step kinds are rejected with a reason rather than silently letting requests
+// through. Each resolved step is checked with the schema the extauth service applies
+// (common/auth-config.ts), so what the service would refuse is a status reason here instead.
 import { createHash } from 'node:crypto';
-import type { AuthConfigConfig, IntrospectionStepConfig } from '../../../../common/contract.js';
+import {
+  AuthStepConfigSchema,
+  DEFAULT_JWKS_REFRESH_MS,
+  describeIssues,
+  type AuthConfigConfig,
+  type AuthStepConfig,
+  type JwtStepConfig,
+} from '../../../../common/auth-config.js';
+import type { IntrospectionStepConfig } from '../../../../common/contract.js';
 import type { AuthConfig, Secret } from '../../../api/resources.js';
 import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
@@ -27,12 +37,45 @@ function checkUrl(value: string, where: string, problems: Problem[]): void {
   }
 }
 
+function durationMs(text: string): number {
+  const d = parseDuration(text);
+  return Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6);
+}
+
+/** The step's fields as the user wrote them, from the shared schema's paths. */
+const USER_FIELDS: Record<string, string> = {
+  remoteJwks: 'jwt.remoteJwks',
+  localJwks: 'jwt.localJwks',
+  issuer: 'jwt.issuer',
+  audiences: 'jwt.audiences',
+  refreshIntervalMs: 'refreshInterval',
+  requiredScopes: 'requiredScopes.scope',
+};
+
+/**
+ * Checks a resolved step with the schema the extauth service applies; reports each issue at the
+ * user's field (`configs[0].oauth2.accessTokenValidation.jwt.localJwks.inlineString: …`).
+ */
+function checkStep(step: AuthStepConfig, where: string, problems: Problem[]): boolean {
+  const parsed = AuthStepConfigSchema.safeParse(step);
+  if (parsed.success) return true;
+  for (const line of describeIssues(parsed.error, where)) {
+    const message = line.replace(/\.(\w+)(?=[.:[])/g, (m, field: string) => (USER_FIELDS[field] ? `.${USER_FIELDS[field]}` : m));
+    problems.push({ code: 'InvalidSpec', message });
+  }
+  return false;
+}
+
 /**
  * A short content hash of what decides a token's fate. Client secrets are left out: they only
  * authenticate the introspection call, and the version is visible in route metadata.
  */
-export function authConfigVersion(name: string, steps: readonly IntrospectionStepConfig[]): string {
-  const judged = steps.map(({ clientSecret: _secret, ...rest }) => rest);
+export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]): string {
+  const judged = steps.map((s) => {
+    if (s.type !== 'oauth2-introspection') return s;
+    const { clientSecret: _secret, ...rest } = s;
+    return rest;
+  });
   return createHash('sha256')
     .update(JSON.stringify([name, judged]))
     .digest('hex')
@@ -42,7 +85,7 @@ export function authConfigVersion(name: string, steps: readonly IntrospectionSte
 export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const ns = ac.metadata.namespace;
-  const steps: IntrospectionStepConfig[] = [];
+  const steps: AuthStepConfig[] = [];
   if (ac.spec.booleanExpr !== undefined)
     problems.push({ code: 'NotSupported', message: 'booleanExpr is not supported yet: every step must pass' });
   ac.spec.configs.forEach((step, i) => {
@@ -71,17 +114,29 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       return;
     }
     if (atv.jwt) {
-      problems.push({
-        code: 'NotSupported',
-        message: `${where}.oauth2.accessTokenValidation.jwt: JWT validation is not supported yet; use introspection`,
-      });
+      const jwt = atv.jwt;
+      const out: JwtStepConfig = {
+        type: 'oauth2-jwt',
+        ...(jwt.remoteJwks
+          ? {
+              remoteJwks: {
+                url: jwt.remoteJwks.url,
+                refreshIntervalMs: jwt.remoteJwks.refreshInterval ? durationMs(jwt.remoteJwks.refreshInterval) : DEFAULT_JWKS_REFRESH_MS,
+              },
+            }
+          : {}),
+        ...(jwt.localJwks ? { localJwks: { inlineString: jwt.localJwks.inlineString } } : {}),
+        ...(jwt.issuer !== undefined ? { issuer: jwt.issuer } : {}),
+        audiences: jwt.audiences ?? [],
+        requiredScopes: atv.requiredScopes?.scope ?? [],
+      };
+      if (checkStep(out, `${where}.oauth2.accessTokenValidation`, problems)) steps.push(out);
       return;
     }
-    const cache = parseDuration(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT);
     const out: IntrospectionStepConfig = {
       type: 'oauth2-introspection',
       introspectionUrl: '',
-      cacheTimeoutMs: Math.round(cache.seconds * 1000 + (cache.nanos ?? 0) / 1e6),
+      cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
       requiredScopes: atv.requiredScopes?.scope ?? [],
     };
     if (atv.introspectionUrl !== undefined) {
@@ -122,6 +177,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
         }
       }
     }
+    if (problems.length === 0) checkStep(out, `${where}.oauth2.accessTokenValidation`, problems);
     steps.push(out);
   });
   if (problems.length) return { problems };
