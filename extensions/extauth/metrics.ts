@@ -1,4 +1,4 @@
-// Prometheus metrics of the extauth service: checks by outcome, latency, introspection and cache.
+// Prometheus metrics of the extauth service: checks by outcome, latency, introspection, cache and JWKS fetches.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
 import type { AuthorizerStats, Outcome } from './service.js';
@@ -36,6 +36,8 @@ export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: (
   );
   gauge('legate_extauth_cache_hits_total', 'checks answered from the token cache', (s) => s.cacheHits);
   gauge('legate_extauth_cache_entries', 'active tokens cached', (s) => s.cacheEntries);
+  gauge('legate_extauth_jwks_fetches_total', 'JWK set fetches (config, refresh interval, unknown kid)', (s) => s.jwksFetches);
+  gauge('legate_extauth_jwks_fetch_errors_total', 'JWK set fetches that failed (the last good set is kept)', (s) => s.jwksFetchErrors);
   return {
     observe(outcome: Outcome, configId: string, seconds: number): void {
       checks.inc({ outcome });
