@@ -84,6 +84,7 @@ export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]
 
 export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
+  const warnings: Problem[] = [];
   const ns = ac.metadata.namespace;
   const steps: AuthStepConfig[] = [];
   if (ac.spec.booleanExpr !== undefined)
@@ -130,6 +131,12 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
         audiences: jwt.audiences ?? [],
         requiredScopes: atv.requiredScopes?.scope ?? [],
       };
+      if (atv.cacheTimeout !== undefined) {
+        warnings.push({
+          code: 'InvalidSpec',
+          message: `${where}.oauth2.accessTokenValidation.cacheTimeout: ignored for jwt (each request verifies the signature)`,
+        });
+      }
       if (checkStep(out, `${where}.oauth2.accessTokenValidation`, problems)) steps.push(out);
       return;
     }
@@ -180,7 +187,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
     if (problems.length === 0) checkStep(out, `${where}.oauth2.accessTokenValidation`, problems);
     steps.push(out);
   });
-  if (problems.length) return { problems };
+  if (problems.length) return { problems, warnings };
   const name = `${ns}.${ac.metadata.name}`;
-  return { ir: { name, version: authConfigVersion(name, steps), steps }, problems };
+  return { ir: { name, version: authConfigVersion(name, steps), steps }, problems, warnings };
 }
