@@ -147,7 +147,9 @@ export class KubeSource implements ResourceSource {
       t.unref();
     };
     if (!w.informer) {
-      const informer = k8s.makeInformer(this.options.kubeConfig, w.path, w.list);
+      // client-node handles BOOKMARK events but does not ask for them: asked here, a reconnect resumes
+      // from a recent resourceVersion even on a quiet collection, rather than risk 410 and a re-list
+      const informer = k8s.makeInformer(this.options.kubeConfig, `${w.path}?allowWatchBookmarks=true`, w.list);
       // the informer keeps the very object it hands to these: trimmed here, trimmed in its cache
       const updated = (obj: KubeObject): void => {
         trimObject(obj);
