@@ -4,7 +4,7 @@
 // side of a veth pair (198.18.0.0/15), where Envoy's admin and the controller API (--api-host)
 // listen: the API server's pod proxy dials it, as it dials a real pod. legatectl runs as a user with
 // exactly the rights docs/kubernetes.md lists, so a missing one fails a test.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,10 +26,10 @@ import {
   setLoadBalancerIngress,
   setPodState,
 } from './harness/kube-workloads.js';
+import { startLocalEnvoy, type LocalEnvoy } from './harness/envoy.js';
 import { createTestHost, type TestHost } from './harness/netns.js';
-import { eventually, freePort, stopProcess } from './harness/util.js';
+import { eventually, freePort } from './harness/util.js';
 
-const LEGATE = path.join(ROOT, 'bin', 'legate.js');
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
 const NS = 'legate-system';
 
@@ -37,7 +37,7 @@ let kube: KubeApiServer;
 let dir: string;
 let controller: KubeController;
 let host: TestHost;
-let envoy: ChildProcess | undefined;
+let envoy: LocalEnvoy | undefined;
 let adminPort: number;
 let kubeconfig: string;
 const lbAddress = '198.18.254.10'; // from the test range; never contacted
@@ -112,21 +112,8 @@ beforeAll(async () => {
   controller = await startKubeController(kube, dir, 'controller', ['--api-host', host.hostAddress], asController);
 
   // Envoy, its admin interface on the pod address
-  adminPort = await freePort();
-  const bootstrap = spawnSync(
-    process.execPath,
-    [LEGATE, 'bootstrap', '--xds-port', String(controller.ports.xds), '--admin-host', host.hostAddress, '--admin-port', String(adminPort)],
-    { encoding: 'utf8' },
-  ).stdout;
-  fs.writeFileSync(path.join(dir, 'envoy.yaml'), bootstrap);
-  const log = fs.openSync(path.join(dir, 'envoy.log'), 'a');
-  envoy = spawn(
-    path.join(ROOT, '.venv/bin/envoy'),
-    ['-c', path.join(dir, 'envoy.yaml'), '--disable-hot-restart', '--drain-time-s', '1', '-l', 'info', '--base-id', String(adminPort)],
-    { stdio: ['ignore', log, log] },
-  );
-  fs.closeSync(log);
-  await eventually('Envoy admin', async () => ((await envoyAdmin('/ready').catch(() => '')).startsWith('LIVE') ? true : undefined), 30_000);
+  envoy = await startLocalEnvoy(dir, controller.ports.xds, { adminHost: host.hostAddress, logLevel: 'info' });
+  adminPort = envoy.adminPort;
 
   // what the chart installs and the kubelet and controller-manager would report (the latter also
   // creates each namespace's default ServiceAccount, which a Pod needs)
@@ -178,7 +165,7 @@ spec:
 }, 300_000);
 
 afterAll(async () => {
-  if (envoy) await stopProcess(envoy);
+  await envoy?.stop();
   await host?.remove();
   await controller?.stop();
   await kube?.stop();

@@ -15,10 +15,15 @@ export interface LocalEnvoy {
   stop(): Promise<void>;
 }
 
-/** GET on a loopback port with a chosen Host header; never throws on HTTP errors. */
-export function httpGet(port: number, pathAndQuery: string, host = 'localhost'): Promise<{ status: number; body: string }> {
+/** GET on a port (of 127.0.0.1 unless `address`) with a chosen Host header; never throws on HTTP errors. */
+export function httpGet(
+  port: number,
+  pathAndQuery: string,
+  host = 'localhost',
+  address = '127.0.0.1',
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: pathAndQuery, headers: { host }, timeout: 5000 }, (res) => {
+    const req = http.get({ host: address, port, path: pathAndQuery, headers: { host }, timeout: 5000 }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -28,19 +33,22 @@ export function httpGet(port: number, pathAndQuery: string, host = 'localhost'):
   });
 }
 
+export interface LocalEnvoyOptions {
+  /** where Envoy's admin listens (default 127.0.0.1), e.g. a test network address a pod IP points at */
+  adminHost?: string;
+  /** Envoy's log level (default warn) */
+  logLevel?: string;
+}
+
 /** Starts Envoy against the xDS server on `xdsPort` and waits until its admin says ready. */
-export async function startLocalEnvoy(dir: string, xdsPort: number, extraBootstrapArgs: string[] = []): Promise<LocalEnvoy> {
+export async function startLocalEnvoy(dir: string, xdsPort: number, options: LocalEnvoyOptions = {}): Promise<LocalEnvoy> {
   const adminPort = await freePort();
+  const adminHost = options.adminHost ?? '127.0.0.1';
   const bootstrap = spawnSync(
     process.execPath,
     [
-      path.join(ROOT, 'bin', 'legate.js'),
-      'bootstrap',
-      '--xds-port',
-      String(xdsPort),
-      '--admin-port',
-      String(adminPort),
-      ...extraBootstrapArgs,
+      ...[path.join(ROOT, 'bin', 'legate.js'), 'bootstrap', '--xds-port', String(xdsPort)],
+      ...['--admin-host', adminHost, '--admin-port', String(adminPort)],
     ],
     { encoding: 'utf8' },
   );
@@ -51,7 +59,7 @@ export async function startLocalEnvoy(dir: string, xdsPort: number, extraBootstr
   const log = fs.openSync(logFile, 'a');
   const child = spawn(
     path.join(ROOT, '.venv/bin/envoy'),
-    ['-c', config, '--disable-hot-restart', '--drain-time-s', '1', '-l', 'warn', '--base-id', String(adminPort)],
+    ['-c', config, '--disable-hot-restart', '--drain-time-s', '1', '-l', options.logLevel ?? 'warn', '--base-id', String(adminPort)],
     { stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);
@@ -61,7 +69,7 @@ export async function startLocalEnvoy(dir: string, xdsPort: number, extraBootstr
       'Envoy admin ready',
       async () => {
         if (child.exitCode !== null) throw new Error(`envoy exited:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
-        return (await httpGet(adminPort, '/ready').catch(() => ({ status: 0 }))).status === 200 ? true : undefined;
+        return (await httpGet(adminPort, '/ready', 'localhost', adminHost).catch(() => ({ status: 0 }))).status === 200 ? true : undefined;
       },
       30_000,
     );
