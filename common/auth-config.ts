@@ -6,6 +6,8 @@
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 
+const STEP_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** Algorithms a JWT access token may use: asymmetric only (no `none`, no HS*, so no HS/RS confusion). */
 export const JWT_ALGORITHMS = [
   'RS256',
@@ -38,9 +40,12 @@ function isHttpUrl(value: string): boolean {
 
 const HttpUrl = z.string().refine(isHttpUrl, 'must be an http or https URL');
 const Scopes = z.array(z.string().regex(/^[^ ]+$/, 'a scope name is one non-empty word'));
+/** `configs[].name`: what booleanExpr refers to */
+const StepName = z.string().regex(STEP_NAME, 'a step name is 1-64 characters [A-Za-z0-9_.-]').optional();
 
 export const IntrospectionStepSchema = z.object({
   type: z.literal('oauth2-introspection'),
+  name: StepName,
   introspectionUrl: HttpUrl,
   /** HTTP basic client authentication on the introspection call, when set */
   clientId: z.string().optional(),
@@ -54,6 +59,7 @@ export const IntrospectionStepSchema = z.object({
 export const JwtStepSchema = z
   .object({
     type: z.literal('oauth2-jwt'),
+    name: StepName,
     /** fetched at config time and every refreshIntervalMs; a `kid` miss refetches (rate-limited) */
     remoteJwks: z.object({ url: HttpUrl, refreshIntervalMs: z.number().int().min(1000, 'must be at least 1s') }).optional(),
     /** a JWK set (JSON) or one PEM public key, as written in the AuthConfig */
@@ -67,23 +73,53 @@ export const JwtStepSchema = z
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
 
-export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt'] as const;
-export const AuthStepConfigSchema = z.discriminatedUnion('type', [IntrospectionStepSchema, JwtStepSchema]);
+/** Default of `apiKeyAuth.headerName` (Gloo's). */
+export const DEFAULT_API_KEY_HEADER = 'api-key';
 
-export const AuthConfigConfigSchema = z.object({
-  /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
-  name: z.string().min(1),
-  /** content hash of the steps (secrets left out), set by the controller */
-  version: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'version must be 1-64 characters [A-Za-z0-9._-]')
-    .optional(),
-  /** all steps must pass */
-  steps: z.array(AuthStepConfigSchema).min(1, 'config has no steps'),
+/**
+ * apiKeyAuth: the request header `headerName` must hold one of the keys. The controller sends only
+ * the keys' sha256 digests (hex), never the keys; the service compares digests in constant time.
+ */
+export const ApiKeyStepSchema = z.object({
+  type: z.literal('api-key'),
+  name: StepName,
+  /** lower case: Envoy sends header names lower-cased */
+  headerName: z.string().regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be a lower-case HTTP header name'),
+  keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 digest (64 hex digits)')).min(1, 'no API keys'),
 });
+
+export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt', 'api-key'] as const;
+export const AuthStepConfigSchema = z.discriminatedUnion('type', [IntrospectionStepSchema, JwtStepSchema, ApiKeyStepSchema]);
+
+export const AuthConfigConfigSchema = z
+  .object({
+    /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
+    name: z.string().min(1),
+    /** content hash of the steps (secrets left out), set by the controller */
+    version: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'version must be 1-64 characters [A-Za-z0-9._-]')
+      .optional(),
+    /** all steps must pass, unless booleanExpr is set */
+    steps: z.array(AuthStepConfigSchema).min(1, 'config has no steps'),
+    /** over the steps' names (`&&`, `||`, `!`, parentheses); when set, it decides instead of "all pass" */
+    booleanExpr: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (c.booleanExpr === undefined) return;
+    try {
+      parseBooleanExpr(
+        c.booleanExpr,
+        c.steps.map((s) => s.name),
+      );
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', path: ['booleanExpr'], message: err instanceof Error ? err.message : 'invalid' });
+    }
+  });
 
 export type IntrospectionStepConfig = z.infer<typeof IntrospectionStepSchema>;
 export type JwtStepConfig = z.infer<typeof JwtStepSchema>;
+export type ApiKeyStepConfig = z.infer<typeof ApiKeyStepSchema>;
 export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
 export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;
 
@@ -175,4 +211,75 @@ function checkLocalKeys(text: string, ctx: z.RefinementCtx): void {
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : 'invalid' });
   }
+}
+
+// ---- booleanExpr
+
+/** A parsed booleanExpr: leaves are step indexes. */
+export type BoolExpr = { op: 'step'; step: number } | { op: 'not'; expr: BoolExpr } | { op: 'and' | 'or'; left: BoolExpr; right: BoolExpr };
+
+/**
+ * Parses a booleanExpr over step names: `a && (b || !c)`; `!` binds tighter than `&&`, `&&` tighter
+ * than `||`. Every name must be a step's name, and every step must be named and used (an unused step
+ * would be silently skipped). Throws an Error with a reason (position, unknown name, unused step).
+ */
+export function parseBooleanExpr(text: string, names: readonly (string | undefined)[]): BoolExpr {
+  const tokens: { t: string; at: number }[] = [];
+  const re = /\s*(?:(&&|\|\||!|\(|\))|([A-Za-z0-9_.-]+)|(\S))/gy;
+  let m: RegExpExecArray | null;
+  while (re.lastIndex < text.length && (m = re.exec(text)) !== null) {
+    if (m[3] !== undefined) throw new Error(`unexpected ${JSON.stringify(m[3])} at ${re.lastIndex - 1}`);
+    if (m[1] !== undefined || m[2] !== undefined) tokens.push({ t: (m[1] ?? m[2])!, at: re.lastIndex - (m[1] ?? m[2])!.length });
+  }
+  if (tokens.length === 0) throw new Error('is empty');
+  const used = new Set<number>();
+  let i = 0;
+  const peek = (): string | undefined => tokens[i]?.t;
+  const where = (): string => (i < tokens.length ? `${JSON.stringify(tokens[i]!.t)} at ${tokens[i]!.at}` : 'end of expression');
+  const primary = (): BoolExpr => {
+    const tok = peek();
+    if (tok === '!') {
+      i++;
+      return { op: 'not', expr: primary() };
+    }
+    if (tok === '(') {
+      i++;
+      const e = or();
+      if (peek() !== ')') throw new Error(`expected ")" but found ${where()}`);
+      i++;
+      return e;
+    }
+    if (tok === undefined || tok === ')' || tok === '&&' || tok === '||') throw new Error(`expected a step name but found ${where()}`);
+    const step = names.indexOf(tok);
+    if (step < 0) throw new Error(`unknown step name ${JSON.stringify(tok)} (set configs[].name)`);
+    i++;
+    used.add(step);
+    return { op: 'step', step };
+  };
+  const and = (): BoolExpr => {
+    let left = primary();
+    while (peek() === '&&') {
+      i++;
+      left = { op: 'and', left, right: primary() };
+    }
+    return left;
+  };
+  const or = (): BoolExpr => {
+    let left = and();
+    while (peek() === '||') {
+      i++;
+      left = { op: 'or', left, right: and() };
+    }
+    return left;
+  };
+  const expr = or();
+  if (i < tokens.length) throw new Error(`unexpected ${where()}`);
+  const seen = new Set<string>();
+  names.forEach((n, k) => {
+    if (n === undefined) throw new Error(`step ${k} has no name; with booleanExpr every step needs one`);
+    if (seen.has(n)) throw new Error(`step name ${JSON.stringify(n)} is used twice`);
+    seen.add(n);
+    if (!used.has(k)) throw new Error(`step ${JSON.stringify(n)} is not used by the expression`);
+  });
+  return expr;
 }

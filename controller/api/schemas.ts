@@ -416,7 +416,14 @@ const AccessTokenValidationSchema = z
     message: 'set exactly one validation method: introspectionUrl, introspection or jwt',
   });
 
-/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation (introspection, jwt) and reports the rest. */
+/** `apiKeyAuth`: Gloo's fields for keys in Kubernetes Secrets (data key `api-key`). */
+const ApiKeyAuthSchema = z.strictObject({
+  labelSelector: z.record(z.string(), z.string()).optional(),
+  apiKeySecretRefs: z.array(ResourceRefSchema).optional(),
+  headerName: z.string().min(1).optional(),
+});
+
+/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation (introspection, jwt) and apiKeyAuth, and reports the rest. */
 export const AUTH_STEP_KINDS = [
   'basicAuth',
   'oauth2',
@@ -440,10 +447,12 @@ const AuthStepSchema = z.strictObject({
       oauth2: z.record(z.string(), z.unknown()).optional(),
     })
     .optional(),
-  ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => k !== 'oauth2').map((k) => [k, z.unknown().optional()])),
+  apiKeyAuth: ApiKeyAuthSchema.optional(),
+  ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && k !== 'apiKeyAuth').map((k) => [k, z.unknown().optional()])),
 });
 export type AuthStep = z.infer<typeof AuthStepSchema> & {
   oauth2?: { accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema> };
+  apiKeyAuth?: z.infer<typeof ApiKeyAuthSchema>;
 };
 
 export const AuthConfigSpecSchema = z.strictObject({

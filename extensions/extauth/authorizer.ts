@@ -1,6 +1,7 @@
 // The decision, independent of gRPC: AuthConfigs (as the controller resolved them, validated by the
 // shared schema in common/auth-config.ts) compiled into steps (step.ts: introspection-step.ts, jwt.ts),
-// and check(configId, authorizationHeader) -> outcome. Every step must pass, in order.
+// and check(configId, authorizationHeader, headers) -> outcome. Every step must pass, in order, unless
+// the config has a booleanExpr over its steps' names: then the expression decides (short-circuit).
 //
 // Hot path: for a cached introspection, check() is synchronous and returns a string constant; the only
 // allocations are the token slice and its sha256. Anything that is not a clear "allow" is a denial,
@@ -8,8 +9,15 @@
 import http from 'node:http';
 import https from 'node:https';
 import { createHash } from 'node:crypto';
-import { DEFAULT_JWKS_REFRESH_MS, parseAuthConfigConfig, type AuthConfigConfig } from '../../common/auth-config.js';
+import {
+  DEFAULT_JWKS_REFRESH_MS,
+  parseAuthConfigConfig,
+  parseBooleanExpr,
+  type AuthConfigConfig,
+  type BoolExpr,
+} from '../../common/auth-config.js';
 import type { Logger } from '../../common/log.js';
+import { ApiKeyStep } from './api-key.js';
 import { parseBearer } from './token.js';
 import { Introspector, tokenHash, tokenRef } from './introspect.js';
 import { IntrospectionStep } from './introspection-step.js';
@@ -34,7 +42,10 @@ export interface AuthorizerOptions {
 /** What configs() shows of a loaded AuthConfig: no secrets. */
 export interface AuthConfigSummary {
   steps: StepSummary[];
+  booleanExpr?: string;
 }
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 export interface AuthorizerStats {
   checks: number;
@@ -56,6 +67,10 @@ interface CompiledConfig {
   /** identity of the config's content: unchanged configs are kept as they are across updates */
   readonly fingerprint: string;
   readonly steps: readonly AuthStep[];
+  /** some step judges the bearer token (so a missing or malformed one is denied up front) */
+  readonly bearer: boolean;
+  /** the parsed booleanExpr, when set */
+  readonly expr: BoolExpr | undefined;
   /** the shared resources its steps use (pool keys), kept while some config uses them */
   readonly introspectors: ReadonlyMap<string, { introspector: Introspector; cacheMs: number }>;
   readonly jwks: ReadonlyMap<string, RemoteJwks>;
@@ -89,7 +104,7 @@ export class Authorizer {
   private readonly jwksCooldownMs: number;
   private readonly sweepTimer: NodeJS.Timeout;
   /** reused by check() on its synchronous path (nothing else runs meanwhile) */
-  private readonly syncHold: Hold = { until: Infinity, detail: '' };
+  private readonly syncHold: Hold = { until: Infinity, detail: '', headers: NO_HEADERS };
   /** per config and reason: when a denial was last logged, and how many since were not */
   private readonly denialLog = new Map<string, { at: number; held: number }>();
   private lastUnknownLogAt = 0;
@@ -102,6 +117,9 @@ export class Authorizer {
     invalid_request: 0,
     invalid_token: 0,
     insufficient_scope: 0,
+    missing_api_key: 0,
+    invalid_api_key: 0,
+    access_denied: 0,
     unavailable: 0,
   };
 
@@ -164,6 +182,7 @@ export class Authorizer {
         const jwks = new Map<string, RemoteJwks>();
         const stepLog = this.log;
         const steps = config.steps.map((s): AuthStep => {
+          if (s.type === 'api-key') return new ApiKeyStep(s);
           if (s.type === 'oauth2-introspection') {
             const key = sha256(JSON.stringify([s.introspectionUrl, s.clientId ?? '', s.clientSecret ?? '']));
             let introspector = usedIntrospectors.get(key) ?? introspectors.get(key)?.introspector ?? this.introspectors.get(key);
@@ -199,9 +218,24 @@ export class Authorizer {
           }
           return new JwtStep(s, remote, stepLog);
         });
-        const edgeKey = config.version !== undefined ? `${config.name}@${config.version}` : undefined;
-        const summary = { steps: steps.map((st) => st.summary) };
-        keep({ name: config.name, edgeKey, fingerprint, steps, introspectors, jwks, summary });
+        const expr =
+          config.booleanExpr !== undefined
+            ? parseBooleanExpr(
+                config.booleanExpr,
+                config.steps.map((st) => st.name),
+              )
+            : undefined;
+        const bearer = steps.some((st) => st.bearer);
+        // the edge cache keys on the bearer token: only configs decided by it alone may use it
+        const edgeKey =
+          config.version !== undefined && expr === undefined && steps.every((st) => st.bearer)
+            ? `${config.name}@${config.version}`
+            : undefined;
+        const summary: AuthConfigSummary = {
+          steps: steps.map((st, i) => (config.steps[i]?.name !== undefined ? { ...st.summary, name: config.steps[i].name } : st.summary)),
+          ...(config.booleanExpr !== undefined ? { booleanExpr: config.booleanExpr } : {}),
+        };
+        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, introspectors, jwks, summary });
       } catch (err) {
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
         if (current) keep(current);
@@ -287,24 +321,40 @@ export class Authorizer {
    * Decides one request. Synchronous when every step answers without I/O (cached introspections, or
    * a denial before any call); a Promise otherwise. Never rejects.
    */
-  check(configId: string, authorization: string | undefined, ambiguous = false, grant?: EdgeGrant): Outcome | Promise<Outcome> {
+  check(
+    configId: string,
+    authorization: string | undefined,
+    ambiguous = false,
+    grant?: EdgeGrant,
+    headers: Readonly<Record<string, string>> = NO_HEADERS,
+  ): Outcome | Promise<Outcome> {
     const config = this.configs.get(configId);
     if (config === undefined) {
       this.logUnknownConfig(configId);
       return this.record('unknown_config');
     }
-    if (authorization === undefined) return this.deny(config, 'missing_token', undefined, '');
-    const token = ambiguous ? undefined : parseBearer(authorization);
-    if (token === undefined) return this.deny(config, 'invalid_request', undefined, '');
-    const hash = tokenHash(token);
+    let token = '';
+    let hash = '';
+    let tokenProblem: DenyReason | undefined;
+    if (config.bearer) {
+      const parsed = authorization === undefined || ambiguous ? undefined : parseBearer(authorization);
+      if (parsed === undefined) tokenProblem = authorization === undefined ? 'missing_token' : 'invalid_request';
+      else {
+        token = parsed;
+        hash = tokenHash(parsed);
+      }
+    }
+    if (config.expr !== undefined) return this.checkExpr(config, token, hash, tokenProblem, headers);
+    if (tokenProblem !== undefined) return this.deny(config, tokenProblem, undefined, '');
     const now = Date.now();
     const steps = config.steps;
     const hold = this.syncHold;
     hold.until = Infinity;
     hold.detail = '';
+    hold.headers = headers;
     for (let i = 0; i < steps.length; i++) {
       const verdict = steps[i]!.decideNow(token, hash, now, hold);
-      if (verdict === undefined) return this.checkFrom(config, i, token, hash, { until: hold.until, detail: '' }, grant);
+      if (verdict === undefined) return this.checkFrom(config, i, token, hash, { until: hold.until, detail: '', headers }, grant);
       if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail);
     }
     if (grant !== undefined) grantEdge(grant, config, hold.until);
@@ -349,6 +399,53 @@ export class Authorizer {
     }
     if (grant !== undefined) grantEdge(grant, config, hold.until);
     return this.record('allow');
+  }
+
+  /**
+   * A config with a booleanExpr: the expression over its steps, short-circuiting (`a || b` does not
+   * run b when a allows). A denial names the reason of the last step that denied (`!a` with a allowing:
+   * access_denied). A bearer step without a usable token denies as missing_token / invalid_request.
+   * Never offered to the edge cache.
+   */
+  private async checkExpr(
+    config: CompiledConfig,
+    token: string,
+    hash: string,
+    tokenProblem: DenyReason | undefined,
+    headers: Readonly<Record<string, string>>,
+  ): Promise<Outcome> {
+    const hold: Hold = { until: 0, detail: '', headers };
+    let lastDenial: DenyReason = 'access_denied';
+    let lastDetail = '';
+    const evaluate = async (e: BoolExpr): Promise<boolean> => {
+      switch (e.op) {
+        case 'and':
+          return (await evaluate(e.left)) && evaluate(e.right);
+        case 'or':
+          return (await evaluate(e.left)) || evaluate(e.right);
+        case 'not': {
+          const inner = await evaluate(e.expr);
+          if (inner) {
+            lastDenial = 'access_denied';
+            lastDetail = 'booleanExpr is false';
+          }
+          return !inner;
+        }
+        case 'step': {
+          const step = config.steps[e.step]!;
+          let verdict: Outcome;
+          hold.detail = '';
+          if (step.bearer && tokenProblem !== undefined) verdict = tokenProblem;
+          else verdict = step.decideNow(token, hash, Date.now(), hold) ?? (await step.decide(token, hash, hold, config.name));
+          if (verdict === 'allow') return true;
+          lastDenial = verdict;
+          lastDetail = hold.detail;
+          return false;
+        }
+      }
+    };
+    if (await evaluate(config.expr!)) return this.record('allow');
+    return this.deny(config, lastDenial, hash || undefined, lastDetail);
   }
 
   private deny(config: CompiledConfig, reason: DenyReason, hash: string | undefined, detail: string): DenyReason {

@@ -9,6 +9,7 @@ import type { Outcome } from './outcome.js';
 import type { AuthStep, Hold, StepSummary } from './step.js';
 
 export class IntrospectionStep implements AuthStep {
+  readonly bearer = true;
   readonly summary: StepSummary;
   private readonly cacheTimeoutMs: number;
   private readonly requiredScopes: readonly string[];

@@ -157,6 +157,7 @@ export class RemoteJwks {
 }
 
 export class JwtStep implements AuthStep {
+  readonly bearer = true;
   readonly summary: StepSummary;
   private readonly key: JWTVerifyGetKey | KeyObject;
   private readonly verifyOptions: JWTVerifyOptions;

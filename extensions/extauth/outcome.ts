@@ -13,6 +13,12 @@ export type DenyReason =
   | 'invalid_token'
   /** active, but a required scope is missing */
   | 'insufficient_scope'
+  /** an apiKeyAuth step: no API key header (401, as Gloo) */
+  | 'missing_api_key'
+  /** an apiKeyAuth step: the header holds none of the keys (401, as Gloo) */
+  | 'invalid_api_key'
+  /** booleanExpr is false without a failing step to name (a `!step` whose step allowed) */
+  | 'access_denied'
   /** the provider (introspection or JWKS endpoint) is unreachable, too slow, or answered garbage */
   | 'unavailable';
 
@@ -25,5 +31,8 @@ export const DENY_REASONS: readonly DenyReason[] = [
   'invalid_request',
   'invalid_token',
   'insufficient_scope',
+  'missing_api_key',
+  'invalid_api_key',
+  'access_denied',
   'unavailable',
 ];

@@ -51,14 +51,17 @@ export interface RunningExtauthService {
   stop(): Promise<void>;
 }
 
-/** The JSON body and WWW-Authenticate challenge (RFC 6750 §3) of each denial. */
-export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challenge?: string }>> = {
+/** The JSON body, WWW-Authenticate challenge (RFC 6750 §3) and HTTP status (default 403) of each denial. */
+export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challenge?: string; status?: 'Unauthorized' }>> = {
   unknown_config: { error: 'access_denied' },
   malformed_request: { error: 'access_denied' },
   missing_token: { error: 'missing_token', challenge: 'Bearer' },
   invalid_request: { error: 'invalid_request', challenge: 'Bearer error="invalid_request"' },
   invalid_token: { error: 'invalid_token', challenge: 'Bearer error="invalid_token"' },
   insufficient_scope: { error: 'insufficient_scope', challenge: 'Bearer error="insufficient_scope"' },
+  missing_api_key: { error: 'missing_api_key', status: 'Unauthorized' },
+  invalid_api_key: { error: 'invalid_api_key', status: 'Unauthorized' },
+  access_denied: { error: 'access_denied' },
   unavailable: { error: 'temporarily_unavailable' },
 };
 
@@ -76,7 +79,7 @@ export function encodeResponses(serialize: (value: object) => Buffer): Record<Ou
     if (d.challenge) headers.push({ header: { key: 'www-authenticate', value: d.challenge } });
     out[reason] = serialize({
       status: { code: RPC_PERMISSION_DENIED },
-      denied_response: { status: { code: 'Forbidden' }, headers, body: JSON.stringify({ error: d.error }) },
+      denied_response: { status: { code: d.status ?? 'Forbidden' }, headers, body: JSON.stringify({ error: d.error }) },
     });
   }
   return out;
@@ -156,7 +159,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       outcome = authorizer.record('malformed_request');
     } else {
       try {
-        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous, grant);
+        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous, grant, input.headers);
       } catch (err) {
         log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
         outcome = authorizer.record('unavailable');

@@ -9,6 +9,8 @@ export interface Hold {
   until: number;
   /** why the deciding step denied, for the denial log line (never token content); '' when none */
   detail: string;
+  /** request headers extauth was sent besides `authorization` (lower-case names; API keys) */
+  headers: Readonly<Record<string, string>>;
 }
 
 /** A step's answer about itself, for `configs()` and the `got new config` log: no secrets. */
@@ -16,6 +18,8 @@ export type StepSummary = Record<string, unknown> & { type: string };
 
 export interface AuthStep {
   readonly summary: StepSummary;
+  /** whether the step judges the bearer token (false: it reads Hold.headers; token and hash are '') */
+  readonly bearer: boolean;
   /**
    * The outcome without any I/O, when the step can give one (a cached introspection, a syntactically
    * hopeless JWT); undefined when it must call out, and then the Authorizer awaits decide().

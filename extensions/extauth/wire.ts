@@ -1,9 +1,11 @@
 // The wire side of envoy.service.auth.v3.Authorization/Check, kept off the hot path's allocations:
 //
 // - Requests: a CheckRequest carries the whole request (peers, every header, metadata, TLS info), but a
-//   decision needs two strings: the `authorization` header and the `config_id` context extension. Rather
-//   than materialising the message with protobufjs (tens of objects per call), parseCheckRequest walks
-//   the protobuf wire format once and copies out only those two values. Everything else is skipped by
+//   decision needs two strings: the `authorization` header and the `config_id` context extension (and
+//   an API key header, for apiKeyAuth). Rather than materialising the message with protobufjs (tens of
+//   objects per call), parseCheckRequest walks the protobuf wire format once and copies out only those
+//   values: the filter's allowed_headers limits what Envoy sends to `authorization` and the API key
+//   headers, and other non-pseudo headers land in `headers` (no object when there are none). Everything else is skipped by
 //   wire type. It never throws: a malformed message comes back with `malformed: true` (and is denied).
 // - Responses: there are only a handful of distinct CheckResponses (allow, and one per denial reason),
 //   so they are encoded once at startup with the regular (proto-loader) serializer and the handler
@@ -30,6 +32,9 @@ export interface CheckInput {
   /** more than one `authorization` header (header_map form), or an unparsable message */
   ambiguous: boolean;
   malformed: boolean;
+  /** other headers sent (not `authorization`, not pseudo-headers), lower-case names; a repeated one is
+   * joined with ',' (so it matches no key); undefined when there are none */
+  headers?: Record<string, string>;
 }
 
 const AUTHORIZATION = Buffer.from('authorization', 'latin1');
@@ -90,13 +95,45 @@ function setAuthorization(packed: number): void {
   out.authorization = packedString(packed);
 }
 
+/**
+ * A header entry whose key is not `authorization` (checked by the caller): kept in out.headers unless
+ * it is a pseudo-header. `start` is where the entry's fields begin.
+ */
+function otherHeader(start: number, end: number, joinRepeated: boolean): void {
+  r.pos = start;
+  let name: string | undefined;
+  let value = '';
+  let raw: string | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    const field = Math.floor(tag / 8);
+    const wt = tag & 7;
+    if (wt === 2 && field >= 1 && field <= 3) {
+      const e = r.delimited(end);
+      if (field === 1) {
+        if (e === r.pos || r.buf[r.pos] === 0x3a) return; // empty or `:pseudo`
+        name = r.buf.toString('latin1', r.pos, e);
+      } else if (field === 2) value = r.buf.toString('latin1', r.pos, e);
+      else if (e > r.pos) raw = r.buf.toString('latin1', r.pos, e);
+      r.pos = e;
+    } else r.skip(wt, end);
+  }
+  if (name === undefined) return;
+  const v = raw ?? value;
+  const headers = (out.headers ??= {});
+  const prior = joinRepeated && Object.hasOwn(headers, name) ? headers[name] : undefined;
+  headers[name] = prior === undefined ? v : `${prior},${v}`;
+}
+
 function headerMap(end: number): void {
   while (r.pos < end) {
     const tag = r.varint(end);
     if (tag === ((1 << 3) | 2)) {
       const e = r.delimited(end);
+      const start = r.pos;
       const v = entryValue(e, AUTHORIZATION);
       if (v >= 0) setAuthorization(v);
+      else otherHeader(start, e, true);
       r.pos = e;
     } else r.skip(tag & 7, end);
   }
@@ -107,9 +144,11 @@ function httpRequest(end: number): void {
     const tag = r.varint(end);
     if (tag === ((3 << 3) | 2)) {
       const e = r.delimited(end);
+      const start = r.pos;
       const v = entryValue(e, AUTHORIZATION);
       // a map's entries are unique per key; a repeated key means last-wins on the wire, not two headers
       if (v >= 0) out.authorization = packedString(v);
+      else otherHeader(start, e, false);
       r.pos = e;
     } else if (tag === ((13 << 3) | 2)) {
       const e = r.delimited(end);
@@ -168,6 +207,7 @@ export function parseCheckRequest(bytes: Buffer): CheckInput {
     if (!(err instanceof MalformedProtobuf)) throw err;
     result.malformed = true;
     result.authorization = undefined;
+    delete result.headers;
   } finally {
     r.reset();
   }

@@ -39,11 +39,31 @@ function envoyLike(headers: Record<string, string>, ext: Record<string, string>)
 describe('parseCheckRequest', () => {
   it('extracts the authorization header and config_id from a full request', () => {
     const r = parseCheckRequest(encode(envoyLike({ authorization: 'Bearer abc.DEF-_~+/==' }, { config_id: 'legate-system.oauth' })));
-    expect(r).toEqual({ configId: 'legate-system.oauth', authorization: 'Bearer abc.DEF-_~+/==', ambiguous: false, malformed: false });
+    expect(r).toEqual({
+      configId: 'legate-system.oauth',
+      authorization: 'Bearer abc.DEF-_~+/==',
+      ambiguous: false,
+      malformed: false,
+      // other headers (Envoy sends only the allowed ones), without pseudo-headers
+      headers: { 'user-agent': 'curl/8', 'x-request-id': 'abc' },
+    });
+  });
+
+  it('copies API key headers from both header forms; a repeated one is joined so it matches no key', () => {
+    expect(parseCheckRequest(encode(envoyLike({ 'api-key': 'k1' }, { config_id: 'a.b' }))).headers?.['api-key']).toBe('k1');
+    const hs = [
+      ['api-key', 'k1'],
+      ['x-key', 'a'],
+      ['api-key', 'k2'],
+    ];
+    const req = {
+      attributes: { request: { http: { header_map: { headers: hs.map(([key, v]) => ({ key, raw_value: Buffer.from(v!) })) } } } },
+    };
+    expect(parseCheckRequest(encode(req)).headers).toEqual({ 'api-key': 'k1,k2', 'x-key': 'a' });
   });
 
   it('reports absent values', () => {
-    expect(parseCheckRequest(encode(envoyLike({}, {})))).toEqual({
+    expect(parseCheckRequest(encode(envoyLike({}, {})))).toMatchObject({
       configId: '',
       authorization: undefined,
       ambiguous: false,
@@ -140,11 +160,11 @@ describe('encoded CheckResponses', () => {
     });
   });
 
-  it('every denial is PERMISSION_DENIED with a 403 and a JSON body naming only an error code', () => {
+  it('every denial is PERMISSION_DENIED with a 403 (401 for API keys) and a JSON body naming only an error code', () => {
     for (const reason of DENY_REASONS) {
       const r = decodeResponse(responses[reason]);
       expect(r['status'].code).toBe(7);
-      expect(r['denied_response'].status.code).toBe('Forbidden');
+      expect(r['denied_response'].status.code).toBe(reason.endsWith('_api_key') ? 'Unauthorized' : 'Forbidden');
       expect(JSON.parse(r['denied_response'].body)).toEqual({ error: DENIAL_BODIES[reason].error });
       const headers = Object.fromEntries(
         (r['denied_response'].headers as Array<{ header: { key: string; value: string } }>).map((h) => [h.header.key, h.header.value]),

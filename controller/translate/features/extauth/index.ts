@@ -11,11 +11,18 @@ import { translateAuthConfig } from './resolve.js';
 
 /** `skip`: the header and value with which a request skips ext_authz (the wasm edge cache). */
 export function extauthFeature(service: ServiceAddress, skip?: { header: string; value: string }): Feature {
+  // config id -> the API key headers its steps read, from the last resolve; render asks Envoy to send them
+  let apiKeyHeaders = new Map<string, string[]>();
   return {
     name: 'extauth',
     kinds: ['AuthConfig'],
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
+      apiKeyHeaders = new Map();
+      for (const ac of authConfigs.results.values()) {
+        const names = ac.steps.flatMap((s) => (s.type === 'api-key' ? [s.headerName] : []));
+        if (names.length) apiKeyHeaders.set(ac.name, names);
+      }
       return {
         bindRoute(route, ir, site, sink) {
           const ext = route.options?.extauth;
@@ -45,7 +52,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         },
       };
     },
-    render: extauthRender(service, skip),
+    render: extauthRender(service, skip, (configId) => apiKeyHeaders.get(configId)),
   };
 }
 

@@ -55,8 +55,29 @@ function skippable(filter: HttpFilter, skip: { header: string; value: string }):
   };
 }
 
-/** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
-export function extauthRender(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
+/** The headers the AuthConfigs bound on the proxy read besides `authorization` (API keys), sorted. */
+function extraHeaders(proxy: ProxyIR, headersOf: (configId: string) => readonly string[] | undefined): string[] {
+  const names = new Set<string>();
+  const add = (auth: AuthBindingIR | undefined): void => {
+    if (auth && 'configId' in auth) for (const h of headersOf(auth.configId) ?? []) if (h !== 'authorization') names.add(h);
+  };
+  for (const l of proxy.listeners)
+    for (const vh of l.virtualHosts) {
+      add(vh.auth);
+      for (const r of vh.routes) add(r.auth);
+    }
+  return [...names].sort();
+}
+
+/**
+ * `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check.
+ * `headersOf`: the API key headers a config reads, which Envoy must send along with `authorization`.
+ */
+export function extauthRender(
+  service: ServiceAddress,
+  skip?: { header: string; value: string },
+  headersOf: (configId: string) => readonly string[] | undefined = () => undefined,
+): RenderPlugin {
   return {
     httpFilters(proxy) {
       if (!protectsAnything(proxy)) return [];
@@ -68,9 +89,9 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
           grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
           failure_mode_allow: false,
           status_on_error: { code: 'Forbidden' },
-          // the service reads only the bearer token: sending one header instead of all of them
-          // halves what Envoy encodes and the service decodes per check
-          allowed_headers: { patterns: [{ exact: 'authorization' }] },
+          // the service reads only the bearer token (and API key headers): sending those instead of
+          // all headers halves what Envoy encodes and the service decodes per check
+          allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy, headersOf).map((h) => ({ exact: h }))] },
         }),
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];

@@ -1,20 +1,24 @@
 // Stage 1 for AuthConfigs: AuthConfig -> the resolved config the extauth service enforces.
 // Implemented steps: oauth2.accessTokenValidation by introspection (RFC 7662) or by JWT (a JWK set,
-// remote or local); other step kinds are rejected with a reason rather than silently letting requests
+// remote or local), and apiKeyAuth (keys from Secrets, sent to extauth as sha256 digests only); and
+// booleanExpr over the steps' names. Other step kinds are rejected with a reason rather than silently letting requests
 // through. Each resolved step is checked with the schema the extauth service applies
 // (common/auth-config.ts), so what the service would refuse is a status reason here instead.
 import { createHash } from 'node:crypto';
 import {
   AuthStepConfigSchema,
+  DEFAULT_API_KEY_HEADER,
   DEFAULT_JWKS_REFRESH_MS,
   describeIssues,
+  parseBooleanExpr,
+  type ApiKeyStepConfig,
   type AuthConfigConfig,
   type AuthStepConfig,
   type JwtStepConfig,
 } from '../../../../common/auth-config.js';
 import type { IntrospectionStepConfig } from '../../../../common/contract.js';
 import type { AuthConfig, Secret } from '../../../api/resources.js';
-import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
+import { AUTH_STEP_KINDS, type AuthStep } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem } from '../../feature.js';
 import { nsName } from '../../names.js';
@@ -70,14 +74,14 @@ function checkStep(step: AuthStepConfig, where: string, problems: Problem[]): bo
  * A short content hash of what decides a token's fate. Client secrets are left out: they only
  * authenticate the introspection call, and the version is visible in route metadata.
  */
-export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]): string {
+export function authConfigVersion(name: string, steps: readonly AuthStepConfig[], booleanExpr?: string): string {
   const judged = steps.map((s) => {
     if (s.type !== 'oauth2-introspection') return s;
     const { clientSecret: _secret, ...rest } = s;
     return rest;
   });
   return createHash('sha256')
-    .update(JSON.stringify([name, judged]))
+    .update(JSON.stringify(booleanExpr === undefined ? [name, judged] : [name, judged, booleanExpr]))
     .digest('hex')
     .slice(0, 16);
 }
@@ -87,22 +91,30 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
   const warnings: Problem[] = [];
   const ns = ac.metadata.namespace;
   const steps: AuthStepConfig[] = [];
-  if (ac.spec.booleanExpr !== undefined)
-    problems.push({ code: 'NotSupported', message: 'booleanExpr is not supported yet: every step must pass' });
   ac.spec.configs.forEach((step, i) => {
     const where = `configs[${i}]`;
     const record = step as Record<string, unknown>;
-    const others = AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && record[k] !== undefined);
+    const named = step.name !== undefined ? { name: step.name } : {};
+    const others = AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && k !== 'apiKeyAuth' && record[k] !== undefined);
     for (const kind of others) {
       problems.push({
         code: 'NotSupported',
-        message: `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation)`,
+        message: `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
       });
+    }
+    if (step.apiKeyAuth) {
+      if (step.oauth2) problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind, not both oauth2 and apiKeyAuth` });
+      const out = apiKeyStep(step.apiKeyAuth, `${where}.apiKeyAuth`, ns, secrets, problems);
+      if (out && checkStep({ ...out, ...named }, `${where}.apiKeyAuth`, problems)) steps.push({ ...out, ...named });
+      return;
     }
     const oauth2 = step.oauth2;
     if (!oauth2) {
       if (!others.length)
-        problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind (supported: oauth2.accessTokenValidation)` });
+        problems.push({
+          code: 'InvalidSpec',
+          message: `${where}: set one step kind (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
+        });
       return;
     }
     if (oauth2.oidcAuthorizationCode || oauth2.oauth2) {
@@ -118,6 +130,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       const jwt = atv.jwt;
       const out: JwtStepConfig = {
         type: 'oauth2-jwt',
+        ...named,
         ...(jwt.remoteJwks
           ? {
               remoteJwks: {
@@ -142,6 +155,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
     }
     const out: IntrospectionStepConfig = {
       type: 'oauth2-introspection',
+      ...named,
       introspectionUrl: '',
       cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
       requiredScopes: atv.requiredScopes?.scope ?? [],
@@ -187,7 +201,81 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
     if (problems.length === 0) checkStep(out, `${where}.oauth2.accessTokenValidation`, problems);
     steps.push(out);
   });
+  const booleanExpr = ac.spec.booleanExpr;
+  if (booleanExpr !== undefined && problems.length === 0) {
+    try {
+      parseBooleanExpr(
+        booleanExpr,
+        ac.spec.configs.map((c) => c.name),
+      );
+    } catch (err) {
+      problems.push({ code: 'InvalidSpec', message: `booleanExpr: ${err instanceof Error ? err.message : 'invalid'}` });
+    }
+  }
   if (problems.length) return { problems, warnings };
   const name = `${ns}.${ac.metadata.name}`;
-  return { ir: { name, version: authConfigVersion(name, steps), steps }, problems, warnings };
+  const expr = booleanExpr !== undefined ? { booleanExpr } : {};
+  const version = authConfigVersion(name, steps, booleanExpr);
+  return { ir: { name, version, steps, ...expr }, problems, warnings };
+}
+
+/** The Secret data key Gloo reads an API key from. */
+export const API_KEY_SECRET_KEY = 'api-key';
+
+function labelsMatch(labels: Readonly<Record<string, string>> | undefined, selector: Readonly<Record<string, string>>): boolean {
+  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
+
+/**
+ * apiKeyAuth -> the step extauth applies: the keys of the Secrets named by apiKeySecretRefs, or of every
+ * Secret whose labels match labelSelector (in any namespace), each in data key `api-key`, sent as
+ * sha256 digests. A named Secret that is missing or has no `api-key` is a problem (never a silent
+ * skip); so is a selector that matches nothing.
+ */
+function apiKeyStep(
+  spec: NonNullable<AuthStep['apiKeyAuth']>,
+  where: string,
+  ns: string,
+  secrets: ReadonlyMap<string, Secret>,
+  problems: Problem[],
+): ApiKeyStepConfig | undefined {
+  const bySelector = spec.labelSelector !== undefined && Object.keys(spec.labelSelector).length > 0;
+  const byRefs = (spec.apiKeySecretRefs?.length ?? 0) > 0;
+  if (bySelector === byRefs) {
+    problems.push({ code: 'InvalidSpec', message: `${where}: set exactly one of labelSelector, apiKeySecretRefs` });
+    return undefined;
+  }
+  const before = problems.length;
+  const chosen: { secret: Secret; label: string; where: string }[] = [];
+  if (byRefs) {
+    spec.apiKeySecretRefs!.forEach((ref, i) => {
+      const secretNs = ref.namespace ?? ns;
+      const secret = secrets.get(nsName(secretNs, ref.name));
+      if (!secret)
+        problems.push({ code: 'SecretNotFound', message: `${where}.apiKeySecretRefs[${i}]: Secret ${secretNs}.${ref.name} not found` });
+      else chosen.push({ secret, label: `${secretNs}.${ref.name}`, where: `${where}.apiKeySecretRefs[${i}]` });
+    });
+  } else {
+    for (const secret of secrets.values()) {
+      if (labelsMatch(secret.metadata.labels, spec.labelSelector!))
+        chosen.push({ secret, label: `${secret.metadata.namespace}.${secret.metadata.name}`, where: `${where}.labelSelector` });
+    }
+    chosen.sort((a, b) => a.label.localeCompare(b.label));
+    if (chosen.length === 0) problems.push({ code: 'SecretNotFound', message: `${where}.labelSelector: no Secret matches` });
+  }
+  const digests = new Set<string>();
+  for (const c of chosen) {
+    const key = secretValue(c.secret, API_KEY_SECRET_KEY);
+    if (key === undefined || key === '') {
+      problems.push({ code: 'InvalidSpec', message: `${c.where}: Secret ${c.label} has no ${API_KEY_SECRET_KEY} key` });
+      continue;
+    }
+    digests.add(createHash('sha256').update(key, 'utf8').digest('hex'));
+  }
+  if (problems.length > before) return undefined;
+  return {
+    type: 'api-key',
+    headerName: (spec.headerName ?? DEFAULT_API_KEY_HEADER).toLowerCase(),
+    keySha256: [...digests].sort(),
+  };
 }
