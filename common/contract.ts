@@ -34,60 +34,17 @@ export function decodeExtensionConfig<T>(bytes: Uint8Array): T {
 
 // ---- GraphQL ----
 
-export interface UpstreamEndpoint {
-  address: string;
-  port: number;
-}
-
-/** Where a resolver sends its calls: the Upstream's endpoints, resolved by the controller. */
-export interface ResolverUpstream {
-  /** `<namespace>.<name>` of the Upstream, for errors and metrics */
-  name: string;
-  endpoints: UpstreamEndpoint[];
-  tls?: {
-    sni?: string;
-    /** PEM; when absent the upstream certificate is not verified at all (as Envoy does without a validation context) */
-    rootCa?: string;
-    certChain?: string;
-    privateKey?: string;
-  };
-}
-
-export interface RestResolverConfig {
-  upstream: ResolverUpstream;
-  request: {
-    /** includes the pseudo-headers `:method` (default GET) and `:path`; values may hold templates */
-    headers: Record<string, string>;
-    queryParams: Record<string, string>;
-    /** JSON value whose strings may hold templates; sent as application/json */
-    body?: unknown;
-  };
-  response: {
-    /** a template path into the response body, e.g. `{$body.data}` or `data.items` */
-    resultRoot?: string;
-    /** field -> template over the (rooted) body, e.g. `{$body.details.lastname}` */
-    setters: Record<string, string>;
-  };
-  timeoutMs: number;
-}
-
-export interface ResolverConfig {
-  rest?: RestResolverConfig;
-}
-
-export interface GraphQLApiConfig {
-  /** `<namespace>.<name>` */
-  name: string;
-  /** changes whenever anything below changes; part of the document-cache key */
-  version: string;
-  /** the SDL as written, with `@resolve(name: …)` directives */
-  schemaDefinition: string;
-  enableIntrospection: boolean;
-  /** 0 = unbounded */
-  maxDepth: number;
-  /** `<Type>|<field>` -> resolver */
-  resolutions: Record<string, ResolverConfig>;
-}
+// The GraphQLApi shapes (the API, its resolvers keyed by kind: rest, mock) are defined with their runtime
+// schema, which the controller and the graphql service both validate against, in ./graphql-config.ts.
+export type {
+  GraphQLApiConfig,
+  MockResolverConfig,
+  ResolverConfig,
+  ResolverKind,
+  ResolverUpstream,
+  RestResolverConfig,
+  UpstreamEndpoint,
+} from './graphql-config.js';
 
 // ---- extauth ----
 

@@ -341,11 +341,19 @@ const RestResolverSchema = z.strictObject({
 });
 export type RestResolver = z.infer<typeof RestResolverSchema>;
 
+/** Gloo's mockResolver: exactly one of a value, a value after a delay, an error message (checked in translation). */
+const MockResolverSchema = z.strictObject({
+  syncResponse: z.unknown().optional(),
+  asyncResponse: z.strictObject({ response: z.unknown().optional(), delay: Duration.optional() }).optional(),
+  errorResponse: z.string().optional(),
+});
+export type MockResolver = z.infer<typeof MockResolverSchema>;
+
 const ResolutionSchema = z.strictObject({
   restResolver: RestResolverSchema.optional(),
-  // accepted so Gloo manifests parse; translation reports them as not supported yet
+  mockResolver: MockResolverSchema.optional(),
+  // accepted so Gloo manifests parse; translation reports it as not supported yet
   grpcResolver: z.record(z.string(), z.unknown()).optional(),
-  mockResolver: z.record(z.string(), z.unknown()).optional(),
   statPrefix: z.string().optional(),
 });
 export type Resolution = z.infer<typeof ResolutionSchema>;

@@ -1010,8 +1010,9 @@ describe('config checks', () => {
         'resolution "Query|ghost": type Query has no field ghost',
         'resolution "Query|echo" uses {$args.nope} but field Query.echo has no argument "nope"',
         'resolution "Query|slow" :path: unterminated or malformed template in "/x/{$parent.id"',
-        'resolution "Query|down" upstream ns.bad: endpoints[0].address must be a non-empty string',
-        'resolution "Query|nothing" has no REST resolver (this engine executes REST resolvers only)',
+        'resolution "Query|down" rest.upstream.endpoints[0].address: must be a non-empty string',
+        'resolution "Query|down" rest.upstream.endpoints[0].port: must be an integer in 1..65535',
+        'resolution "Query|nothing": set exactly one resolver kind: rest, mock',
       ]),
     );
     expect(() => createEngine(cfg, { upstreamPools: pools })).toThrow(

@@ -30,14 +30,15 @@ import {
   type MediaType,
 } from './http.js';
 import { Lru } from './lru.js';
-import { makeRestResolver, type RequestContext } from './rest.js';
-import { maxDepthRule, NoIntrospectionRule } from './rules.js';
+import type { RequestContext, ResolverInstance } from './resolver.js';
+import { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS, maxDepthRule, NoIntrospectionRule, queryLimitsRule } from './rules.js';
 import { prepareApi } from './schema.js';
-import { defaultUpstreamPools, type UpstreamPool, type UpstreamPools } from './upstream.js';
+import { defaultUpstreamPools, type UpstreamPools } from './upstream.js';
 
 export { UpstreamPools, defaultUpstreamPools } from './upstream.js';
 export { UpstreamError, type UpstreamErrorCode } from './errors.js';
 export { negotiate, type MediaType } from './http.js';
+export { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS } from './rules.js';
 
 export interface GraphQLHttpRequest {
   method: string;
@@ -93,6 +94,10 @@ export interface EngineOptions {
   documentCacheSize?: number;
   /** Default 1 MiB. Larger POST bodies get 413. */
   maxBodyBytes?: number;
+  /** Aliased field selections an operation may have (fragments counted where spread); 0 = no limit. Default 50. */
+  maxAliases?: number;
+  /** Field selections an operation may have (fragments counted where spread); 0 = no limit. Default 1000. */
+  maxFields?: number;
   /** Pool registry shared across engines; default: a process-wide one. */
   upstreamPools?: UpstreamPools;
   /** Executions of a cached operation on graphql-js before it is compiled with graphql-jit: 0 compiles on
@@ -145,36 +150,38 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   }
   const log = options.logger ?? silentLogger;
   const registry = options.upstreamPools ?? defaultUpstreamPools;
-  const acquired: UpstreamPool[] = [];
-  const poolFor = new Map<string, UpstreamPool>();
+  const instances: ResolverInstance[] = [];
+  const instanceFor = new Map<string, ResolverInstance>();
+  const env = { upstreamPools: registry, log };
   try {
     for (const b of prepared.bindings) {
-      const compiled = prepared.compiled.get(b.resolution);
-      const upstream = prepared.upstreams.get(b.resolution);
-      if (compiled === undefined || upstream === undefined) continue; // not reachable: reported as a problem
-      let pool = poolFor.get(b.resolution);
-      if (pool === undefined) {
-        pool = registry.acquire(upstream);
-        acquired.push(pool);
-        poolFor.set(b.resolution, pool);
+      const resolver = prepared.resolvers.get(b.resolution);
+      if (resolver === undefined) continue; // not reachable: reported as a problem
+      let instance = instanceFor.get(b.resolution);
+      if (instance === undefined) {
+        instance = resolver.instantiate(env);
+        instances.push(instance);
+        instanceFor.set(b.resolution, instance);
       }
-      b.field.resolve = makeRestResolver(compiled, pool, log) as typeof b.field.resolve;
+      b.field.resolve = instance.resolve as typeof b.field.resolve;
     }
   } catch (err) {
-    for (const p of acquired) registry.release(p);
+    for (const i of instances) i.release();
     throw new Error(`${label} is unusable: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const rules: ValidationRule[] = [...specifiedRules];
   if (config.enableIntrospection !== true) rules.push(NoIntrospectionRule);
   if (typeof config.maxDepth === 'number' && config.maxDepth > 0) rules.push(maxDepthRule(config.maxDepth));
 
-  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, registry, acquired, log, options);
+  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, options);
 }
 
 class GraphQLEngine implements Engine {
   private readonly documents: Lru<CachedDocument>;
   private readonly failures: Lru<CachedDocument>;
   private readonly maxBodyBytes: number;
+  /** size limits, checked before the other rules: a hostile document costs one walk, not a full validation */
+  private readonly limitRules: readonly ValidationRule[];
   private closed = false;
   private readonly compileAfter: number;
   private readonly counters = {
@@ -194,8 +201,7 @@ class GraphQLEngine implements Engine {
     readonly version: string,
     private readonly schema: GraphQLSchema,
     private readonly rules: readonly ValidationRule[],
-    private readonly registry: UpstreamPools,
-    private readonly pools: UpstreamPool[],
+    private readonly resolvers: readonly ResolverInstance[],
     private readonly log: Logger,
     options: EngineOptions,
   ) {
@@ -206,6 +212,10 @@ class GraphQLEngine implements Engine {
     this.failures = new Lru(entries === 0 ? 0 : Math.max(16, Math.floor(entries / 10)), DOCUMENT_CACHE_MAX_CHARS / 8);
     const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.maxBodyBytes = Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_BODY_BYTES;
+    const limit = (v: number | undefined, d: number): number => (v === undefined || !Number.isFinite(v) || v < 0 ? d : Math.floor(v));
+    const maxAliases = limit(options.maxAliases, DEFAULT_MAX_ALIASES);
+    const maxFields = limit(options.maxFields, DEFAULT_MAX_FIELDS);
+    this.limitRules = maxAliases > 0 || maxFields > 0 ? [queryLimitsRule({ maxAliases, maxFields })] : [];
     const after = options.compileAfter ?? DEFAULT_COMPILE_AFTER;
     this.compileAfter = after < 0 ? Number.POSITIVE_INFINITY : Number.isFinite(after) ? Math.floor(after) : DEFAULT_COMPILE_AFTER;
   }
@@ -217,7 +227,7 @@ class GraphQLEngine implements Engine {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const p of this.pools) this.registry.release(p);
+    for (const r of this.resolvers) r.release();
     this.documents.clear();
     this.failures.clear();
   }
@@ -253,7 +263,8 @@ class GraphQLEngine implements Engine {
       this.failures.set(query, entry);
       return entry;
     }
-    const errors = validate(this.schema, document, this.rules);
+    let errors = this.limitRules.length > 0 ? validate(this.schema, document, this.limitRules) : [];
+    if (errors.length === 0) errors = validate(this.schema, document, this.rules);
     if (errors.length > 0) {
       const entry = { errors };
       this.failures.set(query, entry);

@@ -1,9 +1,12 @@
-// REST resolvers: a RestResolverConfig compiled (once, at createEngine time) into a request builder and
-// a response shaper. Calls within one GraphQL request are memoised by (upstream, method, URL, headers, body),
+// REST resolvers (the `rest` kind behind the resolver interface, resolver.ts): a RestResolverConfig
+// compiled (once per config) into a request builder and a response shaper; each engine instantiates it with
+// a pool of the upstream's connections. Calls within one GraphQL request are memoised by (upstream, method, URL, headers, body),
 // so identical calls are made once even when fired concurrently by sibling fields or list items.
 
+import { X509Certificate } from 'node:crypto';
+import tls from 'node:tls';
 import type { GraphQLFieldResolver } from 'graphql';
-import type { RestResolverConfig } from '../../../common/contract.js';
+import type { ResolverUpstream, RestResolverConfig } from '../../../common/contract.js';
 import type { Logger } from '../../../common/log.js';
 import { CallError, UpstreamError } from './errors.js';
 import {
@@ -17,21 +20,12 @@ import {
   type Placeholder,
   type TemplateContext,
 } from './templates.js';
+import type { CompiledResolver, RequestContext, ResolverFactory } from './resolver.js';
 import type { CallSpec, UpstreamPool } from './upstream.js';
 
-export const DEFAULT_TIMEOUT_MS = 1_000;
+export type { RequestContext } from './resolver.js';
 
-/** Per GraphQL request state handed to resolvers as graphql-js `contextValue`. */
-export interface RequestContext {
-  /** client request headers, lowercased names */
-  headers: Readonly<Record<string, string>>;
-  /** in-flight and finished backend calls of this request, by call key */
-  memo: Map<string, Promise<unknown>>;
-  /** backend calls actually made (after dedup) */
-  calls: number;
-  /** resolutions answered by an identical call already made in this request */
-  deduplicated: number;
-}
+export const DEFAULT_TIMEOUT_MS = 1_000;
 
 export interface CompiledRest {
   readonly resolverName: string;
@@ -253,3 +247,50 @@ export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logge
     );
   };
 }
+
+/** Throws when the upstream's TLS material is unusable (the shared schema checked its shape already). */
+export function checkUpstreamTls(resolverName: string, u: ResolverUpstream): void {
+  const t = u.tls;
+  if (t === undefined) return;
+  try {
+    // createSecureContext ignores a `ca` without any PEM block; check that one ourselves
+    if (t.rootCa !== undefined) {
+      const blocks = t.rootCa.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+      if (blocks.length === 0) throw new Error('rootCa holds no PEM certificate');
+      for (const b of blocks) new X509Certificate(b);
+    }
+    tls.createSecureContext({
+      ...(t.rootCa !== undefined ? { ca: t.rootCa } : {}),
+      ...(t.certChain !== undefined ? { cert: t.certChain } : {}),
+      ...(t.privateKey !== undefined ? { key: t.privateKey } : {}),
+    });
+  } catch (err) {
+    throw new Error(
+      `resolution "${resolverName}" upstream ${u.name}: unusable TLS material (${err instanceof Error ? err.message : String(err)})`,
+      { cause: err },
+    );
+  }
+}
+
+/** The `rest` kind: compiled once per config; each engine acquires a pool of the upstream's connections. */
+export interface CompiledRestResolver extends CompiledResolver {
+  readonly kind: 'rest';
+  readonly rest: CompiledRest;
+  readonly upstream: ResolverUpstream;
+}
+
+export const restResolver: ResolverFactory<RestResolverConfig> = (name, config): CompiledRestResolver => {
+  checkUpstreamTls(name, config.upstream);
+  const rest = compileRest(name, config);
+  return {
+    kind: 'rest',
+    name,
+    rest,
+    upstream: config.upstream,
+    placeholders: rest.placeholders,
+    instantiate({ upstreamPools, log }) {
+      const pool = upstreamPools.acquire(config.upstream);
+      return { resolve: makeRestResolver(rest, pool, log), release: () => upstreamPools.release(pool) };
+    },
+  };
+};

@@ -1,9 +1,8 @@
 // From a GraphQLApiConfig to an executable schema: SDL + the directive declarations Legate understands,
-// `@resolve(name:)` bound to compiled REST resolvers. All config-time problems are collected as strings
-// (checkApiConfig) rather than thrown one by one.
+// `@resolve(name:)` bound to resolvers compiled by the factory of their kind (resolvers.ts). The config's
+// shape is checked with the schema the controller uses too (common/graphql-config.ts). All config-time
+// problems are collected as strings (checkApiConfig) rather than thrown one by one.
 
-import { X509Certificate } from 'node:crypto';
-import tls from 'node:tls';
 import {
   GraphQLError,
   buildASTSchema,
@@ -22,7 +21,10 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import type { GraphQLApiConfig, ResolverUpstream } from '../../../common/contract.js';
-import { compileRest, type CompiledRest } from './rest.js';
+import { ResolverConfigSchema, checkGraphQLApiConfigShape } from '../../../common/graphql-config.js';
+import type { CompiledResolver } from './resolver.js';
+import { compileResolver } from './resolvers.js';
+import type { CompiledRest, CompiledRestResolver } from './rest.js';
 
 const PRELUDE: Record<string, string> = {
   resolve: 'directive @resolve(name: String!) on FIELD_DEFINITION',
@@ -41,9 +43,10 @@ export interface PreparedApi {
   problems: string[];
   schema: GraphQLSchema | undefined;
   bindings: Binding[];
-  /** resolution name -> compiled REST resolver (only those that compiled) */
+  /** resolution name -> compiled resolver, of any kind (only those that compiled) */
+  resolvers: Map<string, CompiledResolver>;
+  /** the REST ones among them: compiled form and upstream (bench/micro drives them directly) */
   compiled: Map<string, CompiledRest>;
-  /** resolution name -> its upstream, for those that compiled */
   upstreams: Map<string, ResolverUpstream>;
 }
 
@@ -59,98 +62,41 @@ function describeGraphQLError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function checkUpstream(resolution: string, u: unknown, problems: string[]): u is ResolverUpstream {
-  const where = `resolution "${resolution}" upstream`;
-  if (!isRecord(u)) {
-    problems.push(`${where}: missing`);
-    return false;
-  }
-  const before = problems.length;
-  if (typeof u['name'] !== 'string' || u['name'] === '') problems.push(`${where}: name must be a non-empty string`);
-  const eps = u['endpoints'];
-  if (!Array.isArray(eps)) problems.push(`${where} ${String(u['name'])}: endpoints must be a list`);
-  else {
-    eps.forEach((e: unknown, i) => {
-      if (!isRecord(e) || typeof e['address'] !== 'string' || e['address'] === '')
-        problems.push(`${where} ${String(u['name'])}: endpoints[${i}].address must be a non-empty string`);
-      else if (typeof e['port'] !== 'number' || !Number.isInteger(e['port']) || e['port'] < 1 || e['port'] > 65535)
-        problems.push(`${where} ${String(u['name'])}: endpoints[${i}].port must be an integer in 1..65535`);
-    });
-  }
-  const t = u['tls'];
-  if (t !== undefined && t !== null) {
-    if (!isRecord(t)) problems.push(`${where} ${String(u['name'])}: tls must be an object`);
-    else {
-      for (const k of ['sni', 'rootCa', 'certChain', 'privateKey'] as const) {
-        if (t[k] !== undefined && typeof t[k] !== 'string') problems.push(`${where} ${String(u['name'])}: tls.${k} must be a string`);
-      }
-      if ((t['certChain'] === undefined) !== (t['privateKey'] === undefined))
-        problems.push(`${where} ${String(u['name'])}: tls.certChain and tls.privateKey go together`);
-      if (problems.length === before) {
-        try {
-          // createSecureContext ignores a `ca` without any PEM block; check that one ourselves
-          if (typeof t['rootCa'] === 'string') {
-            const blocks = t['rootCa'].match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-            if (blocks.length === 0) throw new Error('rootCa holds no PEM certificate');
-            for (const b of blocks) new X509Certificate(b);
-          }
-          tls.createSecureContext({
-            ...(typeof t['rootCa'] === 'string' ? { ca: t['rootCa'] } : {}),
-            ...(typeof t['certChain'] === 'string' ? { cert: t['certChain'] } : {}),
-            ...(typeof t['privateKey'] === 'string' ? { key: t['privateKey'] } : {}),
-          });
-        } catch (err) {
-          problems.push(`${where} ${String(u['name'])}: unusable TLS material (${err instanceof Error ? err.message : String(err)})`);
-        }
-      }
-    }
-  }
-  return problems.length === before;
-}
-
 /** Parses, builds and checks everything; never throws. */
 export function prepareApi(config: GraphQLApiConfig): PreparedApi {
   const problems: string[] = [];
   const bindings: Binding[] = [];
+  const resolvers = new Map<string, CompiledResolver>();
   const compiled = new Map<string, CompiledRest>();
   const upstreams = new Map<string, ResolverUpstream>();
-  const result = (schema?: GraphQLSchema): PreparedApi => ({ problems, schema, bindings, compiled, upstreams });
+  const result = (schema?: GraphQLSchema): PreparedApi => ({ problems, schema, bindings, resolvers, compiled, upstreams });
 
   if (!isRecord(config)) {
     problems.push('the GraphQL API config must be an object');
     return result();
   }
-  if (typeof config.maxDepth !== 'number' || !Number.isInteger(config.maxDepth) || config.maxDepth < 0) {
-    if (config.maxDepth !== undefined) problems.push(`maxDepth must be a non-negative integer, got ${JSON.stringify(config.maxDepth)}`);
-  }
-  if (config.enableIntrospection !== undefined && typeof config.enableIntrospection !== 'boolean')
-    problems.push('enableIntrospection must be a boolean');
+  problems.push(...checkGraphQLApiConfigShape(config));
   const resolutions: unknown = config.resolutions ?? {};
-  if (!isRecord(resolutions)) {
-    problems.push('resolutions must be a map of resolution name to resolver');
-    return result();
-  }
+  if (!isRecord(resolutions)) return result();
 
-  // Resolvers first: compile every one, even if unused, so template mistakes are reported.
+  // Resolvers first: compile every one, even if unused, so template mistakes are reported. One whose shape
+  // is wrong was reported above.
   for (const [name, r] of Object.entries(resolutions)) {
-    if (!isRecord(r) || !isRecord(r['rest'])) {
-      problems.push(`resolution "${name}" has no REST resolver (this engine executes REST resolvers only)`);
-      continue;
-    }
-    const rest = r['rest'];
-    if (!checkUpstream(name, rest['upstream'], problems)) continue;
+    const shape = ResolverConfigSchema.safeParse(r);
+    if (!shape.success) continue;
     try {
-      compiled.set(name, compileRest(name, rest as unknown as Parameters<typeof compileRest>[1]));
-      upstreams.set(name, rest['upstream'] as ResolverUpstream);
+      const resolver = compileResolver(name, shape.data);
+      resolvers.set(name, resolver);
+      if (resolver.kind === 'rest') {
+        compiled.set(name, (resolver as CompiledRestResolver).rest);
+        upstreams.set(name, (resolver as CompiledRestResolver).upstream);
+      }
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err));
     }
   }
 
-  if (typeof config.schemaDefinition !== 'string' || config.schemaDefinition.trim() === '') {
-    problems.push('schemaDefinition must be a non-empty SDL string');
-    return result();
-  }
+  if (typeof config.schemaDefinition !== 'string' || config.schemaDefinition.trim() === '') return result();
   let userDoc: DocumentNode;
   try {
     userDoc = parse(config.schemaDefinition);
@@ -243,7 +189,7 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
 
   // `$args.x` must name an argument of every field bound to the resolution.
   for (const b of bindings) {
-    const c = compiled.get(b.resolution);
+    const c = resolvers.get(b.resolution);
     if (c === undefined) continue;
     const argNames = new Set(b.field.args.map((a) => a.name));
     const reported = new Set<string>();

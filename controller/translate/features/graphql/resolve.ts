@@ -1,12 +1,26 @@
 // Stage 1 for GraphQL APIs: GraphQLApi / GraphQLSchema -> the GraphQLApiConfig the graphql extension
 // executes. Every problem that would otherwise be a 503 at request time is found here (Gloo #9643,
 // #9595): SDL errors, @resolve names without a resolution, resolutions for missing fields, unknown or
-// rejected upstreams, templates naming arguments the field does not have.
+// rejected upstreams, templates naming arguments the field does not have, mock values that do not fit
+// the field. What is sent is checked against the schema the graphql service applies
+// (common/graphql-config.ts), so a config the service would refuse is a status reason here.
 import { createHash } from 'node:crypto';
-import { GraphQLError, buildSchema, isInterfaceType, isObjectType, type GraphQLField, type GraphQLSchema as Schema } from 'graphql';
-import type { GraphQLApiConfig, ResolverConfig } from '../../../../common/contract.js';
+import {
+  GraphQLError,
+  buildSchema,
+  isInterfaceType,
+  isLeafType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  type GraphQLField,
+  type GraphQLOutputType,
+  type GraphQLSchema as Schema,
+} from 'graphql';
+import type { GraphQLApiConfig, MockResolverConfig, ResolverConfig } from '../../../../common/contract.js';
+import { MAX_MOCK_DELAY_MS, checkGraphQLApiConfigShape } from '../../../../common/graphql-config.js';
 import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
-import type { Resolution } from '../../../api/schemas.js';
+import type { MockResolver, Resolution } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem, UpstreamLookup } from '../../feature.js';
 import { nsName } from '../../names.js';
@@ -100,6 +114,64 @@ function resolveBindings(schema: Schema): Map<string, Binding[]> {
   return bindings;
 }
 
+/** Why a mock value cannot be the value of a field of this type (its top level and list items; an object's
+ * own fields may have resolvers of their own), or undefined when it fits. */
+function mockMismatch(type: GraphQLOutputType, value: unknown, path: string): string | undefined {
+  if (isNonNullType(type)) {
+    if (value === null || value === undefined) return `${path} is null but the type ${String(type)} is non-null`;
+    return mockMismatch(type.ofType, value, path);
+  }
+  if (value === null || value === undefined) return undefined;
+  if (isListType(type)) {
+    if (!Array.isArray(value)) return `${path} is not a list but the type is ${String(type)}`;
+    for (let i = 0; i < value.length; i++) {
+      const m = mockMismatch(type.ofType, value[i], `${path}[${i}]`);
+      if (m !== undefined) return m;
+    }
+    return undefined;
+  }
+  if (isLeafType(type)) return typeof value === 'object' ? `${path} is an object or list but ${type.name} is a scalar or enum` : undefined;
+  return typeof value !== 'object' || Array.isArray(value) ? `${path} is not an object but ${type.name} is an object type` : undefined;
+}
+
+function translateMock(where: string, mock: MockResolver, bound: Binding[], problems: Problem[]): MockResolverConfig | undefined {
+  const at = `${where}.mockResolver`;
+  const set = (['syncResponse', 'asyncResponse', 'errorResponse'] as const).filter((k) => Object.hasOwn(mock, k) && mock[k] !== undefined);
+  if (set.length !== 1) {
+    const have = set.length ? ` (has ${set.join(', ')})` : '';
+    problems.push({ code: 'InvalidSpec', message: `${at}: set exactly one of syncResponse, asyncResponse, errorResponse${have}` });
+    return undefined;
+  }
+  const before = problems.length;
+  const fits = (value: unknown, field: string): void => {
+    for (const b of bound) {
+      const m = mockMismatch(b.field.type, value, `${at}.${field}`);
+      if (m !== undefined) problems.push({ code: 'InvalidSpec', message: `${m} (field ${b.typeName}.${b.field.name})` });
+    }
+  };
+  let config: MockResolverConfig;
+  if (set[0] === 'errorResponse') {
+    if (typeof mock.errorResponse !== 'string' || mock.errorResponse.trim() === '')
+      problems.push({ code: 'InvalidSpec', message: `${at}.errorResponse: must be a non-empty message` });
+    config = { errorResponse: mock.errorResponse ?? '' };
+  } else if (set[0] === 'asyncResponse') {
+    const a = mock.asyncResponse!;
+    const d = a.delay ? parseDuration(a.delay) : { seconds: 0 };
+    const delayMs = Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6);
+    if (delayMs > MAX_MOCK_DELAY_MS)
+      problems.push({
+        code: 'InvalidSpec',
+        message: `${at}.asyncResponse.delay: ${a.delay} exceeds ${MAX_MOCK_DELAY_MS / 1000}s (the proxy waits 10s for the whole query)`,
+      });
+    fits(a.response ?? null, 'asyncResponse.response');
+    config = { asyncResponse: { response: a.response ?? null, delayMs } };
+  } else {
+    fits(mock.syncResponse, 'syncResponse');
+    config = { syncResponse: mock.syncResponse };
+  }
+  return problems.length === before ? config : undefined;
+}
+
 export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: UpstreamLookup): Attempt<GraphQLApiConfig> {
   const problems: Problem[] = [];
   const n = normalize(api);
@@ -147,13 +219,22 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
       }
       if (!bound.length) bound = [{ typeName, field }];
     }
-    if (resolution.grpcResolver || resolution.mockResolver) {
-      problems.push({ code: 'NotSupported', message: `${where}: only restResolver is supported yet` });
+    if (resolution.grpcResolver) {
+      problems.push({ code: 'NotSupported', message: `${where}.grpcResolver: not supported yet; use restResolver or mockResolver` });
+      continue;
+    }
+    if (resolution.restResolver && resolution.mockResolver) {
+      problems.push({ code: 'InvalidSpec', message: `${where}: set one of restResolver, mockResolver, not both` });
+      continue;
+    }
+    if (resolution.mockResolver) {
+      const mock = translateMock(where, resolution.mockResolver, bound, problems);
+      if (mock) resolutions[name] = { mock };
       continue;
     }
     const rest = resolution.restResolver;
     if (!rest) {
-      problems.push({ code: 'InvalidSpec', message: `${where}: set restResolver` });
+      problems.push({ code: 'InvalidSpec', message: `${where}: set restResolver or mockResolver` });
       continue;
     }
     const upNs = rest.upstreamRef.namespace ?? ns;
@@ -247,5 +328,9 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
     resolutions,
   };
   const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
-  return { ir: { ...body, version }, problems };
+  const config: GraphQLApiConfig = { ...body, version };
+  // what the graphql service will check again; a failure here is a translation bug, reported, not served
+  for (const p of checkGraphQLApiConfigShape(JSON.parse(JSON.stringify(config)))) problems.push({ code: 'InvalidSpec', message: p });
+  if (problems.length) return { problems };
+  return { ir: config, problems };
 }
