@@ -73,6 +73,30 @@ spec:
       type Details { id: Int, author: String, pages: Int, year: Int }
 `;
 
+const mocked = (delay = '100ms') => `
+apiVersion: graphql.legate.dev/v1beta1
+kind: GraphQLApi
+metadata: { name: mocked, namespace: legate-system }
+spec:
+  executableSchema:
+    executor:
+      local:
+        resolutions:
+          Query|product:
+            mockResolver: { syncResponse: { id: 7, title: Mocked, tags: [a, b] } }
+          Query|later:
+            mockResolver: { asyncResponse: { response: done, delay: ${delay} } }
+          Query|closed:
+            mockResolver: { errorResponse: the catalogue is closed }
+    schemaDefinition: |
+      type Query {
+        product: Product @resolve(name: "Query|product")
+        later: String @resolve(name: "Query|later")
+        closed: String @resolve(name: "Query|closed")
+      }
+      type Product { id: Int!, title: String, tags: [String] }
+`;
+
 beforeAll(async () => {
   backend = http.createServer((req, res) => {
     hits.push(req.url ?? '');
@@ -104,11 +128,14 @@ spec:
     routes:
       - matchers: [{ prefix: /graphql }]
         graphqlApiRef: { name: bookinfo, namespace: legate-system }
+      - matchers: [{ prefix: /mocked }]
+        graphqlApiRef: { name: mocked, namespace: legate-system }
       - matchers: [{ prefix: /rest/ }]
         routeAction: { single: { upstream: { name: books, namespace: legate-system } } }
         options: { prefixRewrite: / }
 `,
     'api.yaml': api(),
+    'mocked.yaml': mocked(),
   });
   await gw.until('/graphql', (r) => r.status === 200, post({ query: '{productsForHome{id}}' }), 30_000);
 });
@@ -242,5 +269,42 @@ describe('GraphQL over Envoy ext_proc', () => {
     const r = await gw.request('/graphql', post({ query: '{ hello productsForHome { id } }' }));
     expect(r.json()).toEqual({ data: { hello: null, productsForHome: [{ id: 1 }, { id: 2 }] } });
     expect(gw.log('graphql')).toContain('got new config');
+  });
+
+  it('serves mockResolver values (sync, after a delay, errors) and rejects a mock whose delay is too long', async () => {
+    await gw.until('/mocked', (r) => r.status === 200, post({ query: '{ product { id } }' }));
+    const started = Date.now();
+    const r = await gw.request('/mocked', post({ query: '{ product { id title tags } later closed }' }));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    const json = r.json<{ data: unknown; errors: { message: string; path: string[]; extensions: { code: string } }[] }>();
+    expect(json.data).toEqual({ product: { id: 7, title: 'Mocked', tags: ['a', 'b'] }, later: 'done', closed: null });
+    expect(json.errors).toEqual([
+      expect.objectContaining({
+        message: 'the catalogue is closed',
+        path: ['closed'],
+        extensions: expect.objectContaining({ code: 'MOCK_ERROR_RESPONSE' }),
+      }),
+    ]);
+    gw.write('mocked.yaml', mocked('30s'));
+    await eventually('the rejected status', () => {
+      const out = JSON.parse(gw.ctl('get', 'graphqlapis', 'mocked', '-n', 'legate-system', '-o', 'json').stdout);
+      const s = out.status.statuses['legate-system'];
+      return s.state === 'Rejected' && String(s.reason).includes('asyncResponse.delay: 30s exceeds 5s') ? s : undefined;
+    });
+    expect((await gw.request('/mocked', post({ query: '{ later }' }))).json()).toEqual({ data: { later: 'done' } });
+  });
+
+  it('refuses queries with too many aliases or fields before executing them', async () => {
+    const before = hits.length;
+    const aliases = Array.from({ length: 51 }, (_, i) => `p${i}: productsForHome { id }`).join(' ');
+    const many = await gw.request('/graphql', post({ query: `{ ${aliases} }` }, GQL));
+    expect(many.status).toBe(400);
+    expect(many.text).toContain('uses 51 aliases, which exceeds the maximum of 50');
+    let doc = 'query Bomb { productsForHome { ...F10 } }\nfragment F0 on Product { id title }\n';
+    for (let i = 1; i <= 10; i++) doc += `fragment F${i} on Product { ...F${i - 1} ...F${i - 1} }\n`;
+    const bomb = await gw.request('/graphql', post({ query: doc }, GQL));
+    expect(bomb.status).toBe(400);
+    expect(bomb.text).toContain('selects 2049 fields');
+    expect(hits.length).toBe(before);
   });
 });
