@@ -6,22 +6,24 @@ import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
-import { extauthRender } from './render.js';
+import { extauthRender, type TokenFreeConfig } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
 /** `skip`: the header and value with which a request skips ext_authz (the wasm edge cache). */
 export function extauthFeature(service: ServiceAddress, skip?: { header: string; value: string }): Feature {
-  // config id -> the API key headers its steps read, from the last resolve; render asks Envoy to send them
-  let apiKeyHeaders = new Map<string, string[]>();
+  // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
+  // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
+  let tokenFree = new Map<string, TokenFreeConfig>();
   return {
     name: 'extauth',
     kinds: ['AuthConfig'],
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
-      apiKeyHeaders = new Map();
+      tokenFree = new Map();
       for (const ac of authConfigs.results.values()) {
-        const names = ac.steps.flatMap((s) => (s.type === 'api-key' ? [s.headerName] : []));
-        if (names.length) apiKeyHeaders.set(ac.name, names);
+        const headers = ac.steps.flatMap((s) => (s.type === 'api-key' ? [s.headerName] : []));
+        // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
+        if (headers.length || ac.booleanExpr !== undefined) tokenFree.set(ac.name, { headers });
       }
       return {
         bindRoute(route, ir, site, sink) {
@@ -52,7 +54,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         },
       };
     },
-    render: extauthRender(service, skip, (configId) => apiKeyHeaders.get(configId)),
+    render: extauthRender(service, skip, (configId) => tokenFree.get(configId)),
   };
 }
 
