@@ -26,6 +26,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/config/listener/v3/listener.proto',
   'envoy/config/route/v3/route.proto',
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/http/early_header_mutation/header_mutation/v3/header_mutation.proto',
   'envoy/extensions/filters/http/router/v3/router.proto',
   'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
   'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',

@@ -18,6 +18,7 @@ export type Cluster = envoy_config_cluster_v3_Cluster;
 export type ClusterLoadAssignment = envoy_config_endpoint_v3_ClusterLoadAssignment;
 export type Bootstrap = envoy_config_bootstrap_v3_Bootstrap;
 export type HttpConnectionManager = envoy_extensions_filters_network_http_connection_manager_v3_HttpConnectionManager;
+export type HeaderMutation = envoy_extensions_http_early_header_mutation_header_mutation_v3_HeaderMutation;
 export type Router = envoy_extensions_filters_http_router_v3_Router;
 export type ExtAuthz = envoy_extensions_filters_http_ext_authz_v3_ExtAuthz;
 export type ExtAuthzPerRoute = envoy_extensions_filters_http_ext_authz_v3_ExtAuthzPerRoute;
@@ -44,6 +45,7 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": envoy_config_endpoint_v3_ClusterLoadAssignment;
   "type.googleapis.com/envoy.config.bootstrap.v3.Bootstrap": envoy_config_bootstrap_v3_Bootstrap;
   "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager": envoy_extensions_filters_network_http_connection_manager_v3_HttpConnectionManager;
+  "type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation": envoy_extensions_http_early_header_mutation_header_mutation_v3_HeaderMutation;
   "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router": envoy_extensions_filters_http_router_v3_Router;
   "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz": envoy_extensions_filters_http_ext_authz_v3_ExtAuthz;
   "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute": envoy_extensions_filters_http_ext_authz_v3_ExtAuthzPerRoute;
@@ -685,6 +687,12 @@ export interface envoy_config_common_matcher_v3_Matcher_MatcherTree_MatchMap {
 export interface envoy_config_common_matcher_v3_Matcher_OnMatch {
   matcher?: envoy_config_common_matcher_v3_Matcher;
   action?: envoy_config_core_v3_TypedExtensionConfig;
+}
+
+/** envoy.config.common.mutation_rules.v3.HeaderMutation */
+export interface envoy_config_common_mutation_rules_v3_HeaderMutation {
+  remove?: string;
+  append?: envoy_config_core_v3_HeaderValueOption;
 }
 
 /** envoy.config.common.mutation_rules.v3.HeaderMutationRules */
@@ -2620,6 +2628,11 @@ export interface envoy_extensions_filters_network_http_connection_manager_v3_Sco
 export interface envoy_extensions_filters_network_http_connection_manager_v3_ScopedRoutes_ScopeKeyBuilder_FragmentBuilder_HeaderValueExtractor_KvElement {
   separator?: string;
   key?: string;
+}
+
+/** envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation */
+export interface envoy_extensions_http_early_header_mutation_header_mutation_v3_HeaderMutation {
+  mutations?: envoy_config_common_mutation_rules_v3_HeaderMutation[];
 }
 
 /** envoy.extensions.transport_sockets.tls.v3.CertificateProviderPluginInstance */

@@ -22,6 +22,7 @@ export const ROOTS = [
   'envoy.config.endpoint.v3.ClusterLoadAssignment',
   'envoy.config.bootstrap.v3.Bootstrap',
   'envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  'envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation',
   'envoy.extensions.filters.http.router.v3.Router',
   'envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
   'envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',

@@ -2,7 +2,9 @@
 // sha256 digests of keys the controller read from Secrets (by reference, by label selector). And a
 // booleanExpr: an API key OR a JWT (local JWK set). The keys appear nowhere: not in status, not in the
 // served config, not in any log.
+import fs from 'node:fs';
 import crypto from 'node:crypto';
+import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
@@ -137,6 +139,14 @@ describe('API keys from Secrets', () => {
     expect(neither.status).toBe(403);
     expect(neither.headers.get('www-authenticate')).toBe('Bearer');
     expect((await gw.request('/either', { headers: { authorization: 'Bearer not.a.jwt' } })).status).toBe(403);
+  });
+
+  it("cannot skip ext_authz with the edge cache's verified header, even holding its secret value", async () => {
+    // bearer-check (which drops a client's copy) is off on API-key routes; Envoy removes it first
+    const secret = fs.readFileSync(path.join(gw.stateDir, 'edge-secret'), 'utf8').trim();
+    const forged = { 'x-legate-token-verified': secret };
+    expect((await gw.request('/products', { headers: forged })).status).toBe(401);
+    expect((await gw.request('/either', { headers: { ...forged, 'api-key': WRONG } })).status).not.toBe(200);
   });
 
   it('reports a missing Secret in status', () => {

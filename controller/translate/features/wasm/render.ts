@@ -10,6 +10,7 @@
 // anything goes upstream. See docs/wasm.md "Edge cache".
 import {
   typed,
+  type HttpConnectionManager,
   type HttpFilter,
   type TypedConfig,
   type envoy_config_core_v3_AsyncDataSource as AsyncDataSource,
@@ -140,6 +141,22 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       return filters;
     },
     proxyContext: usesBearer,
+    patchListener(_ir, _listener, filters) {
+      // Only bearer-check may set the verified header. A client's copy is removed before any filter
+      // runs (early header mutation), so it cannot skip ext_authz on routes where bearer-check is off
+      // (API keys, booleanExpr) even with the secret value.
+      if (!edgeCacheSkip(options)) return;
+      for (const f of filters) {
+        if (f.name !== 'envoy.filters.network.http_connection_manager' || !f.typed_config) continue;
+        const hcm = f.typed_config as TypedConfig & HttpConnectionManager;
+        (hcm.early_header_mutation_extensions ??= []).push({
+          name: 'legate.strip_verified_header',
+          typed_config: typed('type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation', {
+            mutations: [{ remove: VERIFIED_HEADER }],
+          }),
+        });
+      }
+    },
     patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
       if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, ENABLE());
