@@ -56,6 +56,10 @@ export type AuthBindingIR =
       configId: string;
       /** the AuthConfig's content version (AuthConfigConfig.version); unset when it is missing or rejected */
       configVersion?: string;
+      /** the AuthConfig may allow a request without a bearer token (API keys, booleanExpr): no bearer pre-check */
+      bearerOptional?: true;
+      /** request headers its steps read besides `authorization` (API key headers), which ext_authz must send */
+      headers?: string[];
       sourceType: 'virtual_host' | 'route';
       sourceName: string;
     }

@@ -6,25 +6,18 @@ import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
-import { extauthRender, type TokenFreeConfig } from './render.js';
+import { extauthRender } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
 /** `skip`: the header and value with which a request skips ext_authz (the wasm edge cache). */
 export function extauthFeature(service: ServiceAddress, skip?: { header: string; value: string }): Feature {
   // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
   // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
-  let tokenFree = new Map<string, TokenFreeConfig>();
   return {
     name: 'extauth',
     kinds: ['AuthConfig'],
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
-      tokenFree = new Map();
-      for (const ac of authConfigs.results.values()) {
-        const headers = ac.steps.flatMap((s) => (s.type === 'api-key' ? [s.headerName] : []));
-        // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
-        if (headers.length || ac.booleanExpr !== undefined) tokenFree.set(ac.name, { headers });
-      }
       return {
         bindRoute(route, ir, site, sink) {
           const ext = route.options?.extauth;
@@ -54,7 +47,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         },
       };
     },
-    render: extauthRender(service, skip, (configId) => tokenFree.get(configId)),
+    render: extauthRender(service, skip),
   };
 }
 
@@ -91,6 +84,16 @@ function authBinding(
       message: `${where}.configRef: AuthConfig ${name} not found; requests are denied until it exists`,
     });
   }
-  const version = authConfigs.results.get(key)?.version;
-  return { configId: name, ...(version !== undefined ? { configVersion: version } : {}), sourceType, sourceName };
+  const config = authConfigs.results.get(key);
+  const binding: AuthBindingIR = {
+    configId: name,
+    ...(config?.version !== undefined ? { configVersion: config.version } : {}),
+    sourceType,
+    sourceName,
+  };
+  const headers = (config?.steps ?? []).flatMap((s) => (s.type === 'api-key' && s.headerName !== 'authorization' ? [s.headerName] : []));
+  // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
+  if (headers.length || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
+  if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
+  return binding;
 }

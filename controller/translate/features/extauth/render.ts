@@ -55,34 +55,11 @@ function skippable(filter: HttpFilter, skip: { header: string; value: string }):
   };
 }
 
-/** An AuthConfig that may allow a request without a bearer token (API keys, booleanExpr). */
-export interface TokenFreeConfig {
-  /** the headers its steps read besides `authorization` (API keys) */
-  headers: readonly string[];
-}
-
-/**
- * The wasm bearer pre-check (features/wasm), which answers a request without a bearer token itself:
- * where a token-free config binds, its per-filter config (set by the wasm feature, which renders
- * first) is turned into `disabled`. Only an existing entry is replaced, so nothing names a filter
- * that is not in the chain.
- */
-const BEARER_CHECK_FILTER = 'legate.bearer_check';
-
-function releaseBearerCheck(
-  target: { typed_per_filter_config?: Record<string, TypedConfig> },
-  auth: AuthBindingIR | undefined,
-  tokenFree: (configId: string) => TokenFreeConfig | undefined,
-): void {
-  if (!auth || !('configId' in auth) || !tokenFree(auth.configId) || !target.typed_per_filter_config?.[BEARER_CHECK_FILTER]) return;
-  setPerFilterConfig(target, BEARER_CHECK_FILTER, typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: true }));
-}
-
 /** The headers the AuthConfigs bound on the proxy read besides `authorization` (API keys), sorted. */
-function extraHeaders(proxy: ProxyIR, tokenFree: (configId: string) => TokenFreeConfig | undefined): string[] {
+function extraHeaders(proxy: ProxyIR): string[] {
   const names = new Set<string>();
   const add = (auth: AuthBindingIR | undefined): void => {
-    if (auth && 'configId' in auth) for (const h of tokenFree(auth.configId)?.headers ?? []) if (h !== 'authorization') names.add(h);
+    if (auth && 'configId' in auth) for (const h of auth.headers ?? []) names.add(h);
   };
   for (const l of proxy.listeners)
     for (const vh of l.virtualHosts) {
@@ -92,16 +69,8 @@ function extraHeaders(proxy: ProxyIR, tokenFree: (configId: string) => TokenFree
   return [...names].sort();
 }
 
-/**
- * `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check.
- * `tokenFree`: the configs that may allow without a bearer token (and the API key headers they read,
- * which Envoy must send along with `authorization`).
- */
-export function extauthRender(
-  service: ServiceAddress,
-  skip?: { header: string; value: string },
-  tokenFree: (configId: string) => TokenFreeConfig | undefined = () => undefined,
-): RenderPlugin {
+/** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
+export function extauthRender(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
   return {
     httpFilters(proxy) {
       if (!protectsAnything(proxy)) return [];
@@ -115,7 +84,7 @@ export function extauthRender(
           status_on_error: { code: 'Forbidden' },
           // the service reads only the bearer token (and API key headers): sending those instead of
           // all headers halves what Envoy encodes and the service decodes per check
-          allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy, tokenFree).map((h) => ({ exact: h }))] },
+          allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy).map((h) => ({ exact: h }))] },
         }),
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];
@@ -125,11 +94,9 @@ export function extauthRender(
       if (!protectsAnything(proxy)) return;
       // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on
       setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));
-      releaseBearerCheck(vhost, ir.auth, tokenFree);
     },
     patchRoute(ir, route) {
       if (ir.auth) setPerFilterConfig(route, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth));
-      releaseBearerCheck(route, ir.auth, tokenFree);
     },
     extraClusters(proxy) {
       return protectsAnything(proxy) ? [extensionCluster(EXTAUTH_CLUSTER, service)] : [];

@@ -51,8 +51,9 @@ const NO_CONFIG = {} as TypedConfig;
 const ENABLE = (): TypedConfig => typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { config: { ...NO_CONFIG } });
 const DISABLE = (): TypedConfig => typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: true });
 
+/** A binding whose requests bearer-check may answer: an AuthConfig that always needs a bearer token. */
 function protects(auth: AuthBindingIR | undefined): boolean {
-  return auth !== undefined && 'configId' in auth;
+  return auth !== undefined && 'configId' in auth && !auth.bearerOptional;
 }
 
 /** The header and value that let a request skip ext_authz, when the edge cache is on. */
