@@ -8,7 +8,7 @@ import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
 
 const KEY = `k-${crypto.randomBytes(16).toString('hex')}`;
 const TEAM_KEY = `t-${crypto.randomBytes(16).toString('hex')}`;
@@ -75,30 +75,11 @@ spec:
   configs:
     - apiKeyAuth: { apiKeySecretRefs: [{ name: nowhere }] }
 ---
-apiVersion: legate.dev/v1
-kind: Upstream
-metadata: { name: app, namespace: legate-system }
-spec:
-  static: { hosts: [{ addr: 127.0.0.1, port: ${app.port} }] }
----
-apiVersion: gateway.legate.dev/v1
-kind: VirtualService
-metadata: { name: shop, namespace: default }
-spec:
-  virtualHost:
-    domains: ['*']
-    routes:
-      - matchers: [{ prefix: /public }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-      - matchers: [{ prefix: /team }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: team, namespace: legate-system } } }
-      - matchers: [{ prefix: /either }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: key-or-jwt, namespace: legate-system } } }
-      - matchers: [{ prefix: / }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: apikey, namespace: legate-system } } }
+${appBehindAuth(app.port, [
+  ['/team', 'team'],
+  ['/either', 'key-or-jwt'],
+  ['/', 'apikey'],
+])}
 `,
   });
   await gw.until('/public', (r) => r.status === 200, {}, 30_000);

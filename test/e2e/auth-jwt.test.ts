@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
 
 /** The part of oidc-provider used here (the package ships no types; examples/apps types its own wrapper). */
 type OidcProvider = new (issuer: string, configuration: Record<string, unknown>) => { callback(): http.RequestListener };
@@ -116,30 +116,11 @@ ${jwtAuthConfig('jwt-other-issuer', `{ remoteJwks: { url: '${issuer}/jwks' }, is
 ---
 ${jwtAuthConfig('jwt-broken', `{ remoteJwks: { url: 'ftp://${issuer.slice(7)}/jwks' } }`)}
 ---
-apiVersion: legate.dev/v1
-kind: Upstream
-metadata: { name: app, namespace: legate-system }
-spec:
-  static: { hosts: [{ addr: 127.0.0.1, port: ${app.port} }] }
----
-apiVersion: gateway.legate.dev/v1
-kind: VirtualService
-metadata: { name: shop, namespace: default }
-spec:
-  virtualHost:
-    domains: ['*']
-    routes:
-      - matchers: [{ prefix: /public }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-      - matchers: [{ prefix: /write }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: jwt-writers, namespace: legate-system } } }
-      - matchers: [{ prefix: /other }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: jwt-other-issuer, namespace: legate-system } } }
-      - matchers: [{ prefix: / }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: jwt, namespace: legate-system } } }
+${appBehindAuth(app.port, [
+  ['/write', 'jwt-writers'],
+  ['/other', 'jwt-other-issuer'],
+  ['/', 'jwt'],
+])}
 `,
   });
   await gw.until('/public', (r) => r.status === 200, {}, 30_000);

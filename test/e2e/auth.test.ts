@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
 import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
 import { eventually, sleep } from './harness/util.js';
 
 let gw: Gateway;
@@ -69,30 +69,11 @@ ${authConfig('oauth', ['products:read'])}
 ---
 ${authConfig('no-cache', ['products:read'], '0s')}
 ---
-apiVersion: legate.dev/v1
-kind: Upstream
-metadata: { name: app, namespace: legate-system }
-spec:
-  static: { hosts: [{ addr: 127.0.0.1, port: ${app.port} }] }
----
-apiVersion: gateway.legate.dev/v1
-kind: VirtualService
-metadata: { name: shop, namespace: default }
-spec:
-  virtualHost:
-    domains: ['*']
-    routes:
-      - matchers: [{ prefix: /public }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-      - matchers: [{ prefix: /fresh }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: no-cache, namespace: legate-system } } }
-      - matchers: [{ prefix: /typo }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: does-not-exist, namespace: legate-system } } }
-      - matchers: [{ prefix: / }]
-        routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
-        options: { extauth: { configRef: { name: oauth, namespace: legate-system } } }
+${appBehindAuth(app.port, [
+  ['/fresh', 'no-cache'],
+  ['/typo', 'does-not-exist'],
+  ['/', 'oauth'],
+])}
 `,
   });
   await gw.until('/public', (r) => r.status === 200, {}, 30_000);

@@ -43,3 +43,34 @@ export async function startEcho(name: string, options: EchoOptions = {}): Promis
       }),
   };
 }
+
+/**
+ * The resources the auth suites share: an Upstream `app` (legate-system) at `port` on loopback, and a
+ * VirtualService `shop` on every domain with `/public` open, then one route per [prefix, AuthConfig]
+ * (AuthConfigs in legate-system), in order: put `/` last.
+ */
+export function appBehindAuth(port: number, protectedRoutes: readonly (readonly [prefix: string, authConfig: string])[]): string {
+  const toApp = 'routeAction: { single: { upstream: { name: app, namespace: legate-system } } }';
+  const routes = protectedRoutes.map(
+    ([prefix, authConfig]) => `      - matchers: [{ prefix: ${prefix} }]
+        ${toApp}
+        options: { extauth: { configRef: { name: ${authConfig}, namespace: legate-system } } }
+`,
+  );
+  return `apiVersion: legate.dev/v1
+kind: Upstream
+metadata: { name: app, namespace: legate-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${port} }] }
+---
+apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: shop, namespace: default }
+spec:
+  virtualHost:
+    domains: ['*']
+    routes:
+      - matchers: [{ prefix: /public }]
+        ${toApp}
+${routes.join('')}`;
+}
