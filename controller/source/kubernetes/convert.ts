@@ -84,16 +84,26 @@ interface EndpointSlice extends KubeObject {
 }
 
 /**
+ * The Endpoints an EndpointSlice contributes to (`resourceKey` of its Service's Endpoints), or undefined
+ * for a slice without a Service label or of an address type other than IPv4/IPv6.
+ */
+export function sliceServiceKey(slice: EndpointSlice): string | undefined {
+  const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+  if (!service || (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) return undefined;
+  return resourceKey('Endpoints', slice.metadata?.namespace ?? 'default', service);
+}
+
+/**
  * EndpointSlices grouped by their Service (label kubernetes.io/service-name) into core Endpoints:
  * one subset per slice, with its ready addresses (ready unset counts as ready, as kube-proxy does).
  */
 export function endpointsFromSlices(slices: readonly EndpointSlice[]): RawResource[] {
   const byService = new Map<string, { namespace: string; name: string; subsets: unknown[] }>();
   for (const slice of slices) {
-    const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
+    const key = sliceServiceKey(slice);
+    if (key === undefined) continue;
     const namespace = slice.metadata?.namespace ?? 'default';
-    if (!service || (slice.addressType !== undefined && slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6')) continue;
-    const key = resourceKey('Endpoints', namespace, service);
+    const service = slice.metadata?.labels?.['kubernetes.io/service-name'] ?? '';
     let entry = byService.get(key);
     if (!entry) {
       entry = { namespace, name: service, subsets: [] };

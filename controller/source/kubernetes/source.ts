@@ -9,13 +9,14 @@
 // reads, compared with that object's previous one), not by serializing every resource; and an object
 // that did not change gives the same RawResource object snapshot after snapshot (as EndpointSlices the
 // same Endpoints), which lets the pipeline skip what did not change (PipelineMemo).
+import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../../common/log.js';
 import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
 import { reuseConnections } from './connections.js';
-import { endpointsFromSlices, toRawResource, trimObject, type KubeObject } from './convert.js';
+import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type KubeObject } from './convert.js';
 
 export interface KubeSourceOptions {
   kubeConfig: k8s.KubeConfig;
@@ -69,7 +70,7 @@ export class KubeSource implements ResourceSource {
   private readonly raws = new WeakMap<KubeObject, RawResource>();
   /** per Service, the EndpointSlices its Endpoints were made from, and those Endpoints */
   private endpoints = new Map<string, { slices: KubeObject[]; raw: RawResource }>();
-  /** per watched object (`<path> <namespace>/<name>`), what the pipeline reads of it */
+  /** per watched object (`<path> <namespace>/<name>`), a digest of what the pipeline reads of it */
   private readonly contents = new Map<string, string>();
 
   constructor(private readonly options: KubeSourceOptions) {
@@ -155,7 +156,9 @@ export class KubeSource implements ResourceSource {
         trimObject(obj);
         const id = `${w.path} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
         // status writes and resourceVersion bumps change nothing the pipeline reads
-        const content = JSON.stringify({ ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } });
+        const content = createHash('sha256')
+          .update(JSON.stringify({ ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } }))
+          .digest('base64');
         if (this.contents.get(id) === content) return;
         this.contents.set(id, content);
         changed();
@@ -240,10 +243,8 @@ export class KubeSource implements ResourceSource {
     const byService = new Map<string, KubeObject[]>();
     for (const slice of slices) {
       // the slices endpointsFromSlices reads, grouped as it groups them
-      const service = slice.metadata?.labels?.['kubernetes.io/service-name'];
-      const type = slice['addressType'];
-      if (!service || (type !== undefined && type !== 'IPv4' && type !== 'IPv6')) continue;
-      const key = `${slice.metadata?.namespace ?? 'default'}/${service}`;
+      const key = sliceServiceKey(slice);
+      if (key === undefined) continue;
       const list = byService.get(key);
       if (list) list.push(slice);
       else byService.set(key, [slice]);
