@@ -50,15 +50,19 @@ function bytesEqual(start: number, end: number, expected: Buffer): boolean {
   return true;
 }
 
+// The entry readEntry read last: its key's [start, end) (-1 when absent) and its value's (-1 when
+// absent; raw_value when non-empty, as Envoy sends header values).
+let keyStart = -1;
+let keyEnd = -1;
+let valueStart = -1;
+let valueEnd = -1;
+
 /**
- * A map<string,string> entry (or a HeaderValue) whose key is `key`: returns the value's [start, end)
- * packed as start * 2^32 + end, or -1 when the key differs. Fields: key = 1, value = 2, and for
- * HeaderValue raw_value = 3 (wins over value when non-empty).
+ * Reads one map<string,string> entry or HeaderValue in a single walk, noting where its fields are.
+ * Fields: key = 1, value = 2, and for HeaderValue raw_value = 3 (wins over value when non-empty).
  */
-function entryValue(end: number, key: Buffer): number {
-  let keyMatches = false;
-  let vStart = -1;
-  let vEnd = -1;
+function readEntry(end: number): void {
+  keyStart = keyEnd = valueStart = valueEnd = -1;
   let rawStart = -1;
   let rawEnd = -1;
   while (r.pos < end) {
@@ -67,10 +71,12 @@ function entryValue(end: number, key: Buffer): number {
     const wt = tag & 7;
     if (wt === 2 && field >= 1 && field <= 3) {
       const e = r.delimited(end);
-      if (field === 1) keyMatches = bytesEqual(r.pos, e, key);
-      else if (field === 2) {
-        vStart = r.pos;
-        vEnd = e;
+      if (field === 1) {
+        keyStart = r.pos;
+        keyEnd = e;
+      } else if (field === 2) {
+        valueStart = r.pos;
+        valueEnd = e;
       } else {
         rawStart = r.pos;
         rawEnd = e;
@@ -78,48 +84,20 @@ function entryValue(end: number, key: Buffer): number {
       r.pos = e;
     } else r.skip(wt, end);
   }
-  if (!keyMatches) return -1;
-  if (rawEnd > rawStart) return rawStart * 4294967296 + rawEnd;
-  if (vStart < 0) return 0; // present, empty value
-  return vStart * 4294967296 + vEnd;
-}
-
-function packedString(packed: number): string {
-  const start = Math.floor(packed / 4294967296);
-  const end = packed % 4294967296;
-  return r.buf.toString('latin1', start, end);
-}
-
-function setAuthorization(packed: number): void {
-  if (out.authorization !== undefined) out.ambiguous = true;
-  out.authorization = packedString(packed);
-}
-
-/**
- * A header entry whose key is not `authorization` (checked by the caller): kept in out.headers unless
- * it is a pseudo-header. `start` is where the entry's fields begin.
- */
-function otherHeader(start: number, end: number, joinRepeated: boolean): void {
-  r.pos = start;
-  let name: string | undefined;
-  let value = '';
-  let raw: string | undefined;
-  while (r.pos < end) {
-    const tag = r.varint(end);
-    const field = Math.floor(tag / 8);
-    const wt = tag & 7;
-    if (wt === 2 && field >= 1 && field <= 3) {
-      const e = r.delimited(end);
-      if (field === 1) {
-        if (e === r.pos || r.buf[r.pos] === 0x3a) return; // empty or `:pseudo`
-        name = r.buf.toString('latin1', r.pos, e);
-      } else if (field === 2) value = r.buf.toString('latin1', r.pos, e);
-      else if (e > r.pos) raw = r.buf.toString('latin1', r.pos, e);
-      r.pos = e;
-    } else r.skip(wt, end);
+  if (rawEnd > rawStart) {
+    valueStart = rawStart;
+    valueEnd = rawEnd;
   }
-  if (name === undefined) return;
-  const v = raw ?? value;
+}
+
+const entryKeyIs = (key: Buffer): boolean => keyStart >= 0 && bytesEqual(keyStart, keyEnd, key);
+const entryValue = (encoding: BufferEncoding): string => (valueStart < 0 ? '' : r.buf.toString(encoding, valueStart, valueEnd));
+
+/** The entry read is a header other than `authorization`: kept in out.headers unless it is a pseudo-header. */
+function keepHeader(joinRepeated: boolean): void {
+  if (keyStart < 0 || keyEnd === keyStart || r.buf[keyStart] === 0x3a) return; // no key, empty or `:pseudo`
+  const name = r.buf.toString('latin1', keyStart, keyEnd);
+  const v = entryValue('latin1');
   const headers = (out.headers ??= {});
   const prior = joinRepeated && Object.hasOwn(headers, name) ? headers[name] : undefined;
   headers[name] = prior === undefined ? v : `${prior},${v}`;
@@ -130,10 +108,11 @@ function headerMap(end: number): void {
     const tag = r.varint(end);
     if (tag === ((1 << 3) | 2)) {
       const e = r.delimited(end);
-      const start = r.pos;
-      const v = entryValue(e, AUTHORIZATION);
-      if (v >= 0) setAuthorization(v);
-      else otherHeader(start, e, true);
+      readEntry(e);
+      if (entryKeyIs(AUTHORIZATION)) {
+        if (out.authorization !== undefined) out.ambiguous = true;
+        out.authorization = entryValue('latin1');
+      } else keepHeader(true);
       r.pos = e;
     } else r.skip(tag & 7, end);
   }
@@ -144,11 +123,10 @@ function httpRequest(end: number): void {
     const tag = r.varint(end);
     if (tag === ((3 << 3) | 2)) {
       const e = r.delimited(end);
-      const start = r.pos;
-      const v = entryValue(e, AUTHORIZATION);
+      readEntry(e);
       // a map's entries are unique per key; a repeated key means last-wins on the wire, not two headers
-      if (v >= 0) out.authorization = packedString(v);
-      else otherHeader(start, e, false);
+      if (entryKeyIs(AUTHORIZATION)) out.authorization = entryValue('latin1');
+      else keepHeader(false);
       r.pos = e;
     } else if (tag === ((13 << 3) | 2)) {
       const e = r.delimited(end);
@@ -178,11 +156,8 @@ function attributes(end: number): void {
       r.pos = e;
     } else if (tag === ((10 << 3) | 2)) {
       const e = r.delimited(end);
-      const v = entryValue(e, CONFIG_ID);
-      if (v >= 0) {
-        const start = Math.floor(v / 4294967296);
-        out.configId = r.buf.toString('utf8', start, v % 4294967296);
-      }
+      readEntry(e);
+      if (entryKeyIs(CONFIG_ID)) out.configId = entryValue('utf8');
       r.pos = e;
     } else r.skip(tag & 7, end);
   }
