@@ -230,6 +230,8 @@ const WasmChecksSchema = z.strictObject({
       maxTokenBytes: z.number().int().min(1).max(65536).optional(),
       /** edge cache slots per Envoy worker for tokens ext_authz accepted; 0 = every request asks ext_authz */
       cacheEntries: z.number().int().min(0).max(1048576).optional(),
+      /** the edge cache also in proxy-wasm shared data, so every Envoy worker sees what one learnt (default true) */
+      sharedCache: z.boolean().optional(),
     })
     .optional(),
   graphqlCheck: z
