@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Action, LogLevel, REPO_ROOT, TestHost, ensureWasm, type TestRequest } from './wasm-host.js';
+import { Action, LogLevel, REPO_ROOT, SharedData, TestHost, ensureWasm, type TestRequest } from './wasm-host.js';
 
 const ROOT_ID = 'legate.bearer_check';
 const HEADER = 'x-legate-token-verified';
@@ -22,8 +22,11 @@ beforeAll(() => {
   wasmPath = ensureWasm('bearer-check');
 });
 
-async function plugin(config: object | string = { cacheEntries: 64, verifiedHeader: HEADER, verifiedValue: SECRET }): Promise<TestHost> {
-  const host = await TestHost.load(wasmPath);
+async function plugin(
+  config: object | string = { cacheEntries: 64, verifiedHeader: HEADER, verifiedValue: SECRET },
+  shared?: SharedData,
+): Promise<TestHost> {
+  const host = await TestHost.load(wasmPath, shared);
   const started = host.startPlugin({ rootId: ROOT_ID, configuration: typeof config === 'string' ? config : JSON.stringify(config) });
   expect(started.configured, host.logs.map((l) => l.message).join('\n')).toBe(true);
   return host;
@@ -140,6 +143,7 @@ describe('bearer-check edge cache', () => {
       [{ cacheEntries: 8, verifiedHeader: HEADER, verifiedValue: 'has a space in it 0123' }, '"verifiedValue" must be 16 to 256'],
       [{ cacheEntries: 2000000, verifiedHeader: HEADER, verifiedValue: SECRET }, '"cacheEntries" must be between 0 and 1048576'],
       [{ cacheEntries: 8, verifiedHeader: 5, verifiedValue: SECRET }, '"verifiedHeader" must be a string'],
+      [{ cacheEntries: 8, sharedCache: 'yes', verifiedHeader: HEADER, verifiedValue: SECRET }, '"sharedCache" must be a boolean'],
     ];
     for (const [config, message] of cases) {
       const host = await TestHost.load(wasmPath);
@@ -147,6 +151,131 @@ describe('bearer-check edge cache', () => {
       const error = host.logs.find((l) => l.level === LogLevel.error)?.message ?? '';
       expect(error, JSON.stringify(config)).toContain(message);
     }
+  });
+});
+
+describe('bearer-check edge cache shared across workers (proxy-wasm shared data)', () => {
+  const VM = ROOT_ID; // the test host's vm_id defaults to the root_id, as the controller renders it
+  const accepted = (token: string, ms = '60000') => request(token, { routeKey: 'ns.a@v1', accepted: { key: 'ns.a@v1', ms } });
+  const onRoute = (token: string, routeKey = 'ns.a@v1') => request(token, { routeKey });
+
+  /** Two VMs (Envoy workers) over one shared-data store. */
+  async function workers(config?: object): Promise<{ a: TestHost; b: TestHost; shared: SharedData }> {
+    const shared = new SharedData();
+    return { a: await plugin(config, shared), b: await plugin(config, shared), shared };
+  }
+
+  it('a token one worker learnt is vouched for by the other without asking ext_authz', async () => {
+    const { a, b } = await workers();
+    a.request(accepted('tok-a'));
+    expect(a.counter('legate_bearer_check_cache_stores')).toBe(1);
+    const first = b.request(onRoute('tok-a'));
+    expect(verified(first.headers)).toBe(SECRET);
+    expect(b.counter('legate_bearer_check_cache_shared_hits')).toBe(1);
+    expect(b.counter('legate_bearer_check_cache_hits')).toBe(1);
+    // the worker keeps its own copy: the next hit needs no shared-data read
+    const reads = b.calls.get('proxy_get_shared_data') ?? 0;
+    expect(verified(b.request(onRoute('tok-a')).headers)).toBe(SECRET);
+    expect(b.calls.get('proxy_get_shared_data') ?? 0).toBe(reads);
+    expect(b.counter('legate_bearer_check_cache_shared_hits')).toBe(1);
+    expect(b.counter('legate_bearer_check_cache_stores')).toBe(0);
+    // other tokens, and the same token under another AuthConfig version, are not vouched for
+    expect(verified(b.request(onRoute('tok-b')).headers)).toBeUndefined();
+    expect(verified(b.request(onRoute('tok-a', 'ns.a@v2')).headers)).toBeUndefined();
+  });
+
+  it('keeps the AuthConfig version check: what ext_authz judged under another version is stored nowhere', async () => {
+    const { a, b, shared } = await workers();
+    a.request(request('tok', { routeKey: 'ns.a@v2', accepted: { key: 'ns.a@v1', ms: '60000' } }));
+    expect(shared.keys(VM)).toEqual([]);
+    expect(verified(b.request(onRoute('tok', 'ns.a@v2')).headers)).toBeUndefined();
+  });
+
+  it('keys and values hold slot numbers and digests, never the token', async () => {
+    const { a, shared } = await workers();
+    const token = 'a-very-recognisable-token-value-0123456789';
+    a.request(accepted(token));
+    const entries = shared.entries(VM);
+    expect(entries).toHaveLength(1);
+    const [key, value] = entries[0]!;
+    expect(key).toMatch(/^lbc\/[0-9a-f]{8}$/);
+    expect(value.length).toBe(48);
+    const digest = createHash('sha256').update(`ns.a@v1\0Bearer ${token}`).digest();
+    expect(Buffer.from(value.subarray(8, 40)).equals(digest)).toBe(true);
+    expect(Number.parseInt(key.slice(4), 16)).toBe(Number(digest.readBigUInt64LE(0) % 64n));
+    expect(Buffer.from(value).includes(Buffer.from(token))).toBe(false);
+  });
+
+  it('an entry expires at the deadline ext_authz gave, in every worker', async () => {
+    const { a, b } = await workers();
+    a.nowMs = b.nowMs = 1_800_000_000_000;
+    a.request(accepted('tok', '1000'));
+    a.nowMs = b.nowMs = 1_800_000_000_500;
+    expect(verified(b.request(onRoute('tok')).headers)).toBe(SECRET); // learnt from the shared table
+    a.nowMs = b.nowMs = 1_800_000_001_000;
+    expect(verified(b.request(onRoute('tok')).headers)).toBeUndefined(); // its own copy has the same deadline
+    expect(verified(a.request(onRoute('tok')).headers)).toBeUndefined();
+  });
+
+  it('is bounded: never more keys than cacheEntries, however many tokens the workers see', async () => {
+    const { a, b, shared } = await workers({ cacheEntries: 4, verifiedHeader: HEADER, verifiedValue: SECRET });
+    for (let i = 0; i < 1000; i++) (i % 2 ? a : b).request(accepted(`tok-${i}`));
+    expect(shared.keys(VM).length).toBeLessThanOrEqual(4);
+    const before = a.memoryBytes();
+    let hits = 0;
+    for (let i = 0; i < 1000; i++) if (verified(a.request(onRoute(`tok-${i}`)).headers) === SECRET) hits++;
+    expect(hits).toBeGreaterThan(0);
+    expect(hits).toBeLessThanOrEqual(8); // 4 of its own + 4 shared
+    expect(a.memoryBytes()).toBe(before); // shared-data buffers are freed
+  });
+
+  it('writes with CAS: a store that races another worker re-reads and retries', async () => {
+    // one slot, so every token lands on the same key
+    const { a, b, shared } = await workers({ cacheEntries: 1, verifiedHeader: HEADER, verifiedValue: SECRET });
+    a.request(accepted('tok-1'));
+    expect(a.calls.get('proxy_set_shared_data')).toBe(1);
+    let raced = '';
+    shared.beforeSet = (vm, key) => {
+      raced = key;
+      expect(shared.set(vm, key, new Uint8Array(48), 0)).toBe(0); // another worker's write lands in between
+    };
+    a.request(accepted('tok-2'));
+    expect(raced).toBe('lbc/00000000');
+    expect(a.calls.get('proxy_set_shared_data')).toBe(3); // CasMismatch, then read again and written
+    expect(a.counter('legate_bearer_check_cache_shared_store_failures')).toBe(0);
+    expect(verified(b.request(onRoute('tok-2')).headers)).toBe(SECRET);
+    expect(verified(b.request(onRoute('tok-1')).headers)).toBeUndefined(); // replaced: one slot
+  });
+
+  it('gives up a store after three lost races (the token is then just checked again)', async () => {
+    const { a, b, shared } = await workers({ cacheEntries: 1, verifiedHeader: HEADER, verifiedValue: SECRET });
+    a.request(accepted('tok-1'));
+    const race = (vm: string, key: string): void => {
+      shared.set(vm, key, new Uint8Array(48), 0);
+      shared.beforeSet = race; // and again on the next attempt
+    };
+    shared.beforeSet = race;
+    a.request(accepted('tok-2'));
+    shared.beforeSet = undefined;
+    expect(a.counter('legate_bearer_check_cache_shared_store_failures')).toBe(1);
+    expect(verified(a.request(onRoute('tok-2')).headers)).toBe(SECRET); // its own table has it
+    expect(verified(b.request(onRoute('tok-2')).headers)).toBeUndefined();
+  });
+
+  it('with sharedCache false each worker keeps its own table only', async () => {
+    const { a, b, shared } = await workers({ cacheEntries: 64, sharedCache: false, verifiedHeader: HEADER, verifiedValue: SECRET });
+    a.request(accepted('tok'));
+    expect(verified(a.request(onRoute('tok')).headers)).toBe(SECRET);
+    expect(verified(b.request(onRoute('tok')).headers)).toBeUndefined();
+    expect(shared.keys(VM)).toEqual([]);
+    expect(a.calls.get('proxy_get_shared_data') ?? 0).toBe(0);
+  });
+
+  it('does not touch shared data with the cache off', async () => {
+    const { a, shared } = await workers({ cacheEntries: 0 });
+    a.request(accepted('tok'));
+    expect(shared.keys(VM)).toEqual([]);
+    expect(a.calls.get('proxy_get_shared_data') ?? 0).toBe(0);
   });
 });
 

@@ -247,6 +247,8 @@ describe('bearer-check decisions', () => {
     expect(host.counterNames()).toEqual([
       'legate_bearer_check_allowed',
       'legate_bearer_check_cache_hits',
+      'legate_bearer_check_cache_shared_hits',
+      'legate_bearer_check_cache_shared_store_failures',
       'legate_bearer_check_cache_stores',
       'legate_bearer_check_denied_malformed',
       'legate_bearer_check_denied_missing',
@@ -261,7 +263,7 @@ describe('bearer-check decisions', () => {
       host.counter('legate_bearer_check_denied_missing'),
       host.counter('legate_bearer_check_denied_malformed'),
     ]).toEqual([2, 1, 1]);
-    expect(host.calls.get('proxy_define_metric')).toBe(5);
+    expect(host.calls.get('proxy_define_metric')).toBe(7);
   });
 
   it('keeps memory flat over 10,000 requests (host buffers freed, contexts collected)', async () => {

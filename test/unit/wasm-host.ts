@@ -1,7 +1,8 @@
 // A small proxy-wasm ABI 0.2.1 host for unit tests: loads a filter's .wasm in Node and drives it the way
 // Envoy does (plugin start, then per request context_create -> request headers -> body* -> done ->
 // delete), implementing the `env` imports the filters use: logs, plugin configuration buffer, request
-// header map, local reply capture, counters, properties. Behaviour follows
+// header map, local reply capture, counters, properties, shared data (one SharedData store can back
+// several TestHosts, as Envoy's backs the VMs of every worker). Behaviour follows
 // /work/shared/reference/proxy-wasm-abi.md (Envoy's host): buffers returned through ret_ptr_ptr are
 // allocated with the module's `malloc` and never freed by the host; empty results are written as 0/0.
 import { execFileSync } from 'node:child_process';
@@ -49,6 +50,7 @@ export const Status = {
   NotFound: 1,
   BadArgument: 2,
   InvalidMemoryAccess: 6,
+  CasMismatch: 8,
 } as const;
 
 export const Action = { Continue: 0, Pause: 1 } as const;
@@ -174,6 +176,8 @@ export const ABI_IMPORTS: Readonly<Record<string, FuncSig>> = {
   proxy_get_property: { params: [i32, i32, i32, i32], results: [i32] },
   proxy_define_metric: { params: [i32, i32, i32, i32], results: [i32] },
   proxy_increment_metric: { params: [i32, 'i64'], results: [i32] },
+  proxy_get_shared_data: { params: [i32, i32, i32, i32, i32], results: [i32] },
+  proxy_set_shared_data: { params: [i32, i32, i32, i32, i32], results: [i32] },
 };
 export const ABI_EXPORTS: Readonly<Record<string, FuncSig>> = {
   proxy_abi_version_0_2_1: { params: [], results: [] },
@@ -280,6 +284,45 @@ interface Metric {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/**
+ * proxy-wasm shared data as Envoy's host (proxy-wasm-cpp-host SharedData) keeps it: one store per
+ * process, keys scoped by vm_id, each value with a CAS token that every write bumps; a write with a
+ * non-zero CAS that is no longer current fails with CasMismatch (a write to a missing key always
+ * succeeds). Pass one instance to several TestHost.load calls to model Envoy's workers.
+ */
+export class SharedData {
+  private readonly byVm = new Map<string, Map<string, { value: Uint8Array; cas: number }>>();
+  private nextCas = 1;
+  /** called before each set (tests use it to interleave another VM's write, as a race would) */
+  beforeSet: ((vmId: string, key: string) => void) | undefined;
+
+  get(vmId: string, key: string): { value: Uint8Array; cas: number } | undefined {
+    return this.byVm.get(vmId)?.get(key);
+  }
+
+  set(vmId: string, key: string, value: Uint8Array, cas: number): number {
+    const hook = this.beforeSet;
+    if (hook) {
+      this.beforeSet = undefined;
+      hook(vmId, key);
+    }
+    let map = this.byVm.get(vmId);
+    if (map === undefined) this.byVm.set(vmId, (map = new Map()));
+    const current = map.get(key);
+    if (current !== undefined && cas !== 0 && cas !== current.cas) return Status.CasMismatch;
+    map.set(key, { value: value.slice(), cas: this.nextCas++ });
+    return Status.Ok;
+  }
+
+  keys(vmId: string): string[] {
+    return [...(this.byVm.get(vmId)?.keys() ?? [])].sort();
+  }
+
+  entries(vmId: string): Array<[string, Uint8Array]> {
+    return [...(this.byVm.get(vmId)?.entries() ?? [])].map(([k, v]) => [k, v.value]);
+  }
+}
+
 /** One filter VM with one plugin (root context), driven like Envoy drives it. */
 export class TestHost {
   readonly logs: LogLine[] = [];
@@ -300,12 +343,17 @@ export class TestHost {
   private requestBody: Uint8Array | undefined; // only inside proxy_on_request_body
   private reply: LocalReply | undefined;
   private logLevel: number = LogLevel.info;
+  private vmId = '';
 
-  private constructor(instance: WebAssembly.Instance) {
+  private constructor(
+    instance: WebAssembly.Instance,
+    readonly sharedData: SharedData,
+  ) {
     this.exports = asFilterExports(instance.exports);
   }
 
-  static async load(wasmPath: string): Promise<TestHost> {
+  /** `sharedData`: the store this VM shares with others (a new one by default). */
+  static async load(wasmPath: string, sharedData: SharedData = new SharedData()): Promise<TestHost> {
     const bytes = readFileSync(wasmPath);
     const module = await WebAssembly.compile(bytes);
     let host: TestHost | undefined;
@@ -342,17 +390,22 @@ export class TestHost {
       proxy_define_metric: (type: number, namePtr: number, nameLen: number, retId: number): number =>
         self().proxyDefineMetric(type, namePtr, nameLen, retId),
       proxy_increment_metric: (id: number, delta: bigint): number => self().proxyIncrementMetric(id, delta),
+      proxy_get_shared_data: (keyPtr: number, keyLen: number, retPtr: number, retSize: number, retCas: number): number =>
+        self().proxyGetSharedData(keyPtr, keyLen, retPtr, retSize, retCas),
+      proxy_set_shared_data: (keyPtr: number, keyLen: number, valPtr: number, valLen: number, cas: number): number =>
+        self().proxySetSharedData(keyPtr, keyLen, valPtr, valLen, cas),
     };
     // Only `env` functions from the ABI: any other import (env.abort, WASI, …) fails instantiation here as it
     // would fail loading in Envoy ("missing import").
     const instance = await WebAssembly.instantiate(module, { env });
-    host = new TestHost(instance);
+    host = new TestHost(instance, sharedData);
     host.exports._initialize(); // Envoy calls _initialize when exported
     return host;
   }
 
   /** Starts the plugin as Envoy does: context_create(root, 0) -> vm_start -> configure. Returns configure's result. */
   startPlugin(options: PluginOptions): { vmStart: boolean; configured: boolean } {
+    this.vmId = options.vmId ?? options.rootId;
     this.properties = new Map([
       ['plugin_root_id', encoder.encode(options.rootId)],
       ['plugin_name', encoder.encode(options.name ?? options.rootId)],
@@ -592,6 +645,20 @@ export class TestHost {
     this.metricsById.set(id, metric);
     this.view().setUint32(retId, id, true);
     return Status.Ok;
+  }
+
+  private proxyGetSharedData(keyPtr: number, keyLen: number, retPtr: number, retSize: number, retCas: number): number {
+    this.count('proxy_get_shared_data');
+    const entry = this.sharedData.get(this.vmId, this.readString(keyPtr, keyLen));
+    if (entry === undefined) return Status.NotFound;
+    const status = this.returnBytes(entry.value, retPtr, retSize);
+    if (status === Status.Ok) this.view().setUint32(retCas, entry.cas, true);
+    return status;
+  }
+
+  private proxySetSharedData(keyPtr: number, keyLen: number, valPtr: number, valLen: number, cas: number): number {
+    this.count('proxy_set_shared_data');
+    return this.sharedData.set(this.vmId, this.readString(keyPtr, keyLen), this.readBytes(valPtr, valLen), cas >>> 0);
   }
 
   private proxyIncrementMetric(id: number, delta: bigint): number {

@@ -3,7 +3,7 @@
 import {
   proxy_define_metric, proxy_get_buffer_bytes, proxy_get_current_time_nanoseconds, proxy_get_header_map_value,
   proxy_get_log_level, proxy_get_property, proxy_increment_metric, proxy_log, proxy_remove_header_map_value,
-  proxy_replace_header_map_value, proxy_send_local_response,
+  proxy_replace_header_map_value, proxy_send_local_response, proxy_get_shared_data, proxy_set_shared_data,
 } from "./imports";
 import { BufferType, LogLevel, MapType, MetricType, Status } from "./enums";
 import { HostBytes, RET_U32, RET_U64, clearRet, RET_PTR, RET_SIZE } from "./memory";
@@ -107,6 +107,31 @@ export function getPropertyString(path: string[]): string | null {
   const s = bytes.toString();
   bytes.release();
   return s;
+}
+
+// ------------------------------------------------------------------------------------- shared data
+
+/** A shared-data value (one key of the VM's store, shared by every VM with the same vm_id: the main
+ * thread's and each worker's) into `out`, and its CAS token (0 when absent). NotFound when the key was
+ * never set. Hot-path form: the key is `keyLen` bytes at `keyPtr` (e.g. static memory). */
+export function getSharedData(keyPtr: usize, keyLen: usize, out: HostBytes): Status {
+  clearRet();
+  store<u32>(RET_U32, 0);
+  const status = <Status>proxy_get_shared_data(keyPtr, keyLen, RET_PTR, RET_SIZE, RET_U32);
+  if (status == Status.Ok) out.take();
+  else out.release();
+  return status;
+}
+
+/** The CAS token the last getSharedData returned (valid until the next host call that uses RET_U32). */
+export function lastSharedDataCas(): u32 {
+  return load<u32>(RET_U32);
+}
+
+/** Writes a shared-data value. `cas` 0 writes unconditionally; otherwise the write happens only if the
+ * key still has that CAS token (CasMismatch when another VM wrote it meanwhile). Every write bumps it. */
+export function setSharedData(keyPtr: usize, keyLen: usize, valuePtr: usize, valueLen: usize, cas: u32): Status {
+  return <Status>proxy_set_shared_data(keyPtr, keyLen, valuePtr, valueLen, cas);
 }
 
 // ------------------------------------------------------------------------------------- local replies

@@ -65,3 +65,13 @@ export declare function proxy_define_metric(metric_type: u32, name_ptr: usize, n
 // @ts-ignore: decorator
 @external("env", "proxy_increment_metric")
 export declare function proxy_increment_metric(metric_id: u32, delta: i64): u32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_get_shared_data")
+export declare function proxy_get_shared_data(
+  key_ptr: usize, key_size: usize, ret_value_ptr_ptr: usize, ret_value_size_ptr: usize, ret_cas_ptr: usize,
+): u32;
+
+// @ts-ignore: decorator
+@external("env", "proxy_set_shared_data")
+export declare function proxy_set_shared_data(key_ptr: usize, key_size: usize, value_ptr: usize, value_size: usize, cas: u32): u32;

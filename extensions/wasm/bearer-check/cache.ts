@@ -2,6 +2,11 @@
 // Authorization value) with a deadline each. Fixed size, set at configure time, so memory is bounded
 // and a lookup allocates nothing; a digest that lands on a taken slot replaces it (the older token then
 // just goes through ext_authz again). See docs/wasm.md "Edge cache".
+//
+// Two levels: TokenCache is this VM's own table (one per Envoy worker, no host call), SharedTokenCache
+// the same layout over proxy-wasm shared data (one store per vm_id, seen by every worker's VM), so a
+// token one worker learnt is good is not checked again by the others.
+import { HostBytes, Status, getSharedData, lastSharedDataCas, setSharedData } from "../abi";
 
 /** A SHA-256 digest as four words (the cache key). */
 export class Digest {
@@ -61,5 +66,97 @@ export class TokenCache {
     this.digests[base + 2] = d.d2;
     this.digests[base + 3] = d.d3;
     this.deadlines[slot] = deadline;
+  }
+}
+
+/** "lbc/" + 8 hex digits of the slot number; the digits are rewritten in place per access. */
+const KEY: usize = memory.data<u8>([0x6c, 0x62, 0x63, 0x2f, 0x30, 0x30, 0x30, 0x30, 0x30, 0x30, 0x30, 0x30]);
+const KEY_LEN: usize = 12;
+/** A slot's value: magic "LBC1", 4 reserved bytes, the digest's four words, the deadline (epoch ms). */
+const VALUE_LEN: usize = 48;
+const MAGIC: u32 = 0x3143424c; // "LBC1" little-endian
+const VALUE: usize = memory.data(48, 8);
+/** Attempts of a store that loses CAS races to other workers before it gives up (the token is then just checked again). */
+const STORE_ATTEMPTS: i32 = 3;
+
+function writeKey(slot: u32): void {
+  for (let i: i32 = 7; i >= 0; i--) {
+    const nibble = slot & 0xf;
+    store<u8>(KEY + 4 + <usize>i, <u8>(nibble < 10 ? 0x30 + nibble : 0x57 + nibble));
+    slot >>= 4;
+  }
+}
+
+/** Whether `v` is a slot value holding digest `d`. */
+function holds(v: HostBytes, d: Digest): bool {
+  if (v.len != VALUE_LEN || load<u32>(v.ptr) != MAGIC) return false;
+  return load<u64>(v.ptr, 8) == d.d0 && load<u64>(v.ptr, 16) == d.d1 && load<u64>(v.ptr, 24) == d.d2 && load<u64>(v.ptr, 32) == d.d3;
+}
+
+/**
+ * The edge cache over proxy-wasm shared data: `capacity` keys `lbc/<slot, 8 hex digits>` (a digest
+ * goes to slot d0 % capacity, as in TokenCache), each a 48-byte value. Keys hold digests only, never a
+ * token. Writes use the CAS token of the read before them, so two workers storing into one slot at
+ * once do not interleave: the loser re-reads and either finds its digest already there or retries.
+ * Shared data cannot be deleted in ABI 0.2.1, so the store never holds more than `capacity` keys
+ * (the largest capacity configured while the Envoy process lives).
+ */
+export class SharedTokenCache {
+  private readonly value: HostBytes = new HostBytes();
+  /** host calls that failed (not NotFound / CasMismatch), for logs and tests */
+  failures: i32 = 0;
+
+  constructor(public capacity: i32) {}
+
+  /** The deadline (epoch ms) of `d` when it is cached past `now`, else 0. */
+  deadline(d: Digest, now: i64): i64 {
+    writeKey(<u32>(d.d0 % <u64>this.capacity));
+    const v = this.value;
+    const status = getSharedData(KEY, KEY_LEN, v);
+    if (status != Status.Ok) {
+      if (status != Status.NotFound) this.failures++;
+      return 0;
+    }
+    let deadline: i64 = 0;
+    if (holds(v, d)) {
+      const at = load<i64>(v.ptr, 40);
+      if (at > now) deadline = at;
+    }
+    v.release();
+    return deadline;
+  }
+
+  /** Stores `d` until `deadline`; false when the store gave up (CAS lost every time, or a host error). */
+  set(d: Digest, deadline: i64): bool {
+    writeKey(<u32>(d.d0 % <u64>this.capacity));
+    store<u32>(VALUE, MAGIC);
+    store<u32>(VALUE, 0, 4);
+    store<u64>(VALUE, d.d0, 8);
+    store<u64>(VALUE, d.d1, 16);
+    store<u64>(VALUE, d.d2, 24);
+    store<u64>(VALUE, d.d3, 32);
+    store<i64>(VALUE, deadline, 40);
+    const v = this.value;
+    for (let attempt = 0; attempt < STORE_ATTEMPTS; attempt++) {
+      const got = getSharedData(KEY, KEY_LEN, v);
+      let cas: u32 = 0;
+      if (got == Status.Ok) {
+        cas = lastSharedDataCas();
+        // another worker already stored this token for at least as long
+        const done = holds(v, d) && load<i64>(v.ptr, 40) >= deadline;
+        v.release();
+        if (done) return true;
+      } else if (got != Status.NotFound) {
+        this.failures++;
+        return false;
+      }
+      const status = setSharedData(KEY, KEY_LEN, VALUE, VALUE_LEN, cas);
+      if (status == Status.Ok) return true;
+      if (status != Status.CasMismatch) {
+        this.failures++;
+        return false;
+      }
+    }
+    return false;
   }
 }

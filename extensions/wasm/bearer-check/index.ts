@@ -6,10 +6,12 @@
 // remembered (by digest) for as long as the extauth service said it may be; the next request with it
 // carries the secret `verifiedHeader` and the controller's matcher skips ext_authz. The extauth
 // service states the lifetime and the AuthConfig version it judged in ext_authz dynamic metadata; the
-// route states its version in route metadata; only equal versions are cached. See docs/wasm.md.
+// route states its version in route metadata; only equal versions are cached. With `sharedCache` (the
+// default) the table also lives in proxy-wasm shared data, so every Envoy worker sees what one learnt:
+// a new token costs one ext_authz call per Envoy, not one per worker. See docs/wasm.md.
 //
 // Configuration (plugin configuration, a JSON string):
-//   {"maxTokenBytes": 4096, "cacheEntries": 4096, "verifiedHeader": "x-…", "verifiedValue": "<secret>"}
+//   {"maxTokenBytes": 4096, "cacheEntries": 4096, "sharedCache": true, "verifiedHeader": "x-…", "verifiedValue": "<secret>"}
 import {
   Action, Counter, HostBytes, JsonObjectReader, LocalReply, MapType, Pairs, RootContext, Status,
   StreamContext, getHeader, getProperty, nowMillis, propertyPath, registerRootContext, removeHeader,
@@ -20,7 +22,7 @@ export {
   proxy_on_request_headers, proxy_on_response_headers, proxy_on_done, proxy_on_delete,
 } from "../abi/exports";
 import { checkBearer } from "./token";
-import { Digest, TokenCache } from "./cache";
+import { Digest, SharedTokenCache, TokenCache } from "./cache";
 import { Sha256 } from "./sha256";
 
 const ROOT_ID = "legate.bearer_check";
@@ -101,7 +103,11 @@ class BearerCheckRoot extends RootContext {
   deniedMalformed: Counter | null = null;
   cacheHits: Counter | null = null;
   cacheStores: Counter | null = null;
+  sharedHits: Counter | null = null;
+  sharedStoreFailures: Counter | null = null;
   cache: TokenCache | null = null;
+  /** the same table in shared data (every worker's VM), when `sharedCache` */
+  shared: SharedTokenCache | null = null;
   verifiedHeader: ArrayBuffer = new ArrayBuffer(0);
   verifiedValue: ArrayBuffer = new ArrayBuffer(0);
   /** Without the cache the filter keeps no per-request state: every stream shares this one context. */
@@ -116,6 +122,7 @@ class BearerCheckRoot extends RootContext {
     }
     let maxTokenBytes = DEFAULT_MAX_TOKEN_BYTES;
     let cacheEntries: i64 = 0;
+    let sharedCache = true;
     let verifiedHeader = "";
     let verifiedValue = "";
     const r = new JsonObjectReader(config.ptr, config.len);
@@ -127,6 +134,7 @@ class BearerCheckRoot extends RootContext {
         seen.add(key!);
         if (key == "maxTokenBytes") maxTokenBytes = r.readInteger(key!, 1, MAX_MAX_TOKEN_BYTES);
         else if (key == "cacheEntries") cacheEntries = r.readInteger(key!, 0, MAX_CACHE_ENTRIES);
+        else if (key == "sharedCache") sharedCache = r.readBoolean(key!);
         else if (key == "verifiedHeader") verifiedHeader = r.readStringValue(key!);
         else if (key == "verifiedValue") verifiedValue = r.readStringValue(key!);
         else r.unknownField(key!);
@@ -142,7 +150,7 @@ class BearerCheckRoot extends RootContext {
     if (problem !== null) {
       this.logError(
         "invalid configuration: " + problem! + " (expected {\"maxTokenBytes\": <1.." + MAX_MAX_TOKEN_BYTES.toString() +
-        ">, \"cacheEntries\": <0.." + MAX_CACHE_ENTRIES.toString() + ">, \"verifiedHeader\": \"<name>\", \"verifiedValue\": \"<secret>\"})",
+        ">, \"cacheEntries\": <0.." + MAX_CACHE_ENTRIES.toString() + ">, \"sharedCache\": <bool>, \"verifiedHeader\": \"<name>\", \"verifiedValue\": \"<secret>\"})",
       );
       return false;
     }
@@ -150,6 +158,7 @@ class BearerCheckRoot extends RootContext {
     const cache = this.cache;
     if (cacheEntries == 0) this.cache = null;
     else if (cache === null || cache.capacity != <i32>cacheEntries) this.cache = new TokenCache(<i32>cacheEntries);
+    this.shared = cacheEntries > 0 && sharedCache ? new SharedTokenCache(<i32>cacheEntries) : null;
     this.verifiedHeader = String.UTF8.encode(verifiedHeader);
     this.verifiedValue = String.UTF8.encode(verifiedValue);
     if (this.allowed === null) {
@@ -158,8 +167,13 @@ class BearerCheckRoot extends RootContext {
       this.deniedMalformed = new Counter("legate_bearer_check_denied_malformed");
       this.cacheHits = new Counter("legate_bearer_check_cache_hits");
       this.cacheStores = new Counter("legate_bearer_check_cache_stores");
+      this.sharedHits = new Counter("legate_bearer_check_cache_shared_hits");
+      this.sharedStoreFailures = new Counter("legate_bearer_check_cache_shared_store_failures");
     }
-    this.logInfo("configured: maxTokenBytes=" + maxTokenBytes.toString() + " cacheEntries=" + cacheEntries.toString());
+    this.logInfo(
+      "configured: maxTokenBytes=" + maxTokenBytes.toString() + " cacheEntries=" + cacheEntries.toString() +
+      (cacheEntries > 0 ? " sharedCache=" + (this.shared !== null ? "true" : "false") : ""),
+    );
     return true;
   }
 
@@ -217,12 +231,29 @@ class BearerCheckStream extends StreamContext {
     routeKey.release();
     lookupDigest.copyFrom(sha.finish());
     const root = this.root;
-    if (cache.has(lookupDigest, nowMillis())) {
-      replaceHeader(MapType.HttpRequestHeaders, root.verifiedHeader, root.verifiedValue);
-      root.cacheHits!.increment();
+    const now = nowMillis();
+    if (cache.has(lookupDigest, now)) {
+      this.vouch();
       return;
     }
+    // another worker may have learnt it: the shared table, then keep it here too
+    const shared = root.shared;
+    if (shared !== null) {
+      const deadline = shared.deadline(lookupDigest, now);
+      if (deadline > 0) {
+        cache.set(lookupDigest, deadline);
+        root.sharedHits!.increment();
+        this.vouch();
+        return;
+      }
+    }
     this.pending = lookupDigest.clone();
+  }
+
+  private vouch(): void {
+    const root = this.root;
+    replaceHeader(MapType.HttpRequestHeaders, root.verifiedHeader, root.verifiedValue);
+    root.cacheHits!.increment();
   }
 
   /** After ext_authz: caches the token when the service accepted it for this route's AuthConfig version. */
@@ -238,7 +269,10 @@ class BearerCheckStream extends StreamContext {
     if (ms <= 0) return Action.Continue;
     if (getProperty(CHECKED_AUTH_KEY, checkedKey) == Status.Ok && getProperty(ROUTE_AUTH_KEY, routeKey) == Status.Ok) {
       if (routeKey.len > 0 && sameBytes(checkedKey, routeKey)) {
-        cache.set(pending, nowMillis() + ms);
+        const deadline = nowMillis() + ms;
+        cache.set(pending, deadline);
+        const shared = this.root.shared;
+        if (shared !== null && !shared.set(pending, deadline)) this.root.sharedStoreFailures!.increment();
         this.root.cacheStores!.increment();
       }
     }

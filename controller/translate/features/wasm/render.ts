@@ -4,8 +4,9 @@
 // FilterConfig (Envoy 1.40 refuses a FilterConfig without `config`).
 //
 // Edge cache (bearer-check `cacheEntries` > 0 and a secret): protected routes carry
-// `<AuthConfig>@<version>` in route metadata; bearer-check marks requests whose token it has seen
-// accepted for that version with VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
+// `<AuthConfig>@<version>` in route metadata; bearer-check marks requests whose token it (or, through
+// proxy-wasm shared data, another worker) has seen accepted for that version with
+// VERIFIED_HEADER: <secret>, and the extauth plugin wraps ext_authz in
 // a matcher that skips it for exactly that header value. Virtual hosts drop the header before
 // anything goes upstream. See docs/wasm.md "Edge cache".
 import {
@@ -35,8 +36,10 @@ export interface WasmOptions {
   bearerCheck: {
     enabled: boolean;
     maxTokenBytes: number;
-    /** edge cache slots per Envoy worker; 0 turns the edge cache off */
+    /** edge cache slots (per Envoy worker, and as many in shared data); 0 turns the edge cache off */
     cacheEntries: number;
+    /** the edge cache also in proxy-wasm shared data, seen by every worker (default true) */
+    sharedCache?: boolean;
     /** the secret value of VERIFIED_HEADER; '' turns the edge cache off (startController then generates one) */
     verifiedValue: string;
   };
@@ -67,7 +70,14 @@ function bearerConfiguration(options: WasmOptions): object {
   const b = options.bearerCheck;
   const skip = edgeCacheSkip(options);
   if (!skip) return { maxTokenBytes: b.maxTokenBytes };
-  return { maxTokenBytes: b.maxTokenBytes, cacheEntries: b.cacheEntries, verifiedHeader: skip.header, verifiedValue: skip.value };
+  return {
+    maxTokenBytes: b.maxTokenBytes,
+    cacheEntries: b.cacheEntries,
+    // the filter's default is true: only a switched-off shared table is written out
+    ...(b.sharedCache === false ? { sharedCache: false } : {}),
+    verifiedHeader: skip.header,
+    verifiedValue: skip.value,
+  };
 }
 
 const bearerUse = new WeakMap<ProxyIR, boolean>();
