@@ -146,7 +146,7 @@ describe.each([
 
   it('serves a token ext_authz accepted from the edge cache: no ext_authz call, nothing forged gets through', async () => {
     const auth = { authorization: `Bearer ${await token()}` };
-    // one connection, so one Envoy worker: each worker's VM has its own cache
+    // one connection, so one Envoy worker (the shared table across workers: wasm-shared-cache.test.ts)
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const get = (path: string): Promise<number> =>
       new Promise((resolve, reject) => {
