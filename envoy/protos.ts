@@ -30,6 +30,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/router/v3/router.proto',
   'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
   'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',
+  'envoy/extensions/filters/http/buffer/v3/buffer.proto',
   'envoy/extensions/filters/http/wasm/v3/wasm.proto',
   'envoy/extensions/common/matching/v3/extension_matcher.proto',
   'envoy/type/matcher/v3/http_inputs.proto',

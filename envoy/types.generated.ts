@@ -24,6 +24,8 @@ export type ExtAuthz = envoy_extensions_filters_http_ext_authz_v3_ExtAuthz;
 export type ExtAuthzPerRoute = envoy_extensions_filters_http_ext_authz_v3_ExtAuthzPerRoute;
 export type ExternalProcessor = envoy_extensions_filters_http_ext_proc_v3_ExternalProcessor;
 export type ExtProcPerRoute = envoy_extensions_filters_http_ext_proc_v3_ExtProcPerRoute;
+export type Buffer = envoy_extensions_filters_http_buffer_v3_Buffer;
+export type BufferPerRoute = envoy_extensions_filters_http_buffer_v3_BufferPerRoute;
 export type Wasm = envoy_extensions_filters_http_wasm_v3_Wasm;
 export type FilterConfig = envoy_config_route_v3_FilterConfig;
 export type ExtensionWithMatcher = envoy_extensions_common_matching_v3_ExtensionWithMatcher;
@@ -51,6 +53,8 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute": envoy_extensions_filters_http_ext_authz_v3_ExtAuthzPerRoute;
   "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor": envoy_extensions_filters_http_ext_proc_v3_ExternalProcessor;
   "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute": envoy_extensions_filters_http_ext_proc_v3_ExtProcPerRoute;
+  "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer": envoy_extensions_filters_http_buffer_v3_Buffer;
+  "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute": envoy_extensions_filters_http_buffer_v3_BufferPerRoute;
   "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm": envoy_extensions_filters_http_wasm_v3_Wasm;
   "type.googleapis.com/envoy.config.route.v3.FilterConfig": envoy_config_route_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher": envoy_extensions_common_matching_v3_ExtensionWithMatcher;
@@ -2249,6 +2253,17 @@ export interface envoy_extensions_common_matching_v3_ExtensionWithMatcher {
 
 /** envoy.extensions.filters.common.matcher.action.v3.SkipFilter */
 export interface envoy_extensions_filters_common_matcher_action_v3_SkipFilter {
+}
+
+/** envoy.extensions.filters.http.buffer.v3.Buffer */
+export interface envoy_extensions_filters_http_buffer_v3_Buffer {
+  max_request_bytes?: number;
+}
+
+/** envoy.extensions.filters.http.buffer.v3.BufferPerRoute */
+export interface envoy_extensions_filters_http_buffer_v3_BufferPerRoute {
+  disabled?: boolean;
+  buffer?: envoy_extensions_filters_http_buffer_v3_Buffer;
 }
 
 /** envoy.extensions.filters.http.ext_authz.v3.AuthorizationRequest */

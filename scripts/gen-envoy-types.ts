@@ -28,6 +28,8 @@ export const ROOTS = [
   'envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute',
   'envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor',
   'envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute',
+  'envoy.extensions.filters.http.buffer.v3.Buffer',
+  'envoy.extensions.filters.http.buffer.v3.BufferPerRoute',
   'envoy.extensions.filters.http.wasm.v3.Wasm',
   'envoy.config.route.v3.FilterConfig',
   'envoy.extensions.common.matching.v3.ExtensionWithMatcher',

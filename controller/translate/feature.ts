@@ -162,6 +162,9 @@ export interface RenderPlugin {
   proxyContext?(proxy: ProxyIR): unknown;
   /** Fill in or adjust an Envoy route rendered from `ir` (in virtual host `vh`). */
   patchRoute?(ir: RouteIR, route: EnvoyRoute, vh: VirtualHostIR): void;
+  /** The routes that take the place of `route` (patched and matched already), e.g. a narrower sibling
+   * in front of it; undefined keeps it as it is. */
+  expandRoute?(ir: RouteIR, route: EnvoyRoute): EnvoyRoute[] | undefined;
   /** Fill in or adjust an Envoy cluster rendered from `ir`. */
   patchCluster?(ir: UpstreamIR, cluster: Cluster): void;
   /** The ClusterLoadAssignment of an EDS upstream. */

@@ -48,7 +48,13 @@ export type RouteActionIR =
       stripQuery?: boolean;
       responseCode?: RedirectCode;
     }
-  | { type: 'graphql'; api: SourceRef };
+  | {
+      type: 'graphql';
+      api: SourceRef;
+      /** request headers the API reads (sent as ext_proc attributes on the single-message path); unset:
+       * the API needs headers that cannot be asked for that way, so every request sends all headers */
+      requestHeaders?: string[];
+    };
 
 /** ext_authz binding: check with an AuthConfig (`<ns>.<name>`), or explicitly no auth. */
 export type AuthBindingIR =

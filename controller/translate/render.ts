@@ -187,5 +187,13 @@ function renderRoutes(ir: RouteIR, vh: VirtualHostIR, plugins: readonly RenderPl
     route.match = matchFor(ir.matchers[matcherIndex]);
     return route;
   };
-  return ir.matchers.map((_, i) => single(i));
+  const routes = ir.matchers.map((_, i) => single(i));
+  for (const p of plugins) {
+    if (p.expandRoute === undefined) continue;
+    for (let i = routes.length - 1; i >= 0; i--) {
+      const expanded = p.expandRoute(ir, routes[i]!);
+      if (expanded !== undefined) routes.splice(i, 1, ...expanded);
+    }
+  }
+  return routes;
 }

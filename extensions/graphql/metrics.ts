@@ -16,6 +16,12 @@ export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: ()
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const singleMessage = new Counter({
+    name: 'legate_graphql_single_message_requests_total',
+    help: 'GraphQL requests that arrived as one ext_proc message (body with attributes, no headers message)',
+    labelNames: ['api'],
+    registers: [registry],
+  });
   new Gauge({
     name: 'legate_graphql_apis_loaded',
     help: 'GraphQL APIs received from the controller',
@@ -25,8 +31,9 @@ export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: ()
     },
   });
   return {
-    observe(api: string, status: number, seconds: number): void {
+    observe(api: string, status: number, seconds: number, oneMessage: boolean): void {
       requests.inc({ api, status: String(status) });
+      if (oneMessage) singleMessage.inc({ api });
       latency.observe({ api }, seconds);
       // only failed or slow requests become spans: keeps the per-request path allocation-light
       if (status >= 400 || seconds > 0.05) spans.start('graphql.request', { api, status, ms: Math.round(seconds * 1e6) / 1e3 })();

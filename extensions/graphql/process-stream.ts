@@ -1,8 +1,13 @@
 // The handler of one ext_proc Process stream of the graphql service: Envoy sends the request headers
 // and the buffered body; the handler executes the query on the route's API and ends the stream with an
 // immediate response. Independent of xDS and of the server, so it can be driven directly.
+//
+// On the single-message path (the POST route with a body, controller/translate/features/graphql) Envoy
+// skips the headers message: the body arrives first, carrying as request attributes the method, path and
+// the headers the API reads (`request.headers['accept']`…), which stand in for the headers.
 import { performance } from 'node:perf_hooks';
 import { GRAPHQL_API_METADATA_KEY } from '../../common/contract.js';
+import { METHOD_ATTRIBUTE, PATH_ATTRIBUTE, headerOfAttribute } from '../../common/extproc-attributes.js';
 import type { Logger } from '../../common/log.js';
 import type { Engine } from './engine/index.js';
 import { framePrefix, frameMessage, type ProcessCall, type ProcessStreamHandler } from './extproc-server.js';
@@ -29,8 +34,9 @@ const JSON_CONTENT_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const DETAILS = 'legate_graphql';
 const EMPTY_BODY = Buffer.alloc(0);
 
-/** Called once per answered request: the API, the HTTP status, and the seconds it took. */
-export type ObserveRequest = (api: string, status: number, seconds: number) => void;
+/** Called once per answered request: the API, the HTTP status, the seconds it took, and whether the
+ * request came as its body alone (the single-message path). */
+export type ObserveRequest = (api: string, status: number, seconds: number, oneMessage: boolean) => void;
 
 /**
  * One Process stream: collects the request (headers, then the buffered body), executes it on the API
@@ -48,12 +54,14 @@ export function processStream(
   const headers: Record<string, string> = {};
   let chunks: Buffer[] | undefined;
   let answered = false;
+  /** a headers message came (the general path); without one the request came as its body alone */
+  let headersMessage = false;
 
   const t0 = observe ? performance.now() : 0;
   const answer = (status: number, responseHeaders: Record<string, string>, body: string): void => {
     if (answered) return;
     answered = true;
-    observe?.(apiName, status, (performance.now() - t0) / 1000);
+    observe?.(apiName, status, (performance.now() - t0) / 1000, !headersMessage);
     call.end(framePrefix(encodeImmediateResponse(status, responseHeaders, body, DETAILS, 5)));
   };
 
@@ -74,6 +82,19 @@ export function processStream(
     );
   };
 
+  const fromAttributes = (attributes: string[]): void => {
+    for (let i = 0; i < attributes.length; i += 2) {
+      const expression = attributes[i]!;
+      const value = attributes[i + 1]!;
+      if (expression === METHOD_ATTRIBUTE) method = value;
+      else if (expression === PATH_ATTRIBUTE) path = value;
+      else {
+        const name = headerOfAttribute(expression);
+        if (name !== undefined) headers[name] = value;
+      }
+    }
+  };
+
   return {
     message(msg: ProcessingRequestIn): void {
       if (answered) return;
@@ -82,8 +103,10 @@ export function processStream(
         answer(500, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: 'internal error' }] }));
         return;
       }
+      if (msg.attributes.length > 0) fromAttributes(msg.attributes);
       switch (msg.phase) {
         case Phase.requestHeaders: {
+          headersMessage = true;
           const hs = msg.headers;
           for (let i = 0; i < hs.length; i += 2) {
             const key = hs[i]!;

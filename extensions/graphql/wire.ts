@@ -3,8 +3,9 @@
 //
 // - Requests: a ProcessingRequest is decoded by walking the protobuf wire format once and copying out
 //   only what the service uses: which phase it is (the `request` oneof), the request headers' names and
-//   values, the body bytes, and end_of_stream. Everything else (attributes, metadata_context,
-//   observability_mode, deprecated per-message attributes, unknown fields) is skipped by wire type.
+//   values, the body bytes, end_of_stream, and the string-valued request attributes Envoy evaluated for
+//   this filter (the single-message mode sends them with the body instead of a headers message).
+//   Everything else (metadata_context, observability_mode, unknown fields) is skipped by wire type.
 //   It never throws: a malformed message comes back with `malformed: true`.
 // - Responses: the CONTINUE answers of the phases are constant bytes; the immediate response is encoded
 //   straight into one Buffer, in field-number order (the bytes protobufjs produces for the same message).
@@ -23,6 +24,8 @@
 //   ImmediateResponse.status = 1 (HttpStatus{code = 1}), .headers = 2 (HeaderMutation{set_headers = 1}),
 //                    .body = 3, .details = 5
 //   HeaderValueOption.header = 1 (HeaderValue)
+//   ProcessingRequest.attributes = 9 (map<string, google.protobuf.Struct>: entry key = 1, value = 2)
+//   Struct.fields = 1 (map<string, Value>: entry key = 1, value = 2);  Value.string_value = 3
 import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
 
 /** The `request` oneof member of a ProcessingRequest (its field number). */
@@ -46,6 +49,9 @@ export interface ProcessingRequestIn {
   body: Buffer | undefined;
   /** end_of_stream of the headers or body */
   endOfStream: boolean;
+  /** request attributes with string values, [expression0, value0, ...] (e.g. `request.method`, `POST`), from
+   * every attributes entry (Envoy keys them by filter name; one ext_proc filter sends one entry) */
+  attributes: string[];
   /** unparsable bytes (truncated, bad wire type); the other fields are then meaningless */
   malformed: boolean;
 }
@@ -118,9 +124,67 @@ function httpBody(end: number, out: ProcessingRequestIn): void {
   }
 }
 
+/** google.protobuf.Value: string_value = 3; other kinds are not attributes the service asks for. */
+function stringValue(end: number): string | undefined {
+  let value: string | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === 0x1a) {
+      const e = r.delimited(end);
+      value = r.buf.toString('utf8', r.pos, e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
+  }
+  return value;
+}
+
+/** Struct.fields entry {key = 1, value = 2 (Value)} -> pushes expression and value when it is a string. */
+function structField(end: number, out: ProcessingRequestIn): void {
+  let key = '';
+  let value: string | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === 0x0a) {
+      const e = r.delimited(end);
+      key = r.buf.toString('utf8', r.pos, e);
+      r.pos = e;
+    } else if (tag === 0x12) {
+      const e = r.delimited(end);
+      value = stringValue(e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
+  }
+  if (value !== undefined) out.attributes.push(key, value);
+}
+
+/** ProcessingRequest.attributes entry {key = 1 (filter name), value = 2 (Struct{fields = 1})}. */
+function attributesEntry(end: number, out: ProcessingRequestIn): void {
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === 0x12) {
+      const structEnd = r.delimited(end);
+      while (r.pos < structEnd) {
+        const t = r.varint(structEnd);
+        if (t === 0x0a) {
+          const e = r.delimited(structEnd);
+          structField(e, out);
+          r.pos = e;
+        } else r.skip(t & 7, structEnd);
+      }
+    } else r.skip(tag & 7, end);
+  }
+}
+
 /** Decodes what the graphql service reads of a serialized ProcessingRequest. Never throws. */
 export function decodeProcessingRequest(bytes: Buffer): ProcessingRequestIn {
-  const out: ProcessingRequestIn = { phase: Phase.none, headers: [], body: undefined, endOfStream: false, malformed: false };
+  const out: ProcessingRequestIn = {
+    phase: Phase.none,
+    headers: [],
+    body: undefined,
+    endOfStream: false,
+    attributes: [],
+    malformed: false,
+  };
   r.reset(bytes);
   try {
     const end = bytes.length;
@@ -138,6 +202,10 @@ export function decodeProcessingRequest(bytes: Buffer): ProcessingRequestIn {
         else if (field === Phase.responseHeaders) endOfStreamOnly(e, out, 0x18);
         else if (field === Phase.requestBody || field === Phase.responseBody) httpBody(e, out);
         else r.pos = e; // trailers: nothing read
+        r.pos = e;
+      } else if (tag === 0x4a) {
+        const e = r.delimited(end);
+        attributesEntry(e, out);
         r.pos = e;
       } else r.skip(tag & 7, end);
     }

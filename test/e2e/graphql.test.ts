@@ -35,6 +35,11 @@ spec:
             restResolver:
               upstreamRef: { name: books, namespace: legate-system }
               request: { headers: { ':path': '/details/{$args.id}' } }
+          Query|whoami:
+            restResolver:
+              upstreamRef: { name: books, namespace: legate-system }
+              request: { headers: { ':path': /whoami, x-user: '{$headers.x-user}' } }
+              response: { resultRoot: '{$body.user}' }
           Query|broken:
             restResolver:
               upstreamRef: { name: books, namespace: legate-system }
@@ -59,6 +64,7 @@ spec:
         productsForHome: [Product] @resolve(name: "Query|productsForHome")
         product(id: Int!): Details @resolve(name: "Query|product")
         broken: String @resolve(name: "Query|broken")
+        whoami: String @resolve(name: "Query|whoami")
         ${extraQueryFields}
       }
       type Mutation { ping: String }
@@ -105,6 +111,7 @@ beforeAll(async () => {
       res.end(JSON.stringify(body));
     };
     if (req.url === '/api/v1/products') return send(200, products);
+    if (req.url === '/whoami') return send(200, { user: req.headers['x-user'] ?? null });
     const m = /^\/details\/(\d+)$/.exec(req.url ?? '');
     if (m && details[m[1]!]) return send(200, details[m[1]!]);
     return send(503, { error: 'backend says no' });
@@ -136,7 +143,7 @@ spec:
 `,
     'api.yaml': api(),
     'mocked.yaml': mocked(),
-  });
+  }, { env: { START_STATS_SERVER: 'true' } });
   await gw.until('/graphql', (r) => r.status === 200, post({ query: '{productsForHome{id}}' }), 30_000);
 });
 
@@ -292,6 +299,51 @@ describe('GraphQL over Envoy ext_proc', () => {
       return s.state === 'Rejected' && String(s.reason).includes('asyncResponse.delay: 30s exceeds 5s') ? s : undefined;
     });
     expect((await gw.request('/mocked', post({ query: '{ later }' }))).json()).toEqual({ data: { later: 'done' } });
+  });
+
+  it('answers a POST with a body from one ext_proc message carrying the headers the API reads; GET and chunked bodies take the headers path', async () => {
+    const singleMessages = async (): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${gw.ports.graphqlStats}/metrics`)).text();
+      const m = /^legate_graphql_single_message_requests_total\{api="legate-system\.bookinfo"\} (\d+)$/m.exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const before = await singleMessages();
+    const request = post({ query: '{ whoami }' }, GQL);
+    const one = await gw.request('/graphql', { ...request, headers: { ...request.headers, 'x-user': 'ada' } });
+    expect(one.status).toBe(200);
+    expect(one.headers.get('content-type')).toContain(GQL);
+    expect(one.json()).toEqual({ data: { whoami: 'ada' } });
+    expect(await singleMessages()).toBe(before + 1);
+
+    // the general path: GET, and a POST whose body has no Content-Length (chunked)
+    const get = await gw.request(`/graphql?query=${encodeURIComponent('{ whoami }')}`, { headers: { 'x-user': 'grace' } });
+    expect(get.json()).toEqual({ data: { whoami: 'grace' } });
+    const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: gw.ports.http,
+          path: '/graphql',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-user': 'linus' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.write('{"query":');
+      req.end('"{ whoami }"}');
+    });
+    expect(chunked).toEqual({ status: 200, body: JSON.stringify({ data: { whoami: 'linus' } }) });
+    expect(await singleMessages()).toBe(before + 1);
+
+    // an empty POST body is not the single-message path either, and gets the engine's own answer
+    const empty = await gw.request('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+    expect(empty.status).toBe(400);
+    expect(await singleMessages()).toBe(before + 1);
   });
 
   it('refuses queries with too many aliases or fields before executing them', async () => {

@@ -54,9 +54,10 @@ const pairs = (flat: string[]): Array<[string, string]> => {
 };
 
 describe('decodeProcessingRequest', () => {
-  it('reads the request headers (raw_value) and end_of_stream, skipping attributes and metadata', () => {
+  it('reads the request headers (raw_value) and end_of_stream, skipping metadata', () => {
     const r = decodeProcessingRequest(encodeRequest(envoyHeaders(REQUEST_HEADERS, false)));
     expect(r.phase).toBe(Phase.requestHeaders);
+    expect(r.attributes).toEqual(['request.path', '/graphql']);
     expect(r.malformed).toBe(false);
     expect(r.endOfStream).toBe(false);
     expect(pairs(r.headers)).toEqual(REQUEST_HEADERS);
@@ -85,6 +86,34 @@ describe('decodeProcessingRequest', () => {
       ['a', 'raw'],
       ['b', 'plain'],
     ]);
+  });
+
+  it('reads string attributes riding on a body message (the single-message mode), in any entry', () => {
+    const r = decodeProcessingRequest(
+      encodeRequest({
+        request_body: { body: Buffer.from('{"query":"{a}"}'), end_of_stream: true },
+        attributes: {
+          'envoy.filters.http.ext_proc': {
+            fields: {
+              'request.method': { stringValue: 'POST' },
+              "request.headers['content-type']": { stringValue: 'application/json' },
+              'request.size': { numberValue: 15 },
+              'request.x': { nullValue: 'NULL_VALUE' },
+              "request.headers['x-unicode']": { stringValue: 'caf\u00e9' },
+            },
+          },
+          other: { fields: { 'source.address': { stringValue: '127.0.0.1:1' } } },
+        },
+      }),
+    );
+    expect(r).toMatchObject({ phase: Phase.requestBody, endOfStream: true, malformed: false });
+    expect(r.body!.toString()).toBe('{"query":"{a}"}');
+    expect(Object.fromEntries(pairs(r.attributes))).toEqual({
+      'request.method': 'POST',
+      "request.headers['content-type']": 'application/json',
+      "request.headers['x-unicode']": 'caf\u00e9',
+      'source.address': '127.0.0.1:1',
+    });
   });
 
   it('reads bodies of several chunks, each as its own message', () => {

@@ -5,6 +5,7 @@ import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
 import type { ServiceAddress } from '../../envoy-json.js';
 import type { Feature } from '../../feature.js';
 import { nsName, sourceOf } from '../../names.js';
+import { headersReadBy } from './headers.js';
 import { graphqlRender } from './render.js';
 import { translateGraphQLApi } from './resolve.js';
 
@@ -48,7 +49,12 @@ export function graphqlFeature(service: ServiceAddress): Feature {
             });
             return undefined;
           }
-          return { type: 'graphql', api: { kind: 'GraphQLApi', namespace: apiNs, name: ref.name } };
+          const requestHeaders = headersReadBy(apis.results.get(key)!);
+          return {
+            type: 'graphql',
+            api: { kind: 'GraphQLApi', namespace: apiNs, name: ref.name },
+            ...(requestHeaders !== undefined ? { requestHeaders } : {}),
+          };
         },
         extensionResources() {
           const configs: GraphQLApiConfig[] = [...apis.results.values()].sort((a, b) => a.name.localeCompare(b.name));

@@ -1,14 +1,37 @@
 // GraphQL routes: Envoy's ext_proc filter hands the request to Legate's graphql service, which
 // answers with an immediate response. The filter sits on every HCM of a proxy that has a GraphQL route,
 // disabled; each GraphQL route enables it and names its API in the stream's gRPC initial metadata.
+//
+// Two Envoy routes per GraphQL route (docs/architecture.md):
+// - single message (in front): POST with a non-zero Content-Length, through a second ext_proc filter
+//   that skips the headers message and sends only the buffered body, carrying the method, path and the
+//   headers the API reads as request attributes; the service answers that one message. The buffer
+//   filter after it holds the request back from the router until then (without it the route's own
+//   action would answer as soon as the headers pass).
+// - general (behind): everything else (GET, chunked bodies, other methods, APIs whose header names
+//   cannot be attributes): headers, then the body if any, as two messages.
 import { GRAPHQL_API_METADATA_KEY } from '../../../../common/contract.js';
+import { METHOD_ATTRIBUTE, PATH_ATTRIBUTE, headerAttribute } from '../../../../common/extproc-attributes.js';
 import { typed } from '../../../../envoy/typed.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
-import { FilterStage, during, type RenderPlugin } from '../../feature.js';
-import type { ProxyIR } from '../../ir.js';
+import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
+import type { ListenerIR, ProxyIR, RouteActionIR } from '../../ir.js';
 
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
+/** The second ext_proc filter, for the single-message route (Envoy ignores request_attributes in a
+ * per-route override, so the attributes need a filter of their own). */
+export const EXT_PROC_SINGLE_MESSAGE_FILTER = 'legate.graphql.ext_proc_single_message';
+export const BUFFER_FILTER = 'envoy.filters.http.buffer';
 export const GRAPHQL_CLUSTER = 'legate-graphql';
+/** The graphql service's own limit on a POST body (engine DEFAULT_MAX_BODY_BYTES); Envoy answers 413 beyond it. */
+const MAX_REQUEST_BYTES = 1024 * 1024;
+const SINGLE_MESSAGE_SUFFIX = '-single-message';
+
+const PER_ROUTE = 'type.googleapis.com/envoy.config.route.v3.FilterConfig';
+const EXT_PROC = 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor';
+const EXT_PROC_PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute';
+
+type GraphqlAction = Extract<RouteActionIR, { type: 'graphql' }>;
 
 const graphqlUse = new WeakMap<ProxyIR, boolean>();
 
@@ -22,49 +45,109 @@ function hasGraphqlRoutes(proxy: ProxyIR): boolean {
   return uses;
 }
 
+function graphqlActions(listener: ListenerIR): GraphqlAction[] {
+  const actions: GraphqlAction[] = [];
+  for (const vh of listener.virtualHosts) for (const r of vh.routes) if (r.action.type === 'graphql') actions.push(r.action);
+  return actions;
+}
+
+/** The ext_proc filter config shared by both filters; they differ in what is sent. */
+function extProcConfig(requestHeaderMode: 'SEND' | 'SKIP', requestAttributes?: string[]) {
+  return typed(EXT_PROC, {
+    grpc_service: { envoy_grpc: { cluster_name: GRAPHQL_CLUSTER }, timeout: { seconds: 30 } },
+    processing_mode: {
+      request_header_mode: requestHeaderMode,
+      response_header_mode: 'SKIP',
+      request_body_mode: 'BUFFERED',
+      response_body_mode: 'NONE',
+      request_trailer_mode: 'SKIP',
+      response_trailer_mode: 'SKIP',
+    },
+    ...(requestAttributes !== undefined ? { request_attributes: requestAttributes } : {}),
+    // resolvers may call several backends in sequence (default timeout 1 s each)
+    message_timeout: { seconds: 10 },
+    failure_mode_allow: false,
+  });
+}
+
 export function graphqlRender(service: ServiceAddress): RenderPlugin {
   return {
-    httpFilters(proxy) {
+    httpFilters(proxy, listener) {
       if (!hasGraphqlRoutes(proxy)) return [];
-      return [
+      const actions = graphqlActions(listener);
+      const filters: StagedHttpFilter[] = [
         {
           position: during(FilterStage.Processing),
           filter: {
             name: EXT_PROC_FILTER,
             disabled: true,
-            typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor', {
-              grpc_service: { envoy_grpc: { cluster_name: GRAPHQL_CLUSTER }, timeout: { seconds: 30 } },
-              // the body arrives whole; the service answers with an immediate response
-              processing_mode: {
-                request_header_mode: 'SEND',
-                response_header_mode: 'SKIP',
-                request_body_mode: 'BUFFERED',
-                response_body_mode: 'NONE',
-                request_trailer_mode: 'SKIP',
-                response_trailer_mode: 'SKIP',
-              },
-              // resolvers may call several backends in sequence (default timeout 1 s each)
-              message_timeout: { seconds: 10 },
-              failure_mode_allow: false,
-            }),
+            // headers, then the buffered body if any; the service answers with an immediate response
+            typed_config: extProcConfig('SEND'),
           },
         },
       ];
+      if (actions.some((a) => a.requestHeaders !== undefined)) {
+        // every header a GraphQL API on this listener reads (the filter's attributes are per listener)
+        const headers = new Set<string>();
+        for (const a of actions) for (const h of a.requestHeaders ?? []) headers.add(h);
+        const attributes = [METHOD_ATTRIBUTE, PATH_ATTRIBUTE, ...[...headers].sort().map(headerAttribute)];
+        filters.push(
+          {
+            position: during(FilterStage.Processing),
+            filter: {
+              name: EXT_PROC_SINGLE_MESSAGE_FILTER,
+              disabled: true,
+              // only the buffered body, with the request's method, path and headers as attributes
+              typed_config: extProcConfig('SKIP', attributes),
+            },
+          },
+          {
+            position: during(FilterStage.Processing),
+            filter: {
+              name: BUFFER_FILTER,
+              disabled: true,
+              typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer', {
+                max_request_bytes: MAX_REQUEST_BYTES,
+              }),
+            },
+          },
+        );
+      }
+      return filters;
     },
     patchRoute(ir, route) {
       if (ir.action.type !== 'graphql') return;
-      const api = `${ir.action.api.namespace}.${ir.action.api.name}`;
-      const perRoute = typed('type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute', {
-        overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: api }] },
+      setPerFilterConfig(route, EXT_PROC_FILTER, enabledFor(ir.action));
+    },
+    expandRoute(ir, route) {
+      if (ir.action.type !== 'graphql' || ir.action.requestHeaders === undefined) return undefined;
+      const single = structuredClone(route);
+      if (single.name !== undefined) single.name += SINGLE_MESSAGE_SUFFIX;
+      single.match = {
+        ...single.match,
+        headers: [
+          ...(single.match?.headers ?? []),
+          { name: ':method', string_match: { exact: 'POST' } },
+          { name: 'content-length', string_match: { safe_regex: { regex: '[1-9][0-9]*' } } },
+        ],
+      };
+      delete single.typed_per_filter_config![EXT_PROC_FILTER];
+      setPerFilterConfig(single, EXT_PROC_SINGLE_MESSAGE_FILTER, enabledFor(ir.action));
+      const buffer = typed('type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute', {
+        buffer: { max_request_bytes: MAX_REQUEST_BYTES },
       });
-      setPerFilterConfig(
-        route,
-        EXT_PROC_FILTER,
-        typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { disabled: false, config: perRoute }),
-      );
+      setPerFilterConfig(single, BUFFER_FILTER, typed(PER_ROUTE, { disabled: false, config: buffer }));
+      return [single, route];
     },
     extraClusters(proxy) {
       return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];
     },
   };
+}
+
+/** Enables an ext_proc filter on a route, naming the API in the stream's initial metadata. */
+function enabledFor(action: GraphqlAction) {
+  const api = `${action.api.namespace}.${action.api.name}`;
+  const perRoute = typed(EXT_PROC_PER_ROUTE, { overrides: { grpc_initial_metadata: [{ key: GRAPHQL_API_METADATA_KEY, value: api }] } });
+  return typed(PER_ROUTE, { disabled: false, config: perRoute });
 }
