@@ -70,6 +70,12 @@ export const JwtStepSchema = z
     audiences: z.array(z.string().min(1)).default([]),
     /** every one of these must be in `scope` (space-separated) or `scp` (array) */
     requiredScopes: Scopes.default([]),
+    /**
+     * how long an allow may be reused after the signature was verified, never past `exp`: by the
+     * service's verification cache and by Envoy's edge cache. 0 (the default when absent, as from an
+     * older controller) = every check verifies, and no edge grant
+     */
+    cacheTimeoutMs: z.number().finite().min(0).default(0),
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
 

@@ -37,6 +37,8 @@ export interface AuthorizerOptions {
   jwksTimeoutMs?: number;
   /** least time between two JWKS fetches caused by an unknown `kid` (per endpoint). Default 10000 */
   jwksCooldownMs?: number;
+  /** bound of each JWT step's cache of verified tokens (0 = verify every check). Default 10000 */
+  jwtCacheMaxEntries?: number;
 }
 
 /** What configs() shows of a loaded AuthConfig: no secrets. */
@@ -58,6 +60,12 @@ export interface AuthorizerStats {
   cacheEntries: number;
   jwksFetches: number;
   jwksFetchErrors: number;
+  /** JWT signature verifications made (cache misses) */
+  jwtVerifications: number;
+  /** JWT checks answered from a step's cache of verified tokens */
+  jwtCacheHits: number;
+  /** verified JWTs held (every JWT step) */
+  jwtCacheEntries: number;
 }
 
 interface CompiledConfig {
@@ -74,6 +82,7 @@ interface CompiledConfig {
   /** the shared resources its steps use (pool keys), kept while some config uses them */
   readonly introspectors: ReadonlyMap<string, { introspector: Introspector; cacheMs: number }>;
   readonly jwks: ReadonlyMap<string, RemoteJwks>;
+  readonly jwtSteps: readonly JwtStep[];
   readonly summary: AuthConfigSummary;
 }
 
@@ -102,6 +111,7 @@ export class Authorizer {
   private readonly cacheMaxEntries: number;
   private readonly jwksTimeoutMs: number;
   private readonly jwksCooldownMs: number;
+  private readonly jwtCacheMaxEntries: number;
   private readonly sweepTimer: NodeJS.Timeout;
   /** reused by check() on its synchronous path (nothing else runs meanwhile) */
   private readonly syncHold: Hold = { until: Infinity, detail: '', headers: NO_HEADERS };
@@ -110,6 +120,8 @@ export class Authorizer {
   private lastUnknownLogAt = 0;
   private suppressedUnknown = 0;
   private readonly counts = { checks: 0, allowed: 0 };
+  /** counters of JWT steps no longer loaded (so the totals never go down) */
+  private readonly retiredJwt = { verifications: 0, cacheHits: 0 };
   private readonly denied: Record<DenyReason, number> = {
     unknown_config: 0,
     malformed_request: 0,
@@ -129,9 +141,11 @@ export class Authorizer {
     this.cacheMaxEntries = options.cacheMaxEntries ?? 10_000;
     this.jwksTimeoutMs = options.jwksTimeoutMs ?? 2000;
     this.jwksCooldownMs = options.jwksCooldownMs ?? 10_000;
+    this.jwtCacheMaxEntries = options.jwtCacheMaxEntries ?? 10_000;
     this.sweepTimer = setInterval(() => {
       const now = Date.now();
       for (const i of this.introspectors.values()) i.sweep(now);
+      for (const c of this.configs.values()) for (const j of c.jwtSteps) j.sweep(now);
     }, 30_000);
     this.sweepTimer.unref();
   }
@@ -216,8 +230,9 @@ export class Authorizer {
             }
             jwks.set(key, remote);
           }
-          return new JwtStep(s, remote, stepLog);
+          return new JwtStep(s, remote, stepLog, this.jwtCacheMaxEntries);
         });
+        const jwtSteps = steps.filter((st): st is JwtStep => st instanceof JwtStep);
         const expr =
           config.booleanExpr !== undefined
             ? parseBooleanExpr(
@@ -235,7 +250,7 @@ export class Authorizer {
           steps: steps.map((st, i) => (config.steps[i]?.name !== undefined ? { ...st.summary, name: config.steps[i].name } : st.summary)),
           ...(config.booleanExpr !== undefined ? { booleanExpr: config.booleanExpr } : {}),
         };
-        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, introspectors, jwks, summary });
+        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, introspectors, jwks, jwtSteps, summary });
       } catch (err) {
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
         if (current) keep(current);
@@ -243,6 +258,14 @@ export class Authorizer {
     }
     // swap, then retire what is no longer used
     for (const [intro, ms] of cacheMs) intro.cacheMs = ms;
+    const kept = new Set([...next.values()].flatMap((c) => c.jwtSteps));
+    for (const c of this.configs.values()) {
+      for (const j of c.jwtSteps) {
+        if (kept.has(j)) continue;
+        this.retiredJwt.verifications += j.counters.verifications;
+        this.retiredJwt.cacheHits += j.counters.cacheHits;
+      }
+    }
     this.configs = next;
     for (const [key, intro] of this.introspectors) {
       if (!usedIntrospectors.has(key)) {
@@ -295,6 +318,16 @@ export class Authorizer {
       jwksFetches += j.counters.fetches;
       jwksFetchErrors += j.counters.errors;
     }
+    let jwtVerifications = this.retiredJwt.verifications;
+    let jwtCacheHits = this.retiredJwt.cacheHits;
+    let jwtCacheEntries = 0;
+    for (const c of this.configs.values()) {
+      for (const j of c.jwtSteps) {
+        jwtVerifications += j.counters.verifications;
+        jwtCacheHits += j.counters.cacheHits;
+        jwtCacheEntries += j.cacheSize;
+      }
+    }
     return {
       checks: this.counts.checks,
       allowed: this.counts.allowed,
@@ -306,6 +339,9 @@ export class Authorizer {
       cacheEntries: entries,
       jwksFetches,
       jwksFetchErrors,
+      jwtVerifications,
+      jwtCacheHits,
+      jwtCacheEntries,
     };
   }
 

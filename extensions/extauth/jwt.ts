@@ -8,10 +8,18 @@
 // applied and every refresh interval after that, and a `kid` it does not hold triggers at most one
 // refetch per cooldown (key rotation). A failed fetch keeps the last good set. With no set at all (the
 // endpoint never answered), checks deny as `unavailable` until one arrives.
-import type { KeyObject } from 'node:crypto';
+//
+// Verified tokens (by hash) are kept with their claims in a bounded cache per step until `exp`, never
+// longer than the step's cacheTimeoutMs after verification (0 = no cache): a cached token is judged
+// synchronously (scopes from the kept claims) without verifying the signature again. A JWK set whose
+// content changes (a refresh, a rotation) starts a new generation and every cached verification made
+// with the old one is verified again, so a key removed from the set stops its tokens at the next fetch,
+// as without the cache. An allow also grants Envoy's edge cache the same deadline (docs/wasm.md).
+import { createHash, type KeyObject } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
 import { JWT_ALGORITHMS, parseLocalKeys, unusableJwk, type JwtStepConfig } from '../../common/auth-config.js';
 import type { Logger } from '../../common/log.js';
+import { ExpiringCache } from './cache.js';
 import { redactUrl, tokenRef } from './introspect.js';
 import type { Outcome } from './outcome.js';
 import type { AuthStep, Hold, StepSummary } from './step.js';
@@ -39,6 +47,10 @@ export interface RemoteJwksOptions {
 export class RemoteJwks {
   readonly url: string;
   readonly counters = { fetches: 0, errors: 0 };
+  /** bumped whenever a fetch brings a key set that differs from the one before (verifications made
+   * with an older generation are not reused) */
+  generation = 0;
+  private fingerprint = '';
   private keys: JWTVerifyGetKey | undefined;
   private keyCount = 0;
   private lastAttemptAt = Number.NEGATIVE_INFINITY;
@@ -65,8 +77,13 @@ export class RemoteJwks {
     this.inflight = this.fetchSet()
       .then(
         (jwks) => {
-          this.keys = createLocalJWKSet(jwks);
-          this.keyCount = jwks.keys.length;
+          const fingerprint = createHash('sha256').update(JSON.stringify(jwks.keys)).digest('hex');
+          if (fingerprint !== this.fingerprint) {
+            this.keys = createLocalJWKSet(jwks);
+            this.keyCount = jwks.keys.length;
+            this.fingerprint = fingerprint;
+            this.generation++;
+          }
           this.lastError = '';
         },
         (err: unknown) => {
@@ -156,18 +173,33 @@ export class RemoteJwks {
   }
 }
 
+/** A verified token: its claims, until when they may be reused, and the key-set generation that verified it. */
+interface Verified {
+  readonly deadAt: number;
+  readonly payload: JWTPayload;
+  readonly generation: number;
+}
+
 export class JwtStep implements AuthStep {
   readonly bearer = true;
   readonly summary: StepSummary;
+  readonly counters = { verifications: 0, cacheHits: 0 };
   private readonly key: JWTVerifyGetKey | KeyObject;
   private readonly verifyOptions: JWTVerifyOptions;
   private readonly requiredScopes: readonly string[];
+  private readonly cacheTimeoutMs: number;
+  /** verified tokens by hash; undefined when off (cacheTimeoutMs 0 or no entries allowed) */
+  private readonly verified: ExpiringCache<Verified> | undefined;
 
-  /** `remote` is the shared RemoteJwks of `config.remoteJwks` (required then); local keys are compiled here. */
+  /**
+   * `remote` is the shared RemoteJwks of `config.remoteJwks` (required then); local keys are compiled
+   * here. `cacheMaxEntries`: bound of this step's verification cache (0 = none).
+   */
   constructor(
     config: JwtStepConfig,
-    remote: RemoteJwks | undefined,
+    private readonly remote: RemoteJwks | undefined,
     private readonly log: Logger,
+    cacheMaxEntries = 0,
   ) {
     if (config.remoteJwks) {
       if (!remote) throw new Error('remoteJwks without its key set');
@@ -177,6 +209,8 @@ export class JwtStep implements AuthStep {
       this.key = local.kind === 'pem' ? local.key : createLocalJWKSet(local.jwks as Parameters<typeof createLocalJWKSet>[0]);
     }
     this.requiredScopes = [...config.requiredScopes];
+    this.cacheTimeoutMs = config.cacheTimeoutMs;
+    this.verified = config.cacheTimeoutMs > 0 && cacheMaxEntries > 0 ? new ExpiringCache<Verified>(cacheMaxEntries) : undefined;
     this.verifyOptions = {
       // a JWK set picks keys by the token's alg; a single PEM key only takes the algorithms of its type
       algorithms: 'asymmetricKeyType' in this.key ? algorithmsFor(this.key) : [...JWT_ALGORITHMS],
@@ -193,10 +227,32 @@ export class JwtStep implements AuthStep {
       ...(config.issuer !== undefined ? { issuer: config.issuer } : {}),
       audiences: [...config.audiences],
       requiredScopes: [...config.requiredScopes],
+      cacheTimeoutMs: config.cacheTimeoutMs,
     };
   }
 
-  decideNow(token: string, _hash: string, _now: number, hold: Hold): Outcome | undefined {
+  /** Verified tokens held now. */
+  get cacheSize(): number {
+    return this.verified?.size ?? 0;
+  }
+
+  /** Drops expired verifications. */
+  sweep(now: number): void {
+    this.verified?.sweep(now);
+  }
+
+  decideNow(token: string, hash: string, now: number, hold: Hold): Outcome | undefined {
+    const verified = this.verified;
+    if (verified !== undefined) {
+      const hit = verified.get(hash, now);
+      if (hit !== undefined) {
+        if (hit.generation === (this.remote?.generation ?? 0)) {
+          this.counters.cacheHits++;
+          return this.judge(hit.payload, hit.deadAt, hold);
+        }
+        verified.delete(hash); // verified with a key set that has changed since
+      }
+    }
     // a JWS in compact form is three segments; anything else is no JWT at all
     const first = token.indexOf('.');
     const second = first < 0 ? -1 : token.indexOf('.', first + 1);
@@ -209,16 +265,30 @@ export class JwtStep implements AuthStep {
 
   async decide(token: string, hash: string, hold: Hold, configId: string): Promise<Outcome> {
     let payload: JWTPayload;
+    // the generation before the verification: a set that changes meanwhile makes the entry stale, not wrong
+    const generation = this.remote?.generation ?? 0;
+    this.counters.verifications++;
     try {
       ({ payload } = await jwtVerify(token, this.key, this.verifyOptions));
     } catch (err) {
       return this.refused(err, hash, hold, configId);
     }
+    // reusable until `exp` (required, so a number), never past cacheTimeoutMs from now
+    const now = Date.now();
+    let deadAt = this.cacheTimeoutMs <= 0 ? 0 : Math.min(now + this.cacheTimeoutMs, (payload.exp ?? 0) * 1000);
+    if (deadAt <= now)
+      deadAt = 0; // past `exp` but within the clock skew: allowed, never reused
+    else if (this.verified !== undefined) this.verified.set(hash, { deadAt, payload, generation });
+    return this.judge(payload, deadAt, hold);
+  }
+
+  /** Scopes, then the allow's reuse deadline (0 = none) into the hold (the edge grant). */
+  private judge(payload: JWTPayload, deadAt: number, hold: Hold): Outcome {
     if (!hasScopes(payload, this.requiredScopes)) {
       hold.detail = 'a required scope is missing';
       return 'insufficient_scope';
     }
-    hold.until = 0; // JWT allows are not offered to the edge cache yet
+    if (deadAt < hold.until) hold.until = deadAt;
     return 'allow';
   }
 

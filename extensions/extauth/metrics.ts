@@ -38,6 +38,13 @@ export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: (
   gauge('legate_extauth_cache_entries', 'active tokens cached', (s) => s.cacheEntries);
   gauge('legate_extauth_jwks_fetches_total', 'JWK set fetches (config, refresh interval, unknown kid)', (s) => s.jwksFetches);
   gauge('legate_extauth_jwks_fetch_errors_total', 'JWK set fetches that failed (the last good set is kept)', (s) => s.jwksFetchErrors);
+  gauge(
+    'legate_extauth_jwt_verifications_total',
+    'JWT signature verifications (checks not answered from the JWT cache)',
+    (s) => s.jwtVerifications,
+  );
+  gauge('legate_extauth_jwt_cache_hits_total', 'JWT checks answered from the cache of verified tokens', (s) => s.jwtCacheHits);
+  gauge('legate_extauth_jwt_cache_entries', 'verified JWTs cached', (s) => s.jwtCacheEntries);
   return {
     observe(outcome: Outcome, configId: string, seconds: number): void {
       checks.inc({ outcome });

@@ -36,6 +36,8 @@ export interface ExtauthServiceOptions {
   introspectionTimeoutMs?: number;
   /** bound of each introspection endpoint's token cache. Default 10000 */
   cacheMaxEntries?: number;
+  /** bound of each JWT step's cache of verified tokens (0 = verify every check). Default 10000 */
+  jwtCacheMaxEntries?: number;
   /** Called once per Check with its outcome and duration (for metrics and traces). */
   observe?: (outcome: Outcome, configId: string, seconds: number) => void;
 }
@@ -91,6 +93,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     logger: log.child('check'),
     ...(options.introspectionTimeoutMs !== undefined ? { introspectionTimeoutMs: options.introspectionTimeoutMs } : {}),
     ...(options.cacheMaxEntries !== undefined ? { cacheMaxEntries: options.cacheMaxEntries } : {}),
+    ...(options.jwtCacheMaxEntries !== undefined ? { jwtCacheMaxEntries: options.jwtCacheMaxEntries } : {}),
   });
 
   const xds = new XdsClient({

@@ -90,7 +90,7 @@ async function token(scope = 'products:read'): Promise<string> {
 
 const bearer = (t: string) => ({ headers: { authorization: `Bearer ${t}` } });
 
-const jwtAuthConfig = (name: string, jwt: string, scopes: string[] = ['products:read']) => `
+const jwtAuthConfig = (name: string, jwt: string, scopes: string[] = ['products:read'], cacheTimeout?: string) => `
 apiVersion: enterprise.legate.dev/v1
 kind: AuthConfig
 metadata: { name: ${name}, namespace: legate-system }
@@ -99,8 +99,15 @@ spec:
     - oauth2:
         accessTokenValidation:
           jwt: ${jwt}
-          requiredScopes: { scope: [${scopes.join(', ')}] }
+          requiredScopes: { scope: [${scopes.join(', ')}] }${cacheTimeout ? `\n          cacheTimeout: ${cacheTimeout}` : ''}
 `;
+
+/** ext_authz Check calls Envoy made so far. */
+async function extAuthzCalls(): Promise<number> {
+  const filter = encodeURIComponent('^cluster\\.legate-extauth\\.upstream_rq_total$');
+  const m = /: (\d+)/.exec(await (await fetch(`http://127.0.0.1:${gw.ports.admin}/stats?filter=${filter}`)).text());
+  return m ? Number(m[1]) : 0;
+}
 
 beforeAll(async () => {
   app = await startEcho('app');
@@ -116,7 +123,10 @@ ${jwtAuthConfig('jwt-other-issuer', `{ remoteJwks: { url: '${issuer}/jwks' }, is
 ---
 ${jwtAuthConfig('jwt-broken', `{ remoteJwks: { url: 'ftp://${issuer.slice(7)}/jwks' } }`)}
 ---
+${jwtAuthConfig('jwt-short', remote, ['products:read'], '2s')}
+---
 ${appBehindAuth(app.port, [
+  ['/short', 'jwt-short'],
   ['/write', 'jwt-writers'],
   ['/other', 'jwt-other-issuer'],
   ['/', 'jwt'],
@@ -153,6 +163,27 @@ describe('JWT access tokens (oidc-provider, remote JWKS)', () => {
     }
     expect(hits.jwks).toBe(jwksBefore);
     expect(hits.other).toBe(0); // no introspection, no userinfo, nothing else
+  });
+
+  it('serves a verified token from the edge cache: one ext_authz call, again only after cacheTimeout', async () => {
+    const t = await token();
+    const before = await extAuthzCalls();
+    for (let i = 0; i < 5; i++) expect((await gw.request('/products', bearer(t))).status).toBe(200);
+    expect(await extAuthzCalls()).toBe(before + 1);
+    // cacheTimeout 2s (the token lives 300 s): reused for 2 s, then checked again
+    const short = await token();
+    const t0 = Date.now();
+    expect((await gw.request('/short', bearer(short))).status).toBe(200);
+    const first = await extAuthzCalls();
+    for (let i = 0; i < 3; i++) expect((await gw.request('/short', bearer(short))).status).toBe(200);
+    if (Date.now() - t0 < 1800) expect(await extAuthzCalls()).toBe(first);
+    await new Promise((r) => setTimeout(r, Math.max(0, t0 + 2300 - Date.now())));
+    expect((await gw.request('/short', bearer(short))).status).toBe(200);
+    expect(await extAuthzCalls()).toBe(first + 1);
+    // denials are never cached: each one is judged
+    const denied = await extAuthzCalls();
+    for (let i = 0; i < 3; i++) expect((await gw.request('/write', bearer(t))).status).toBe(403);
+    expect(await extAuthzCalls()).toBe(denied + 3);
   });
 
   it('denies with the same responses as introspection: garbage, missing scope, other issuer', async () => {

@@ -123,7 +123,8 @@ function remote(name: string, extra: Partial<JwtStepConfig> = {}): AuthConfigCon
         issuer: ISSUER,
         audiences: [AUDIENCE],
         requiredScopes: [],
-        ...extra,
+        cacheTimeoutMs: 0,
+        ...(extra as object),
       },
     ],
   };
@@ -182,11 +183,118 @@ describe('JWT step: good tokens', () => {
     expect(await decide('ns.open', await sign(rs, { iss: 'https://elsewhere', aud: 'elsewhere' }))).toBe('allow');
   });
 
-  it('offers nothing to the edge cache (yet)', async () => {
+  it('offers nothing to the edge cache with cacheTimeoutMs 0', async () => {
     await load(remote('ns.jwt'));
     const grant: EdgeGrant = { key: '', until: 0 };
     expect(await Promise.resolve(authz.check('ns.jwt', `Bearer ${await sign(rs)}`, false, grant))).toBe('allow');
     expect(grant).toEqual({ key: '', until: 0 });
+  });
+});
+
+describe('JWT step: edge grant and the cache of verified tokens', () => {
+  const check = (configId: string, t: string, grant?: EdgeGrant) => authz.check(configId, `Bearer ${t}`, false, grant);
+
+  it('grants the edge cache until exp, never past cacheTimeoutMs, and only for allows', async () => {
+    await load(remote('ns.jwt', { cacheTimeoutMs: 60_000, requiredScopes: ['products:read'] }));
+    const long: EdgeGrant = { key: '', until: 0 };
+    const t0 = Date.now();
+    expect(await check('ns.jwt', await sign(rs, { exp: now() + 300 }), long)).toBe('allow');
+    expect(long.key).toBe('ns.jwt@v1');
+    expect(long.until).toBeGreaterThanOrEqual(t0 + 60_000);
+    expect(long.until).toBeLessThanOrEqual(Date.now() + 60_000);
+    const exp = now() + 20;
+    const short: EdgeGrant = { key: '', until: 0 };
+    expect(await check('ns.jwt', await sign(rs, { exp }), short)).toBe('allow');
+    expect(short).toEqual({ key: 'ns.jwt@v1', until: exp * 1000 });
+    // past exp but within the clock skew: allowed, never cached
+    const late: EdgeGrant = { key: '', until: 0 };
+    expect(await check('ns.jwt', await sign(rs, { exp: now() - 5 }), late)).toBe('allow');
+    expect(late.until).toBe(0);
+    const scoped: EdgeGrant = { key: '', until: 0 };
+    expect(await check('ns.jwt', await sign(rs, { scope: 'other' }), scoped)).toBe('insufficient_scope');
+    expect(scoped.until).toBe(0);
+  });
+
+  it('verifies a token once, then answers from the cache synchronously with the same grant', async () => {
+    await load(remote('ns.jwt', { cacheTimeoutMs: 60_000, requiredScopes: ['products:read'] }));
+    const t = await sign(rs);
+    const first: EdgeGrant = { key: '', until: 0 };
+    const pending = check('ns.jwt', t, first);
+    expect(typeof pending).toBe('object'); // a Promise: the signature is verified
+    expect(await pending).toBe('allow');
+    const again: EdgeGrant = { key: '', until: 0 };
+    expect(check('ns.jwt', t, again)).toBe('allow'); // synchronous
+    expect(again).toEqual(first);
+    expect(authz.stats()).toMatchObject({ jwtVerifications: 1, jwtCacheHits: 1, jwtCacheEntries: 1 });
+    // what the cache keeps are verified claims: scopes are still judged per step
+    const scoped = await sign(rs, { scope: 'other' });
+    expect(await check('ns.jwt', scoped)).toBe('insufficient_scope');
+    expect(check('ns.jwt', scoped)).toBe('insufficient_scope');
+    // a token that fails verification is never kept
+    const [h, p] = t.split('.');
+    const forged = `${h}.${p}.${Buffer.alloc(64, 1).toString('base64url')}`;
+    tokens.add(forged);
+    expect(await check('ns.jwt', forged)).toBe('invalid_token');
+    expect(await check('ns.jwt', forged)).toBe('invalid_token');
+    expect(authz.stats().jwtCacheEntries).toBe(2);
+  });
+
+  it('keeps nothing with cacheTimeoutMs 0 or jwtCacheMaxEntries 0', async () => {
+    await load(remote('ns.nocache'));
+    const t = await sign(rs);
+    expect(await check('ns.nocache', t)).toBe('allow');
+    expect(typeof check('ns.nocache', t)).toBe('object');
+    const off = new Authorizer({ logger: createLogger('extauth', { level: 'error', write: () => {} }), jwtCacheMaxEntries: 0 });
+    try {
+      expect(off.apply([remote('ns.jwt', { cacheTimeoutMs: 60_000 })]).problems).toEqual([]);
+      await eventually(() => expect(off.stats().jwksFetches).toBeGreaterThan(0));
+      await sleep(50);
+      expect(await off.check('ns.jwt', `Bearer ${t}`)).toBe('allow');
+      expect(typeof off.check('ns.jwt', `Bearer ${t}`)).toBe('object');
+      expect(off.stats()).toMatchObject({ jwtVerifications: 2, jwtCacheHits: 0, jwtCacheEntries: 0 });
+    } finally {
+      off.stop();
+    }
+  });
+
+  it('is bounded by jwtCacheMaxEntries', async () => {
+    const small = new Authorizer({ logger: createLogger('extauth', { level: 'error', write: () => {} }), jwtCacheMaxEntries: 3 });
+    try {
+      expect(small.apply([remote('ns.jwt', { cacheTimeoutMs: 60_000 })]).problems).toEqual([]);
+      await eventually(() => expect(small.stats().jwksFetches).toBeGreaterThan(0));
+      await sleep(50);
+      for (let i = 0; i < 10; i++) expect(await small.check('ns.jwt', `Bearer ${await sign(rs, { jti: `t${i}` })}`)).toBe('allow');
+      expect(small.stats().jwtCacheEntries).toBe(3);
+    } finally {
+      small.stop();
+    }
+  });
+
+  it('forgets a token at its exp', async () => {
+    await load(remote('ns.jwt', { cacheTimeoutMs: 60_000 }));
+    const t = await sign(rs, { exp: now() + 1 });
+    expect(await check('ns.jwt', t)).toBe('allow');
+    expect(check('ns.jwt', t)).toBe('allow');
+    await sleep(2100);
+    // verified again (and allowed within the clock skew, but no longer cached)
+    const later = check('ns.jwt', t);
+    expect(typeof later).toBe('object');
+    expect(await later).toBe('allow');
+    expect(authz.stats().jwtCacheEntries).toBe(0);
+  });
+
+  it('verifies again once the JWK set changed: a removed key stops its cached tokens', async () => {
+    await load(remote('ns.jwt', { cacheTimeoutMs: 60_000 }));
+    const t = await sign(rs);
+    expect(await check('ns.jwt', t)).toBe('allow');
+    expect(check('ns.jwt', t)).toBe('allow');
+    // the provider drops rs-1 and publishes a new key; a token with the new kid makes the set refetch
+    served = [rotated.publicJwk, es.publicJwk, ed.publicJwk];
+    await sleep(350); // past the kid-miss cooldown
+    expect(await check('ns.jwt', await sign(rotated))).toBe('allow');
+    const after = check('ns.jwt', t);
+    expect(typeof after).toBe('object');
+    expect(await after).toBe('invalid_token');
   });
 });
 
@@ -326,12 +434,18 @@ describe('JWT step: local keys and config validation', () => {
   it('verifies against an inline PEM public key and an inline JWK set, without any fetch', async () => {
     const pem: AuthConfigConfig = {
       name: 'ns.pem',
-      steps: [{ type: 'oauth2-jwt', localJwks: { inlineString: es.publicPem }, audiences: [], requiredScopes: [] }],
+      steps: [{ type: 'oauth2-jwt', localJwks: { inlineString: es.publicPem }, audiences: [], requiredScopes: [], cacheTimeoutMs: 0 }],
     };
     const set: AuthConfigConfig = {
       name: 'ns.set',
       steps: [
-        { type: 'oauth2-jwt', localJwks: { inlineString: JSON.stringify({ keys: [rs.publicJwk] }) }, audiences: [], requiredScopes: [] },
+        {
+          type: 'oauth2-jwt',
+          localJwks: { inlineString: JSON.stringify({ keys: [rs.publicJwk] }) },
+          audiences: [],
+          requiredScopes: [],
+          cacheTimeoutMs: 0,
+        },
       ],
     };
     expect(authz.apply([pem, set]).problems).toEqual([]);
@@ -340,7 +454,13 @@ describe('JWT step: local keys and config validation', () => {
     expect(await decide('ns.set', await sign(rs))).toBe('allow');
     expect(await decide('ns.set', await sign(ed))).toBe('invalid_token');
     expect(fetches).toBe(0);
-    expect(authz.summaries()['ns.pem']!.steps[0]).toEqual({ type: 'oauth2-jwt', localJwks: true, audiences: [], requiredScopes: [] });
+    expect(authz.summaries()['ns.pem']!.steps[0]).toEqual({
+      type: 'oauth2-jwt',
+      localJwks: true,
+      audiences: [],
+      requiredScopes: [],
+      cacheTimeoutMs: 0,
+    });
   });
 
   it('refuses bad JWT steps with reasons from the shared schema', () => {
