@@ -1,7 +1,7 @@
 // The GraphQL API config the controller sends and the graphql service applies (GraphQLApiConfig in
 // contract.ts), as one runtime schema both sides use: the controller checks what it translated before
 // serving it (so a problem is a status reason, not a NACK), the engine checks what it receives (so a bad
-// config is refused, never half-applied). Resolvers are keyed by kind: exactly one of `rest`, `mock`.
+// config is refused, never half-applied). Resolvers are keyed by kind: exactly one of `rest`, `grpc`, `mock`.
 // What a schema cannot say (templates, TLS material, the SDL) the engine checks on top.
 import { z } from 'zod';
 
@@ -73,13 +73,39 @@ export const MockResolverConfigSchema = z
     message: 'set exactly one of syncResponse, asyncResponse, errorResponse',
   });
 
+/** Gloo's grpcResolver: one unary call described by the API's descriptors (`grpcDescriptorSet`). */
+export const GrpcResolverConfigSchema = z.strictObject({
+  upstream: ResolverUpstreamSchema,
+  /** fully qualified, e.g. `shop.Books` */
+  serviceName: NonEmpty,
+  methodName: NonEmpty,
+  /** the request message as JSON (proto or JSON field names); strings may hold templates */
+  outgoingMessageJson: z.unknown().optional(),
+  /** gRPC metadata sent with the call; values may hold templates */
+  requestMetadata: StringMap,
+  timeoutMs: z.number().positive('must be positive'),
+});
+
+/** Gloo's executor.remote: the whole GraphQL request forwarded to a GraphQL server. */
+export const RemoteExecutorConfigSchema = z.strictObject({
+  upstream: ResolverUpstreamSchema,
+  /** headers sent upstream; `:path` (default /graphql) is the pseudo-header for the path; values may hold
+   * `{$headers.x}` templates */
+  headers: StringMap,
+  queryParams: StringMap,
+  timeoutMs: z.number().positive('must be positive'),
+});
+
+const Count = z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer');
+
 /** The resolver kinds, by their key in ResolverConfig. */
-export const RESOLVER_KINDS = ['rest', 'mock'] as const;
+export const RESOLVER_KINDS = ['rest', 'grpc', 'mock'] as const;
 export type ResolverKind = (typeof RESOLVER_KINDS)[number];
 
 export const ResolverConfigSchema = z
   .strictObject({
     rest: RestResolverConfigSchema.optional(),
+    grpc: GrpcResolverConfigSchema.optional(),
     mock: MockResolverConfigSchema.optional(),
   })
   .refine((r) => RESOLVER_KINDS.filter((k) => r[k] !== undefined).length === 1, {
@@ -98,12 +124,25 @@ export const GraphQLApiConfigSchema = z.object({
   maxDepth: z.number().int('must be a non-negative integer').min(0, 'must be a non-negative integer'),
   /** `<Type>|<field>` -> resolver */
   resolutions: z.record(z.string(), ResolverConfigSchema),
+  /** base64 FileDescriptorSet the `grpc` resolvers' services and messages come from */
+  grpcDescriptorSet: z.string().optional(),
+  /** set: the API is executed by this GraphQL server (resolutions are not used) */
+  remote: RemoteExecutorConfigSchema.optional(),
+  /** aliased / total field selections an operation may have; 0 = no limit; absent: the engine's defaults */
+  maxAliases: Count.optional(),
+  maxFields: Count.optional(),
+  /** automatic persisted queries kept (LRU); 0 = APQ off; absent: the engine's default */
+  persistedQueryCacheSize: Count.optional(),
+  /** set: only operations whose query text has one of these sha256 hashes (lowercase hex) run */
+  allowedQueryHashes: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256')).optional(),
 });
 
 export type UpstreamEndpoint = z.infer<typeof UpstreamEndpointSchema>;
 export type ResolverUpstream = z.infer<typeof ResolverUpstreamSchema>;
 export type RestResolverConfig = z.infer<typeof RestResolverConfigSchema>;
 export type MockResolverConfig = z.infer<typeof MockResolverConfigSchema>;
+export type GrpcResolverConfig = z.infer<typeof GrpcResolverConfigSchema>;
+export type RemoteExecutorConfig = z.infer<typeof RemoteExecutorConfigSchema>;
 export type ResolverConfig = z.infer<typeof ResolverConfigSchema>;
 export type GraphQLApiConfig = z.infer<typeof GraphQLApiConfigSchema>;
 

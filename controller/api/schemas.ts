@@ -351,11 +351,24 @@ const MockResolverSchema = z.strictObject({
 });
 export type MockResolver = z.infer<typeof MockResolverSchema>;
 
+/** Gloo's grpcResolver: a unary call described by `executableSchema.grpcDescriptorRegistry`. */
+const GrpcResolverSchema = z.strictObject({
+  upstreamRef: ResourceRefSchema,
+  requestTransform: z.strictObject({
+    serviceName: z.string().min(1, 'must not be empty'),
+    methodName: z.string().min(1, 'must not be empty'),
+    outgoingMessageJson: z.unknown().optional(),
+    requestMetadata: z.record(z.string(), z.string()).optional(),
+  }),
+  spanName: z.string().optional(),
+  timeout: Duration.optional(),
+});
+export type GrpcResolver = z.infer<typeof GrpcResolverSchema>;
+
 const ResolutionSchema = z.strictObject({
   restResolver: RestResolverSchema.optional(),
+  grpcResolver: GrpcResolverSchema.optional(),
   mockResolver: MockResolverSchema.optional(),
-  // accepted so Gloo manifests parse; translation reports it as not supported yet
-  grpcResolver: z.record(z.string(), z.unknown()).optional(),
   statPrefix: z.string().optional(),
 });
 export type Resolution = z.infer<typeof ResolutionSchema>;
@@ -363,7 +376,30 @@ export type Resolution = z.infer<typeof ResolutionSchema>;
 const LocalExecutorSchema = z.strictObject({
   resolutions: z.record(z.string(), ResolutionSchema).optional(),
   enableIntrospection: z.boolean().optional(),
-  options: z.strictObject({ maxDepth: z.number().int().min(0).optional() }).optional(),
+  // maxAliases and maxFields are Legate's additions to Gloo's options (0 = no limit)
+  options: z
+    .strictObject({
+      maxDepth: z.number().int().min(0).optional(),
+      maxAliases: z.number().int().min(0).optional(),
+      maxFields: z.number().int().min(0).optional(),
+    })
+    .optional(),
+});
+
+/** Gloo's executor.remote: the GraphQL request forwarded to a GraphQL server. */
+const RemoteExecutorSchema = z.strictObject({
+  upstreamRef: ResourceRefSchema,
+  headers: z.record(z.string(), z.string()).optional(),
+  queryParams: z.record(z.string(), z.string()).optional(),
+  spanName: z.string().optional(),
+});
+export type RemoteExecutor = z.infer<typeof RemoteExecutorSchema>;
+
+/** Gloo's grpcDescriptorRegistry: a base64 FileDescriptorSet inline, or ConfigMaps holding them. */
+const GrpcDescriptorRegistrySchema = z.strictObject({
+  protoDescriptorBin: z.string().optional(),
+  // accepted so Gloo manifests parse; translation reports it as not supported yet
+  protoRefsList: z.strictObject({ configMapRefs: z.array(ResourceRefSchema).optional() }).optional(),
 });
 
 export const GraphQLApiSpecSchema = z.strictObject({
@@ -372,10 +408,10 @@ export const GraphQLApiSpecSchema = z.strictObject({
     executor: z
       .strictObject({
         local: LocalExecutorSchema.optional(),
-        remote: z.record(z.string(), z.unknown()).optional(),
+        remote: RemoteExecutorSchema.optional(),
       })
       .refine((e) => (e.local ? 1 : 0) + (e.remote ? 1 : 0) === 1, { message: 'set exactly one of local, remote' }),
-    grpcDescriptorRegistry: z.record(z.string(), z.unknown()).optional(),
+    grpcDescriptorRegistry: GrpcDescriptorRegistrySchema.optional(),
   }),
   statPrefix: z.string().optional(),
   persistedQueryCacheConfig: z.strictObject({ cacheSize: z.number().int().min(0).optional() }).optional(),
@@ -388,7 +424,13 @@ export const GraphQLSchemaSpecSchema = z.strictObject({
   schemaDefinition: z.string().min(1, 'must not be empty'),
   resolutions: z.record(z.string(), ResolutionSchema).optional(),
   enableIntrospection: z.boolean().optional(),
-  options: z.strictObject({ maxDepth: z.number().int().min(0).optional() }).optional(),
+  options: z
+    .strictObject({
+      maxDepth: z.number().int().min(0).optional(),
+      maxAliases: z.number().int().min(0).optional(),
+      maxFields: z.number().int().min(0).optional(),
+    })
+    .optional(),
 });
 export type GraphQLSchemaSpec = z.infer<typeof GraphQLSchemaSpecSchema>;
 

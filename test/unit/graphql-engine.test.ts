@@ -1012,7 +1012,7 @@ describe('config checks', () => {
         'resolution "Query|slow" :path: unterminated or malformed template in "/x/{$parent.id"',
         'resolution "Query|down" rest.upstream.endpoints[0].address: must be a non-empty string',
         'resolution "Query|down" rest.upstream.endpoints[0].port: must be an integer in 1..65535',
-        'resolution "Query|nothing": set exactly one resolver kind: rest, mock',
+        'resolution "Query|nothing": set exactly one resolver kind: rest, grpc, mock',
       ]),
     );
     expect(() => createEngine(cfg, { upstreamPools: pools })).toThrow(

@@ -64,7 +64,7 @@ async function post(
 }
 
 describe('shared config schema', () => {
-  it('accepts rest and mock resolvers and refuses anything else, with the place of each problem', () => {
+  it('accepts rest, grpc and mock resolvers and refuses anything else, with the place of each problem', () => {
     expect(checkGraphQLApiConfigShape(config())).toEqual([]);
     const problems = checkGraphQLApiConfigShape({
       ...config(),
@@ -74,17 +74,17 @@ describe('shared config schema', () => {
         'Query|b': { mock: { syncResponse: 1, errorResponse: 'x' } },
         'Query|c': { mock: { asyncResponse: { response: 1, delayMs: MAX_MOCK_DELAY_MS + 1 } } },
         'Query|d': { mock: { errorResponse: '' } },
-        'Query|e': { grpc: {} },
+        'Query|e': { soap: {} },
       },
     });
     expect(problems).toEqual([
       'maxDepth: must be a non-negative integer',
-      'resolution "Query|a": set exactly one resolver kind: rest, mock',
+      'resolution "Query|a": set exactly one resolver kind: rest, grpc, mock',
       'resolution "Query|b" mock: set exactly one of syncResponse, asyncResponse, errorResponse',
       `resolution "Query|c" mock.asyncResponse.delayMs: must be at most ${MAX_MOCK_DELAY_MS} ms (the proxy waits 10 s for the whole query)`,
       'resolution "Query|d" mock.errorResponse: must be a non-empty string',
-      'resolution "Query|e" grpc: unknown field',
-      'resolution "Query|e": set exactly one resolver kind: rest, mock',
+      'resolution "Query|e" soap: unknown field',
+      'resolution "Query|e": set exactly one resolver kind: rest, grpc, mock',
     ]);
   });
 
@@ -98,7 +98,7 @@ describe('shared config schema', () => {
 
 describe('resolver factory', () => {
   it('has one factory per kind and compiles by the kind that is set', () => {
-    expect(Object.keys(resolverFactories).sort()).toEqual(['mock', 'rest']);
+    expect(Object.keys(resolverFactories).sort()).toEqual(['grpc', 'mock', 'rest']);
     expect(compileResolver('Q|m', { mock: { syncResponse: 1 } }).kind).toBe('mock');
     const rest = compileResolver('Q|r', {
       rest: {

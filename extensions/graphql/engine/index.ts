@@ -29,6 +29,7 @@ import {
   type GraphQLParams,
   type MediaType,
 } from './http.js';
+import { defaultGrpcChannels, type GrpcChannels } from './grpc.js';
 import { Lru } from './lru.js';
 import type { RequestContext, ResolverInstance } from './resolver.js';
 import { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS, maxDepthRule, NoIntrospectionRule, queryLimitsRule } from './rules.js';
@@ -36,6 +37,7 @@ import { prepareApi } from './schema.js';
 import { defaultUpstreamPools, type UpstreamPools } from './upstream.js';
 
 export { UpstreamPools, defaultUpstreamPools } from './upstream.js';
+export { GrpcChannels, defaultGrpcChannels } from './grpc.js';
 export { UpstreamError, type UpstreamErrorCode } from './errors.js';
 export { negotiate, type MediaType } from './http.js';
 export { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS } from './rules.js';
@@ -100,6 +102,8 @@ export interface EngineOptions {
   maxFields?: number;
   /** Pool registry shared across engines; default: a process-wide one. */
   upstreamPools?: UpstreamPools;
+  /** gRPC channel registry shared across engines; default: a process-wide one. */
+  grpcChannels?: GrpcChannels;
   /** Executions of a cached operation on graphql-js before it is compiled with graphql-jit: 0 compiles on
    * first use; default 1 (a one-off query never pays for a compilation); a negative value never compiles. */
   compileAfter?: number;
@@ -152,7 +156,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   const registry = options.upstreamPools ?? defaultUpstreamPools;
   const instances: ResolverInstance[] = [];
   const instanceFor = new Map<string, ResolverInstance>();
-  const env = { upstreamPools: registry, log };
+  const env = { upstreamPools: registry, grpcChannels: options.grpcChannels ?? defaultGrpcChannels, log };
   try {
     for (const b of prepared.bindings) {
       const resolver = prepared.resolvers.get(b.resolution);

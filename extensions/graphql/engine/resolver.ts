@@ -1,10 +1,12 @@
 // The resolver interface: a resolution of a GraphQLApiConfig, compiled once per config by the factory of
-// its kind (resolvers.ts: `rest`, `mock`), then instantiated once per engine into the graphql-js resolver
+// its kind (resolvers.ts: `rest`, `grpc`, `mock`), then instantiated once per engine into the graphql-js resolver
 // of every field bound to it. Adding a kind: CONTRIBUTING.md ("Adding a resolver").
 
 import type { GraphQLFieldResolver } from 'graphql';
+import type protobuf from 'protobufjs';
 import type { ResolverKind } from '../../../common/contract.js';
 import type { Logger } from '../../../common/log.js';
+import type { GrpcChannels } from './grpc.js';
 import type { Placeholder } from './templates.js';
 import type { UpstreamPools } from './upstream.js';
 
@@ -23,6 +25,7 @@ export interface RequestContext {
 /** What an engine lends its resolvers. */
 export interface ResolverEnv {
   upstreamPools: UpstreamPools;
+  grpcChannels: GrpcChannels;
   log: Logger;
 }
 
@@ -44,6 +47,12 @@ export interface CompiledResolver {
   instantiate(env: ResolverEnv): ResolverInstance;
 }
 
+/** What a resolver may read of its API while compiling. */
+export interface ApiCompileContext {
+  /** the API's gRPC descriptors (`grpcDescriptorSet`), decoded once; throws when absent or unusable */
+  descriptors(): protobuf.Root;
+}
+
 /** Compiles the config of one kind; throws an Error whose message names the resolution and the problem.
  * The config has passed the shared schema (common/graphql-config.ts) already. */
-export type ResolverFactory<C> = (name: string, config: C) => CompiledResolver;
+export type ResolverFactory<C> = (name: string, config: C, api: ApiCompileContext) => CompiledResolver;

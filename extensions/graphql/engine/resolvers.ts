@@ -2,20 +2,28 @@
 // common/graphql-config.ts enforces) -> its CompiledResolver.
 
 import { RESOLVER_KINDS, type ResolverConfig, type ResolverKind } from '../../../common/graphql-config.js';
+import { grpcResolver } from './grpc.js';
 import { mockResolver } from './mock.js';
-import type { CompiledResolver, ResolverFactory } from './resolver.js';
+import type { ApiCompileContext, CompiledResolver, ResolverFactory } from './resolver.js';
 import { restResolver } from './rest.js';
 
 export const resolverFactories: { [K in ResolverKind]: ResolverFactory<NonNullable<ResolverConfig[K]>> } = {
   rest: restResolver,
+  grpc: grpcResolver,
   mock: mockResolver,
 };
 
 /** Throws with a message naming the resolution when the config is unusable. */
-export function compileResolver(name: string, config: ResolverConfig): CompiledResolver {
+const NO_API: ApiCompileContext = {
+  descriptors: () => {
+    throw new Error('the API has no gRPC descriptors (grpcDescriptorSet)');
+  },
+};
+
+export function compileResolver(name: string, config: ResolverConfig, api: ApiCompileContext = NO_API): CompiledResolver {
   for (const kind of RESOLVER_KINDS) {
     const c = config[kind];
-    if (c !== undefined) return (resolverFactories[kind] as ResolverFactory<typeof c>)(name, c);
+    if (c !== undefined) return (resolverFactories[kind] as ResolverFactory<typeof c>)(name, c, api);
   }
   throw new Error(`resolution "${name}": set exactly one resolver kind: ${RESOLVER_KINDS.join(', ')}`);
 }

@@ -22,7 +22,8 @@ import {
 } from 'graphql';
 import type { GraphQLApiConfig, ResolverUpstream } from '../../../common/contract.js';
 import { ResolverConfigSchema, checkGraphQLApiConfigShape } from '../../../common/graphql-config.js';
-import type { CompiledResolver } from './resolver.js';
+import { loadDescriptorSet } from '../../../common/grpc-descriptors.js';
+import type { ApiCompileContext, CompiledResolver } from './resolver.js';
 import { compileResolver } from './resolvers.js';
 import type { CompiledRest, CompiledRestResolver } from './rest.js';
 
@@ -62,6 +63,27 @@ function describeGraphQLError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The descriptors are decoded on first use (only gRPC resolvers need them), once per config. */
+function apiCompileContext(config: GraphQLApiConfig): ApiCompileContext {
+  let root: ReturnType<ApiCompileContext['descriptors']> | undefined;
+  let failure: Error | undefined;
+  return {
+    descriptors() {
+      if (root !== undefined) return root;
+      if (failure !== undefined) throw failure;
+      try {
+        const bin = config.grpcDescriptorSet;
+        if (bin === undefined || bin === '') throw new Error('the API has no gRPC descriptors (grpcDescriptorSet)');
+        root = loadDescriptorSet(bin);
+        return root;
+      } catch (err) {
+        failure = err instanceof Error ? err : new Error(String(err));
+        throw failure;
+      }
+    },
+  };
+}
+
 /** Parses, builds and checks everything; never throws. */
 export function prepareApi(config: GraphQLApiConfig): PreparedApi {
   const problems: string[] = [];
@@ -81,11 +103,12 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
 
   // Resolvers first: compile every one, even if unused, so template mistakes are reported. One whose shape
   // is wrong was reported above.
+  const api = apiCompileContext(config);
   for (const [name, r] of Object.entries(resolutions)) {
     const shape = ResolverConfigSchema.safeParse(r);
     if (!shape.success) continue;
     try {
-      const resolver = compileResolver(name, shape.data);
+      const resolver = compileResolver(name, shape.data, api);
       resolvers.set(name, resolver);
       if (resolver.kind === 'rest') {
         compiled.set(name, (resolver as CompiledRestResolver).rest);

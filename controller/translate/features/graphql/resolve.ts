@@ -2,8 +2,9 @@
 // executes. Every problem that would otherwise be a 503 at request time is found here (Gloo #9643,
 // #9595): SDL errors, @resolve names without a resolution, resolutions for missing fields, unknown or
 // rejected upstreams, templates naming arguments the field does not have, mock values that do not fit
-// the field. What is sent is checked against the schema the graphql service applies
-// (common/graphql-config.ts), so a config the service would refuse is a status reason here.
+// the field, gRPC services, methods and message fields the descriptors do not have. What is sent is
+// checked against the schema the graphql service applies (common/graphql-config.ts), so a config the
+// service would refuse is a status reason here.
 import { createHash } from 'node:crypto';
 import {
   GraphQLError,
@@ -17,10 +18,17 @@ import {
   type GraphQLOutputType,
   type GraphQLSchema as Schema,
 } from 'graphql';
+import type protobuf from 'protobufjs';
 import type { GraphQLApiConfig, MockResolverConfig, ResolverConfig } from '../../../../common/contract.js';
-import { MAX_MOCK_DELAY_MS, checkGraphQLApiConfigShape } from '../../../../common/graphql-config.js';
+import {
+  MAX_MOCK_DELAY_MS,
+  checkGraphQLApiConfigShape,
+  type GrpcResolverConfig,
+  type ResolverUpstream,
+} from '../../../../common/graphql-config.js';
+import { checkMessageJson, findGrpcMethod, loadDescriptorSet } from '../../../../common/grpc-descriptors.js';
 import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
-import type { MockResolver, Resolution } from '../../../api/schemas.js';
+import type { GrpcResolver, MockResolver, RemoteExecutor, Resolution, ResourceRef } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem, UpstreamLookup } from '../../feature.js';
 import { nsName } from '../../names.js';
@@ -67,7 +75,12 @@ interface Normalized {
   resolutions: Record<string, Resolution>;
   enableIntrospection: boolean;
   maxDepth: number;
-  remote: boolean;
+  maxAliases: number | undefined;
+  maxFields: number | undefined;
+  remote: RemoteExecutor | undefined;
+  descriptors: { protoDescriptorBin?: string | undefined; protoRefsList?: unknown } | undefined;
+  persistedQueryCacheSize: number | undefined;
+  allowedQueryHashes: string[] | undefined;
 }
 
 function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
@@ -78,7 +91,12 @@ function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
       resolutions: s.resolutions ?? {},
       enableIntrospection: s.enableIntrospection ?? false,
       maxDepth: s.options?.maxDepth ?? 0,
-      remote: false,
+      maxAliases: s.options?.maxAliases,
+      maxFields: s.options?.maxFields,
+      remote: undefined,
+      descriptors: undefined,
+      persistedQueryCacheSize: undefined,
+      allowedQueryHashes: undefined,
     };
   }
   const exe = api.spec.executableSchema;
@@ -88,7 +106,12 @@ function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
     resolutions: local?.resolutions ?? {},
     enableIntrospection: local?.enableIntrospection ?? false,
     maxDepth: local?.options?.maxDepth ?? 0,
-    remote: exe.executor.remote !== undefined,
+    maxAliases: local?.options?.maxAliases,
+    maxFields: local?.options?.maxFields,
+    remote: exe.executor.remote,
+    descriptors: exe.grpcDescriptorRegistry,
+    persistedQueryCacheSize: api.spec.persistedQueryCacheConfig?.cacheSize,
+    allowedQueryHashes: api.spec.allowedQueryHashes,
   };
 }
 
@@ -172,17 +195,160 @@ function translateMock(where: string, mock: MockResolver, bound: Binding[], prob
   return problems.length === before ? config : undefined;
 }
 
+/** The Upstream a resolver or executor calls, as the graphql service needs it (endpoints, TLS PEMs). */
+function resolveUpstream(
+  at: string,
+  ref: ResourceRef,
+  ns: string,
+  upstreams: UpstreamLookup,
+  problems: Problem[],
+): ResolverUpstream | undefined {
+  const upNs = ref.namespace ?? ns;
+  const upKey = nsName(upNs, ref.name);
+  if (upstreams.rejected.has(upKey)) {
+    problems.push({ code: 'UpstreamRejected', message: `${at}.upstreamRef: Upstream ${upNs}.${ref.name} is rejected` });
+    return undefined;
+  }
+  const upstream = upstreams.resolved.get(upKey);
+  if (!upstream) {
+    problems.push({ code: 'UpstreamNotFound', message: `${at}.upstreamRef: Upstream ${upNs}.${ref.name} not found` });
+    return undefined;
+  }
+  const tls = upstream.tls;
+  if (tls && [tls.rootCa, tls.certChain, tls.privateKey].some((d) => d && 'filename' in d)) {
+    problems.push({
+      code: 'NotSupported',
+      message: `${at}.upstreamRef: resolvers need the upstream's TLS material from a Secret, not sslFiles`,
+    });
+    return undefined;
+  }
+  const pem = (d: { inline: string } | { filename: string } | undefined): string | undefined => (d && 'inline' in d ? d.inline : undefined);
+  const resolverTls: NonNullable<ResolverUpstream['tls']> = {};
+  if (tls?.sni) resolverTls.sni = tls.sni;
+  const ca = pem(tls?.rootCa);
+  if (ca) resolverTls.rootCa = ca;
+  const cert = pem(tls?.certChain);
+  const key = pem(tls?.privateKey);
+  if (cert && key) {
+    resolverTls.certChain = cert;
+    resolverTls.privateKey = key;
+  }
+  return {
+    name: `${upNs}.${ref.name}`,
+    endpoints: upstream.endpoints.map((e) => ({ address: e.address, port: e.port })),
+    ...(tls ? { tls: resolverTls } : {}),
+  };
+}
+
+/** Request templates of a resolver: `$body` is not available, `$args.x` must name an argument of every bound field. */
+function checkRequestTemplates(at: string, value: unknown, bound: Binding[], problems: Problem[]): void {
+  for (const t of templatesIn(value)) {
+    const m = /^\{\$(\w+)(?:\.([^}]*))?\}$/.exec(t);
+    const source = m?.[1];
+    if (source === 'body') {
+      problems.push({ code: 'InvalidTemplate', message: `${at}: ${t}: $body is only available in response setters` });
+      continue;
+    }
+    if (source !== 'args') continue;
+    const arg = (m?.[2] ?? '').split(/[.[]/)[0] ?? '';
+    for (const b of bound) {
+      if (!b.field.args.some((a) => a.name === arg)) {
+        const have = b.field.args.map((a) => a.name).join(', ') || 'none';
+        problems.push({
+          code: 'InvalidTemplate',
+          message: `${at}: ${t} names an argument ${b.typeName}.${b.field.name} does not have (arguments: ${have})`,
+        });
+      }
+    }
+  }
+}
+
+const durationMs = (d: string | undefined, fallbackMs: number): number => {
+  if (!d) return fallbackMs;
+  const p = parseDuration(d);
+  return Math.round(p.seconds * 1000 + (p.nanos ?? 0) / 1e6);
+};
+
+/** The API's gRPC descriptors, decoded once per translation; a problem (reported once) when unusable. */
+interface Descriptors {
+  bin: string | undefined;
+  root(problems: Problem[]): protobuf.Root | undefined;
+}
+
+function descriptorsOf(n: Normalized): Descriptors {
+  let decoded: protobuf.Root | null | undefined;
+  const bin = n.descriptors?.protoDescriptorBin;
+  return {
+    bin,
+    root(problems) {
+      if (decoded !== undefined) return decoded ?? undefined;
+      decoded = null;
+      if (n.descriptors?.protoRefsList !== undefined && !bin) {
+        problems.push({
+          code: 'NotSupported',
+          message:
+            'executableSchema.grpcDescriptorRegistry.protoRefsList: not supported yet; use protoDescriptorBin (a base64 FileDescriptorSet)',
+        });
+      } else if (!bin) {
+        problems.push({
+          code: 'InvalidSpec',
+          message:
+            'executableSchema.grpcDescriptorRegistry.protoDescriptorBin: gRPC resolvers need the descriptors of their services ' +
+            '(a base64 FileDescriptorSet)',
+        });
+      } else {
+        try {
+          decoded = loadDescriptorSet(bin);
+        } catch (err) {
+          problems.push({
+            code: 'InvalidSpec',
+            message: `executableSchema.grpcDescriptorRegistry.${err instanceof Error ? err.message : String(err)}`,
+          });
+        }
+      }
+      return decoded ?? undefined;
+    },
+  };
+}
+
+function translateGrpc(
+  at: string,
+  grpc: GrpcResolver,
+  bound: Binding[],
+  ns: string,
+  upstreams: UpstreamLookup,
+  descriptors: Descriptors,
+  problems: Problem[],
+): GrpcResolverConfig | undefined {
+  const before = problems.length;
+  const t = grpc.requestTransform;
+  const root = descriptors.root(problems);
+  if (root) {
+    try {
+      const method = findGrpcMethod(root, t.serviceName, t.methodName);
+      for (const p of checkMessageJson(method.requestType, t.outgoingMessageJson))
+        problems.push({ code: 'InvalidSpec', message: `${at}.requestTransform.outgoingMessageJson.${p}` });
+    } catch (err) {
+      problems.push({ code: 'InvalidSpec', message: `${at}.requestTransform: ${err instanceof Error ? err.message : String(err)}` });
+    }
+  }
+  checkRequestTemplates(`${at}.requestTransform`, [t.outgoingMessageJson, t.requestMetadata], bound, problems);
+  const upstream = resolveUpstream(at, grpc.upstreamRef, ns, upstreams, problems);
+  if (!upstream || problems.length !== before) return undefined;
+  return {
+    upstream,
+    serviceName: t.serviceName,
+    methodName: t.methodName,
+    ...(t.outgoingMessageJson !== undefined ? { outgoingMessageJson: t.outgoingMessageJson } : {}),
+    requestMetadata: t.requestMetadata ?? {},
+    timeoutMs: durationMs(grpc.timeout, 1000),
+  };
+}
+
 export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: UpstreamLookup): Attempt<GraphQLApiConfig> {
   const problems: Problem[] = [];
   const n = normalize(api);
   const ns = api.metadata.namespace;
-  if (n.remote) {
-    problems.push({
-      code: 'NotSupported',
-      message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local',
-    });
-    return { problems };
-  }
   let schema: Schema;
   const declared = withDirectiveDeclarations(n.sdl);
   try {
@@ -194,6 +360,56 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
   if (!schema.getQueryType())
     problems.push({ code: 'InvalidGraphQLSchema', message: 'schemaDefinition: a Query type with at least one field is required' });
 
+  const extras = {
+    ...(n.maxAliases !== undefined ? { maxAliases: n.maxAliases } : {}),
+    ...(n.maxFields !== undefined ? { maxFields: n.maxFields } : {}),
+    ...(n.persistedQueryCacheSize !== undefined ? { persistedQueryCacheSize: n.persistedQueryCacheSize } : {}),
+    ...(n.allowedQueryHashes !== undefined ? { allowedQueryHashes: n.allowedQueryHashes.map((h) => h.toLowerCase()) } : {}),
+  };
+  for (const [i, h] of (n.allowedQueryHashes ?? []).entries()) {
+    if (!/^[0-9a-fA-F]{64}$/.test(h))
+      problems.push({ code: 'InvalidSpec', message: `allowedQueryHashes[${i}]: ${JSON.stringify(h)} is not a hex sha256 (64 hex digits)` });
+  }
+
+  const resolutions: Record<string, ResolverConfig> = {};
+  let descriptorSet: string | undefined;
+  if (n.remote) {
+    problems.push({
+      code: 'NotSupported',
+      message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local',
+    });
+    return { problems };
+  } else {
+    descriptorSet = translateResolutions(n, schema, ns, upstreams, resolutions, problems);
+  }
+  if (problems.length) return { problems };
+
+  const body = {
+    name: `${ns}.${api.metadata.name}`,
+    schemaDefinition: n.sdl,
+    enableIntrospection: n.enableIntrospection,
+    maxDepth: n.maxDepth,
+    resolutions,
+    ...(descriptorSet !== undefined ? { grpcDescriptorSet: descriptorSet } : {}),
+    ...extras,
+  };
+  const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
+  const config: GraphQLApiConfig = { ...body, version };
+  // what the graphql service will check again; a failure here is a translation bug, reported, not served
+  for (const p of checkGraphQLApiConfigShape(JSON.parse(JSON.stringify(config)))) problems.push({ code: 'InvalidSpec', message: p });
+  if (problems.length) return { problems };
+  return { ir: config, problems };
+}
+
+/** The local executor's resolutions into `out`; returns the descriptor set when a gRPC resolver uses it. */
+function translateResolutions(
+  n: Normalized,
+  schema: Schema,
+  ns: string,
+  upstreams: UpstreamLookup,
+  out: Record<string, ResolverConfig>,
+  problems: Problem[],
+): string | undefined {
   const bindings = resolveBindings(schema);
   for (const [name, fields] of bindings) {
     if (!Object.hasOwn(n.resolutions, name)) {
@@ -204,8 +420,8 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
       });
     }
   }
-
-  const resolutions: Record<string, ResolverConfig> = {};
+  const descriptors = descriptorsOf(n);
+  let usesDescriptors = false;
   for (const [name, resolution] of Object.entries(n.resolutions).sort(([a], [b]) => a.localeCompare(b))) {
     const where = `resolutions[${JSON.stringify(name)}]`;
     let bound = bindings.get(name) ?? [];
@@ -219,92 +435,40 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
       }
       if (!bound.length) bound = [{ typeName, field }];
     }
-    if (resolution.grpcResolver) {
-      problems.push({ code: 'NotSupported', message: `${where}.grpcResolver: not supported yet; use restResolver or mockResolver` });
-      continue;
-    }
-    if (resolution.restResolver && resolution.mockResolver) {
-      problems.push({ code: 'InvalidSpec', message: `${where}: set one of restResolver, mockResolver, not both` });
+    const kinds = (['restResolver', 'grpcResolver', 'mockResolver'] as const).filter((k) => resolution[k] !== undefined);
+    if (kinds.length !== 1) {
+      problems.push({
+        code: 'InvalidSpec',
+        message: kinds.length
+          ? `${where}: set one of restResolver, grpcResolver, mockResolver, not ${kinds.join(' and ')}`
+          : `${where}: set restResolver, grpcResolver or mockResolver`,
+      });
       continue;
     }
     if (resolution.mockResolver) {
       const mock = translateMock(where, resolution.mockResolver, bound, problems);
-      if (mock) resolutions[name] = { mock };
+      if (mock) out[name] = { mock };
       continue;
     }
-    const rest = resolution.restResolver;
-    if (!rest) {
-      problems.push({ code: 'InvalidSpec', message: `${where}: set restResolver or mockResolver` });
+    if (resolution.grpcResolver) {
+      usesDescriptors = true;
+      const grpc = translateGrpc(`${where}.grpcResolver`, resolution.grpcResolver, bound, ns, upstreams, descriptors, problems);
+      if (grpc) out[name] = { grpc };
       continue;
     }
-    const upNs = rest.upstreamRef.namespace ?? ns;
-    const upKey = nsName(upNs, rest.upstreamRef.name);
-    if (upstreams.rejected.has(upKey)) {
-      problems.push({
-        code: 'UpstreamRejected',
-        message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} is rejected`,
-      });
-      continue;
-    }
-    const upstream = upstreams.resolved.get(upKey);
-    if (!upstream) {
-      problems.push({
-        code: 'UpstreamNotFound',
-        message: `${where}.restResolver.upstreamRef: Upstream ${upNs}.${rest.upstreamRef.name} not found`,
-      });
-      continue;
-    }
-    for (const t of templatesIn([rest.request?.headers, rest.request?.queryParams, rest.request?.body])) {
-      const m = /^\{\$(\w+)(?:\.([^}]*))?\}$/.exec(t);
-      const source = m?.[1];
-      if (source === 'body') {
-        problems.push({
-          code: 'InvalidTemplate',
-          message: `${where}.restResolver.request: ${t}: $body is only available in response setters`,
-        });
-        continue;
-      }
-      if (source !== 'args') continue;
-      const arg = (m?.[2] ?? '').split(/[.[]/)[0] ?? '';
-      for (const b of bound) {
-        if (!b.field.args.some((a) => a.name === arg)) {
-          const have = b.field.args.map((a) => a.name).join(', ') || 'none';
-          problems.push({
-            code: 'InvalidTemplate',
-            message:
-              `${where}.restResolver.request: ${t} names an argument ${b.typeName}.${b.field.name} does not have (arguments: ` + `${have})`,
-          });
-        }
-      }
-    }
-    const tls = upstream.tls;
-    if (tls && [tls.rootCa, tls.certChain, tls.privateKey].some((d) => d && 'filename' in d)) {
-      problems.push({
-        code: 'NotSupported',
-        message: `${where}.restResolver.upstreamRef: resolvers need the upstream's TLS material from a Secret, not sslFiles`,
-      });
-      continue;
-    }
-    const pem = (d: { inline: string } | { filename: string } | undefined): string | undefined =>
-      d && 'inline' in d ? d.inline : undefined;
-    const resolverTls: NonNullable<ResolverConfig['rest']>['upstream']['tls'] = {};
-    if (tls?.sni) resolverTls.sni = tls.sni;
-    const ca = pem(tls?.rootCa);
-    if (ca) resolverTls.rootCa = ca;
-    const cert = pem(tls?.certChain);
-    const key = pem(tls?.privateKey);
-    if (cert && key) {
-      resolverTls.certChain = cert;
-      resolverTls.privateKey = key;
-    }
-    const timeout = rest.timeout ? parseDuration(rest.timeout) : { seconds: 1 };
-    resolutions[name] = {
+    const rest = resolution.restResolver!;
+    const before = problems.length;
+    checkRequestTemplates(
+      `${where}.restResolver.request`,
+      [rest.request?.headers, rest.request?.queryParams, rest.request?.body],
+      bound,
+      problems,
+    );
+    const upstream = resolveUpstream(`${where}.restResolver`, rest.upstreamRef, ns, upstreams, problems);
+    if (!upstream || problems.length !== before) continue;
+    out[name] = {
       rest: {
-        upstream: {
-          name: `${upNs}.${rest.upstreamRef.name}`,
-          endpoints: upstream.endpoints.map((e) => ({ address: e.address, port: e.port })),
-          ...(tls ? { tls: resolverTls } : {}),
-        },
+        upstream,
         request: {
           headers: rest.request?.headers ?? {},
           queryParams: rest.request?.queryParams ?? {},
@@ -314,23 +478,9 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
           ...(rest.response?.resultRoot !== undefined ? { resultRoot: rest.response.resultRoot } : {}),
           setters: rest.response?.setters ?? {},
         },
-        timeoutMs: Math.round(timeout.seconds * 1000 + (timeout.nanos ?? 0) / 1e6),
+        timeoutMs: durationMs(rest.timeout, 1000),
       },
     };
   }
-  if (problems.length) return { problems };
-
-  const body = {
-    name: `${ns}.${api.metadata.name}`,
-    schemaDefinition: n.sdl,
-    enableIntrospection: n.enableIntrospection,
-    maxDepth: n.maxDepth,
-    resolutions,
-  };
-  const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
-  const config: GraphQLApiConfig = { ...body, version };
-  // what the graphql service will check again; a failure here is a translation bug, reported, not served
-  for (const p of checkGraphQLApiConfigShape(JSON.parse(JSON.stringify(config)))) problems.push({ code: 'InvalidSpec', message: p });
-  if (problems.length) return { problems };
-  return { ir: config, problems };
+  return usesDescriptors ? descriptors.bin : undefined;
 }
