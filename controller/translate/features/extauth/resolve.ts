@@ -100,7 +100,15 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
     for (const kind of others) {
       problems.push({
         code: 'NotSupported',
-        message: `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
+        message:
+          kind === 'jwt'
+            ? // Gloo's `jwt: {}` carries no keys: it passes requests whose JWT Envoy's jwt_authn filter (Gloo's
+              // VirtualHost options.jwt) already verified. Legate renders no such filter, so the step would
+              // allow everything; the same check with keys is oauth2.accessTokenValidation.jwt.
+              `${where}.jwt: Gloo's jwt step only trusts Envoy's JWT filter (options.jwt), which Legate does not ` +
+              'configure, so it would allow every request; verify the token with oauth2.accessTokenValidation.jwt ' +
+              '{remoteJwks | localJwks, issuer, audiences} instead'
+            : `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
       });
     }
     if (step.apiKeyAuth) {
