@@ -177,13 +177,19 @@ export async function envoyExtProcCounters(adminPort: number): Promise<Record<st
   return out;
 }
 
-function legateScenario(q: QueryName, aim: number): LoadScenario {
+function legateScenario(q: QueryName, aims: Record<string, number>): LoadScenario {
   return {
     kind: 'load',
     name: `graphql-legate-${q}`,
     description: `POST /graphql ${QUERIES[q]} through Legate (Envoy ext_proc -> the graphql extension -> the products backend)`,
-    compareTo: [`graphql-peer-${q}`, `graphql-yoga-${q}`, 'graphql-rest-direct'],
-    aims: { [`graphql-peer-${q}`]: aim },
+    compareTo: [
+      `graphql-peer-${q}`,
+      `graphql-yoga-${q}`,
+      `graphql-apollo-${q}`,
+      ...(q === 'nested' ? ['graphql-dataloader-nested'] : []),
+      'graphql-rest-direct',
+    ],
+    aims,
     async setup(ctx) {
       const b = await backend(ctx);
       try {
@@ -218,33 +224,54 @@ interface Peer {
   unavailable?: (ctx: BenchContext) => string | undefined;
 }
 
-const PEERS: Record<'peer' | 'yoga', Peer> = {
-  peer: { script: 'graphql/peer.mjs', label: 'graphql-peer' },
+type PeerKind = 'peer' | 'yoga' | 'apollo' | 'dataloader';
+
+/** undefined when `pkg` resolves from the project, else why the scenario is skipped */
+const needs =
+  (pkg: string) =>
+  (ctx: BenchContext): string | undefined => {
+    try {
+      createRequire(path.join(ctx.root, 'package.json')).resolve(pkg);
+      return undefined;
+    } catch {
+      return `${pkg} is not installed (npm ci installs the dev dependencies)`;
+    }
+  };
+
+const PEERS: Record<PeerKind, Peer & { description: string }> = {
+  peer: {
+    script: 'graphql/peer.mjs',
+    label: 'graphql-peer',
+    description: 'a minimal graphql-js server (node:http + graphql 16, naive resolvers without dedup, document cache), one Node process',
+  },
   yoga: {
     script: 'graphql/yoga.mjs',
     label: 'yoga',
-    unavailable: (ctx) => {
-      try {
-        createRequire(path.join(ctx.root, 'package.json')).resolve('graphql-yoga');
-        return undefined;
-      } catch {
-        return 'graphql-yoga is not installed (npm i -D graphql-yoga)';
-      }
-    },
+    unavailable: needs('graphql-yoga'),
+    description: 'GraphQL Yoga 5 (defaults, same naive resolvers), one Node process',
+  },
+  apollo: {
+    script: 'graphql/apollo.mjs',
+    label: 'apollo',
+    unavailable: needs('@apollo/server'),
+    description: 'Apollo Server 5 (standalone server, defaults, landing page off, same naive resolvers), one Node process',
+  },
+  dataloader: {
+    script: 'graphql/dataloader.mjs',
+    label: 'graphql-dataloader',
+    unavailable: needs('dataloader'),
+    description:
+      "the minimal graphql-js server with a per-request DataLoader for /details/{id} (1 + 5 backend calls for nested, as Legate's dedup), one Node process",
   },
 };
 
-function peerScenario(kind: 'peer' | 'yoga', q: QueryName): LoadScenario {
+function peerScenario(kind: PeerKind, q: QueryName): LoadScenario {
   const peer = PEERS[kind];
   return {
     kind: 'load',
     name: `graphql-${kind}-${q}`,
-    description:
-      kind === 'peer'
-        ? `POST /graphql ${QUERIES[q]} to a minimal graphql-js server (node:http + graphql 16, naive resolvers without dedup, document ` +
-          `cache), one Node process`
-        : `POST /graphql ${QUERIES[q]} to GraphQL Yoga 5 (defaults, same naive resolvers), one Node process`,
-    ...(kind === 'yoga' ? { compareTo: [`graphql-peer-${q}`] } : {}),
+    description: `POST /graphql ${QUERIES[q]} to ${peer.description}`,
+    ...(kind !== 'peer' ? { compareTo: [`graphql-peer-${q}`] } : {}),
     async setup(ctx) {
       const why = peer.unavailable?.(ctx);
       if (why) throw new ScenarioSkipped(why);
@@ -254,7 +281,7 @@ function peerScenario(kind: 'peer' | 'yoga', q: QueryName): LoadScenario {
           startNodeServer<{ port: number }>(ctx, peer.label, peer.script, { UPSTREAM_PORT: String(b.value.server.info.port) }).catch(
             (err: unknown) => {
               // a peer that cannot start on this Node is skipped, not a failure of the run
-              throw kind === 'yoga' ? new ScenarioSkipped(`GraphQL Yoga did not start: ${String(err).slice(0, 500)}`) : err;
+              throw kind !== 'peer' ? new ScenarioSkipped(`${peer.label} did not start: ${String(err).slice(0, 500)}`) : err;
             },
           ),
         );
@@ -276,9 +303,14 @@ function peerScenario(kind: 'peer' | 'yoga', q: QueryName): LoadScenario {
   };
 }
 
-export const graphqlLegateFlat = legateScenario('flat', 0.6);
-export const graphqlLegateNested = legateScenario('nested', 1.0);
+// issue 12's aims: flat >= 0.6x the minimal server and >= 1.0x Apollo; nested >= 1.2x the DataLoader
+// server (the same backend calls) and >= 2.5x Apollo
+export const graphqlLegateFlat = legateScenario('flat', { 'graphql-peer-flat': 0.6, 'graphql-apollo-flat': 1.0 });
+export const graphqlLegateNested = legateScenario('nested', { 'graphql-dataloader-nested': 1.2, 'graphql-apollo-nested': 2.5 });
 export const graphqlPeerFlat = peerScenario('peer', 'flat');
 export const graphqlPeerNested = peerScenario('peer', 'nested');
 export const graphqlYogaFlat = peerScenario('yoga', 'flat');
 export const graphqlYogaNested = peerScenario('yoga', 'nested');
+export const graphqlApolloFlat = peerScenario('apollo', 'flat');
+export const graphqlApolloNested = peerScenario('apollo', 'nested');
+export const graphqlDataloaderNested = peerScenario('dataloader', 'nested');

@@ -8,6 +8,9 @@ import { configScale } from './config-scale.js';
 import { kubeScale } from './kube-scale.js';
 import { direct } from './direct.js';
 import {
+  graphqlApolloFlat,
+  graphqlApolloNested,
+  graphqlDataloaderNested,
   graphqlLegateFlat,
   graphqlLegateNested,
   graphqlPeerFlat,
@@ -38,9 +41,12 @@ export const SCENARIOS: readonly Scenario[] = [
   graphqlLegateFlat,
   graphqlPeerFlat,
   graphqlYogaFlat,
+  graphqlApolloFlat,
   graphqlLegateNested,
   graphqlPeerNested,
   graphqlYogaNested,
+  graphqlApolloNested,
+  graphqlDataloaderNested,
   authUnprotected,
   authCached,
   authCachedNoEdge,
