@@ -29,15 +29,16 @@ import {
   type GraphQLParams,
   type MediaType,
 } from './http.js';
-import { defaultGrpcChannels, type GrpcChannels } from './grpc.js';
+import { defaultGrpcChannels, type GrpcChannels } from './grpc-channels.js';
 import { Lru } from './lru.js';
+import { createRemoteExecutor, type RemoteExecutor } from './remote.js';
 import type { RequestContext, ResolverInstance } from './resolver.js';
 import { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS, maxDepthRule, NoIntrospectionRule, queryLimitsRule } from './rules.js';
 import { prepareApi } from './schema.js';
 import { defaultUpstreamPools, type UpstreamPools } from './upstream.js';
 
 export { UpstreamPools, defaultUpstreamPools } from './upstream.js';
-export { GrpcChannels, defaultGrpcChannels } from './grpc.js';
+export { GrpcChannels, defaultGrpcChannels } from './grpc-channels.js';
 export { UpstreamError, type UpstreamErrorCode } from './errors.js';
 export { negotiate, type MediaType } from './http.js';
 export { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS } from './rules.js';
@@ -156,6 +157,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   const registry = options.upstreamPools ?? defaultUpstreamPools;
   const instances: ResolverInstance[] = [];
   const instanceFor = new Map<string, ResolverInstance>();
+  let remote: RemoteExecutor | undefined;
   const env = { upstreamPools: registry, grpcChannels: options.grpcChannels ?? defaultGrpcChannels, log };
   try {
     for (const b of prepared.bindings) {
@@ -169,6 +171,10 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
       }
       b.field.resolve = instance.resolve as typeof b.field.resolve;
     }
+    if (config.remote !== undefined) {
+      remote = createRemoteExecutor(config.remote, registry);
+      instances.push({ resolve: () => undefined, release: remote.release });
+    }
   } catch (err) {
     for (const i of instances) i.release();
     throw new Error(`${label} is unusable: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -177,7 +183,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   if (config.enableIntrospection !== true) rules.push(NoIntrospectionRule);
   if (typeof config.maxDepth === 'number' && config.maxDepth > 0) rules.push(maxDepthRule(config.maxDepth));
 
-  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, options);
+  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, options, remote);
 }
 
 class GraphQLEngine implements Engine {
@@ -208,6 +214,8 @@ class GraphQLEngine implements Engine {
     private readonly resolvers: readonly ResolverInstance[],
     private readonly log: Logger,
     options: EngineOptions,
+    /** set: requests are forwarded to a GraphQL server instead of executed here */
+    private readonly remote?: RemoteExecutor,
   ) {
     const size = options.documentCacheSize ?? DEFAULT_DOCUMENT_CACHE_SIZE;
     const entries = Number.isFinite(size) && size > 0 ? Math.floor(size) : 0;
@@ -298,6 +306,8 @@ class GraphQLEngine implements Engine {
     const params = method === 'GET' ? paramsFromGet(req.path) : paramsFromPost(req.headers['content-type'], req.body, this.maxBodyBytes);
     if (isRejection(params)) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
 
+    if (this.remote !== undefined) return this.forward(this.remote, method, params, req, media);
+
     const doc = this.getDocument(params.query);
     if (doc.errors !== undefined) return requestErrors(media, doc.errors);
     const document = doc.document;
@@ -320,6 +330,30 @@ class GraphQLEngine implements Engine {
       }
     }
     return this.execute(document, plan, params, req, media);
+  }
+
+  /** Remote execution: the request goes to the GraphQL server, which validates it against its own schema. A GET
+   * is parsed here so a mutation cannot reach the server through a GET (it is forwarded as a POST). */
+  private async forward(
+    remote: RemoteExecutor,
+    method: string,
+    params: GraphQLParams,
+    req: GraphQLHttpRequest,
+    media: MediaType,
+  ): Promise<GraphQLHttpResponse> {
+    if (method === 'GET') {
+      let operation: OperationDefinitionNode | null | undefined;
+      try {
+        operation = getOperationAST(parse(params.query, { maxTokens: MAX_TOKENS }), params.operationName);
+      } catch (err) {
+        return requestErrors(media, [err instanceof GraphQLError ? err : new GraphQLError(String(err))]);
+      }
+      if (operation?.operation === 'mutation') {
+        return reply(405, media, { errors: [{ message: 'Mutations are not allowed over GET: use POST.' }] }, { allow: 'POST' });
+      }
+    }
+    this.counters.upstreamCalls++;
+    return remote.forward(params, req.headers);
   }
 
   /** The plan's compiled query, compiling it once the operation has been used often enough; null: use graphql-js. */

@@ -6,7 +6,7 @@ import type { GraphQLFieldResolver } from 'graphql';
 import type protobuf from 'protobufjs';
 import type { ResolverKind } from '../../../common/contract.js';
 import type { Logger } from '../../../common/log.js';
-import type { GrpcChannels } from './grpc.js';
+import type { GrpcChannels } from './grpc-channels.js';
 import type { Placeholder } from './templates.js';
 import type { UpstreamPools } from './upstream.js';
 

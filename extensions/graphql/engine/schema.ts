@@ -23,6 +23,7 @@ import {
 import type { GraphQLApiConfig, ResolverUpstream } from '../../../common/contract.js';
 import { ResolverConfigSchema, checkGraphQLApiConfigShape } from '../../../common/graphql-config.js';
 import { loadDescriptorSet } from '../../../common/grpc-descriptors.js';
+import { compileRemote } from './remote.js';
 import type { ApiCompileContext, CompiledResolver } from './resolver.js';
 import { compileResolver } from './resolvers.js';
 import type { CompiledRest, CompiledRestResolver } from './rest.js';
@@ -104,6 +105,13 @@ export function prepareApi(config: GraphQLApiConfig): PreparedApi {
   // Resolvers first: compile every one, even if unused, so template mistakes are reported. One whose shape
   // is wrong was reported above.
   const api = apiCompileContext(config);
+  if (isRecord(config.remote)) {
+    try {
+      compileRemote(config.remote);
+    } catch (err) {
+      problems.push(err instanceof Error ? err.message : String(err));
+    }
+  }
   for (const [name, r] of Object.entries(resolutions)) {
     const shape = ResolverConfigSchema.safeParse(r);
     if (!shape.success) continue;

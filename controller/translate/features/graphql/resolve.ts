@@ -24,6 +24,7 @@ import {
   MAX_MOCK_DELAY_MS,
   checkGraphQLApiConfigShape,
   type GrpcResolverConfig,
+  type RemoteExecutorConfig,
   type ResolverUpstream,
 } from '../../../../common/graphql-config.js';
 import { checkMessageJson, findGrpcMethod, loadDescriptorSet } from '../../../../common/grpc-descriptors.js';
@@ -345,6 +346,34 @@ function translateGrpc(
   };
 }
 
+function translateRemote(
+  remote: RemoteExecutor,
+  ns: string,
+  upstreams: UpstreamLookup,
+  problems: Problem[],
+): RemoteExecutorConfig | undefined {
+  const at = 'executableSchema.executor.remote';
+  const before = problems.length;
+  for (const t of templatesIn([remote.headers, remote.queryParams])) {
+    if (!/^\{\$headers\.[^}]+\}$/.test(t))
+      problems.push({ code: 'InvalidTemplate', message: `${at}: ${t}: only {$headers.<name>} is available to a remote executor` });
+  }
+  for (const name of Object.keys(remote.headers ?? {})) {
+    if (name.startsWith(':') && name !== ':path')
+      problems.push({
+        code: 'InvalidSpec',
+        message: `${at}.headers: ${name}: only the :path pseudo-header can be set (the method is POST)`,
+      });
+  }
+  const path = remote.headers?.[':path'];
+  if (path !== undefined && !path.startsWith('/'))
+    problems.push({ code: 'InvalidSpec', message: `${at}.headers: :path must start with "/", got ${JSON.stringify(path)}` });
+  const upstream = resolveUpstream(at, remote.upstreamRef, ns, upstreams, problems);
+  if (!upstream || problems.length !== before) return undefined;
+  // Gloo has no timeout here; below the 10 s the proxy waits for the graphql service, so the client gets a GraphQL error
+  return { upstream, headers: remote.headers ?? {}, queryParams: remote.queryParams ?? {}, timeoutMs: 9_000 };
+}
+
 export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: UpstreamLookup): Attempt<GraphQLApiConfig> {
   const problems: Problem[] = [];
   const n = normalize(api);
@@ -373,12 +402,9 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
 
   const resolutions: Record<string, ResolverConfig> = {};
   let descriptorSet: string | undefined;
+  let remote: RemoteExecutorConfig | undefined;
   if (n.remote) {
-    problems.push({
-      code: 'NotSupported',
-      message: 'executableSchema.executor.remote: remote execution is not supported yet; use executor.local',
-    });
-    return { problems };
+    remote = translateRemote(n.remote, ns, upstreams, problems);
   } else {
     descriptorSet = translateResolutions(n, schema, ns, upstreams, resolutions, problems);
   }
@@ -391,6 +417,7 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
     maxDepth: n.maxDepth,
     resolutions,
     ...(descriptorSet !== undefined ? { grpcDescriptorSet: descriptorSet } : {}),
+    ...(remote !== undefined ? { remote } : {}),
     ...extras,
   };
   const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
