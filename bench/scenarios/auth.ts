@@ -1,9 +1,17 @@
-// Access-token auth (issue 4). One `legate run` with three routes to the shared upstream: /open (no
-// auth), /cached (AuthConfig with introspection, default cacheTimeout) and /fresh (cacheTimeout 0s: every
-// request introspects), and the example OAuth2 provider (oidc-provider) in its own process
-// (bench/auth/provider.mjs, which counts the introspections it answers). Plus the provider's own
-// introspection throughput, straight at it.
-import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
+// Access-token auth (issues 4 and 14). One `legate run` with routes to the shared upstream: /open (no
+// auth), /cached (AuthConfig with introspection, default cacheTimeout), /fresh (cacheTimeout 0s: every
+// request introspects), /jwt (a JWT AuthConfig, local JWK set, default cacheTimeout) and /jwt-verify
+// (the same with cacheTimeout 0s: extauth verifies the signature on every check), and the example
+// OAuth2 provider (oidc-provider) in its own process (bench/auth/provider.mjs, which counts the
+// introspections it answers). JWTs are ES256 tokens signed here, with the key the AuthConfigs carry.
+// Plus the provider's own introspection throughput, straight at it, and auth-new-token-workers: what a
+// new token costs on a 2-worker Envoy with bearer-check's edge cache per worker or shared.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { envoyConcurrency, envoyPath, envoyStats, legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { getJson, send, waitFor } from '../lib/net.js';
 import {
   clientSecretYaml,
@@ -14,7 +22,16 @@ import {
   wasmChecksSettingsYaml,
 } from '../lib/resources.js';
 import { acquire, startNodeServer, type NodeServer } from '../lib/servers.js';
-import type { BenchContext, LoadRequest, LoadScenario, LoadTarget, MeasuredProcess, Upstream } from '../lib/types.js';
+import type {
+  BenchContext,
+  Figure,
+  FiguresScenario,
+  LoadRequest,
+  LoadScenario,
+  LoadTarget,
+  MeasuredProcess,
+  Upstream,
+} from '../lib/types.js';
 
 const DEMO_CLIENT = { id: 'legate-demo', secret: 'legate-demo-secret' };
 export const INTROSPECTOR = { id: 'legate-extauth', secret: 'legate-extauth-secret' };
@@ -66,6 +83,70 @@ export function provider(ctx: BenchContext): Promise<{ value: Provider; release(
   });
 }
 
+// ---- JWT access tokens, signed here
+
+const JWT_ISSUER = 'https://bench.legate.test';
+const JWT_AUDIENCE = 'bench-api';
+
+interface JwtSigner {
+  /** the public JWK set (JSON) the AuthConfigs carry as localJwks */
+  jwks: string;
+  /** a new token (its own jti) valid for two hours, scope SCOPE */
+  sign(): Promise<string>;
+}
+
+let signer: Promise<JwtSigner> | undefined;
+
+/** One ES256 key per bench run. */
+function jwtSigner(): Promise<JwtSigner> {
+  signer ??= (async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-1', alg: 'ES256', use: 'sig' };
+    return {
+      jwks: JSON.stringify({ keys: [jwk] }),
+      sign: () =>
+        new SignJWT({ scope: SCOPE })
+          .setProtectedHeader({ alg: 'ES256', kid: 'bench-1', typ: 'at+jwt' })
+          .setIssuer(JWT_ISSUER)
+          .setAudience(JWT_AUDIENCE)
+          .setSubject('bench')
+          .setJti(crypto.randomUUID())
+          .setIssuedAt()
+          .setExpirationTime('2h')
+          .sign(privateKey),
+    };
+  })();
+  return signer;
+}
+
+let benchJwt: Promise<string> | undefined;
+/** The one JWT the load scenarios reuse. */
+const oneJwt = (): Promise<string> => (benchJwt ??= jwtSigner().then((j) => j.sign()));
+
+function jwtAuthConfigYaml(name: string, jwks: string, cacheTimeout?: string): string {
+  return `apiVersion: enterprise.legate.dev/v1
+kind: AuthConfig
+metadata: { name: ${name}, namespace: legate-system }
+spec:
+  configs:
+    - oauth2:
+        accessTokenValidation:
+          jwt:
+            localJwks: { inlineString: ${JSON.stringify(jwks)} }
+            issuer: ${JWT_ISSUER}
+            audiences: [${JWT_AUDIENCE}]
+          requiredScopes: { scope: [${SCOPE}] }${cacheTimeout !== undefined ? `\n          cacheTimeout: ${cacheTimeout}` : ''}
+`;
+}
+
+const EXT_AUTHZ_CALLS = 'cluster.legate-extauth.upstream_rq_total';
+
+/** What the server side did per request: introspections at the provider, ext_authz checks Envoy made. */
+const counters = (p: Provider, gw: Legate) => async (): Promise<Record<string, number>> => ({
+  'provider introspections': (await getJson<{ introspections: number }>(p.server.info.statsPort, '/')).introspections,
+  'ext_authz checks': (await envoyStats(gw.ports.admin, [EXT_AUTHZ_CALLS]))[EXT_AUTHZ_CALLS]!,
+});
+
 const introspections = (p: Provider) => async (): Promise<Record<string, number>> => ({
   'provider introspections': (await getJson<{ introspections: number }>(p.server.info.statsPort, '/')).introspections,
 });
@@ -79,23 +160,34 @@ interface AuthGateway {
 }
 
 /**
- * One `legate run` with the three routes (shared by auth-unprotected, auth-cached, auth-uncached), as
- * shipped (bearer-check's edge cache on); `edge: false` is the same with Settings
- * wasmChecks.bearerCheck.cacheEntries 0, so every request goes through ext_authz (auth-cached-no-edge).
+ * One `legate run` with the five routes (shared by auth-unprotected, auth-cached, auth-uncached,
+ * auth-jwt, auth-jwt-verify), as shipped (bearer-check's edge cache on); `edge: false` is the same with
+ * Settings wasmChecks.bearerCheck.cacheEntries 0, so every request goes through ext_authz
+ * (auth-cached-no-edge, auth-jwt-no-edge).
  */
 function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: AuthGateway; release(): Promise<void> }> {
   return acquire(ctx, edge ? 'auth-legate' : 'auth-legate-no-edge', async () => {
     const up = await ctx.upstream();
     const url = `http://127.0.0.1:${p.server.info.port}/token/introspection`;
     const common = { url, clientId: INTROSPECTOR.id, secretName: 'bench-introspector', scopes: [SCOPE] };
+    const jwt = await jwtSigner();
     const files = {
       'upstream.yaml': upstreamYaml(up.port),
       'auth.yaml': [
         clientSecretYaml('bench-introspector', INTROSPECTOR.secret),
         introspectionAuthConfigYaml({ ...common, name: 'bench-cached' }),
         introspectionAuthConfigYaml({ ...common, name: 'bench-nocache', cacheTimeout: '0s' }),
+        jwtAuthConfigYaml('bench-jwt', jwt.jwks),
+        jwtAuthConfigYaml('bench-jwt-verify', jwt.jwks, '0s'),
       ].join('---\n'),
-      'vs.yaml': vsWithRoutesYaml('auth', [routeYaml('/open'), routeYaml('/cached', 'bench-cached'), routeYaml('/fresh', 'bench-nocache')]),
+      'vs.yaml': vsWithRoutesYaml('auth', [
+        routeYaml('/open'),
+        routeYaml('/cached', 'bench-cached'),
+        routeYaml('/fresh', 'bench-nocache'),
+        // before /jwt, which is its prefix
+        routeYaml('/jwt-verify', 'bench-jwt-verify'),
+        routeYaml('/jwt', 'bench-jwt'),
+      ]),
       ...(edge ? {} : { 'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: true, graphqlCheck: true, cacheEntries: 0 }) }),
     };
     const gw = await startLegate(ctx, edge ? 'auth' : 'auth-no-edge', files, ctx.settings.serverCpus);
@@ -103,11 +195,13 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
       const dead = (): string | undefined => (gw.proc.alive() ? undefined : `legate run exited:\n${gw.proc.output().slice(-4000)}`);
       await untilServed(gw.ports.http, '/open/bench', undefined, up.body, 30_000, 100, dead);
       // the extauth service has its configs once a good token passes; without one it must deny
-      for (const route of ['/cached/bench', '/fresh/bench']) {
+      const jwtToken = await oneJwt();
+      for (const route of ['/cached/bench', '/fresh/bench', '/jwt/bench', '/jwt-verify/bench']) {
+        const t = route.startsWith('/jwt') ? jwtToken : p.token;
         await waitFor(
           `${route} to let a valid token through`,
           async () => {
-            const r = await send(gw.ports.http, { path: route, headers: { authorization: `Bearer ${p.token}` } });
+            const r = await send(gw.ports.http, { path: route, headers: { authorization: `Bearer ${t}` } });
             return r.status === 200 && r.text === up.body ? true : undefined;
           },
           { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
@@ -129,7 +223,7 @@ function authScenario(o: {
   route: string;
   compareTo: string[];
   aims?: Record<string, number>;
-  request: (p: Provider) => LoadRequest;
+  request: (p: Provider, jwt: string) => LoadRequest;
   notes: string[];
   /** bearer-check's edge cache (default on, as shipped) */
   edge?: boolean;
@@ -147,13 +241,13 @@ function authScenario(o: {
         return {
           port: g.value.gw.ports.http,
           path: `${o.route}/bench`,
-          request: o.request(p.value),
+          request: o.request(p.value, await oneJwt()),
           processes: [
             ...legateProcesses(g.value.gw),
             { label: 'upstream', role: 'upstream', pid: g.value.up.pid },
             providerProcess(p.value),
           ],
-          counters: introspections(p.value),
+          counters: counters(p.value, g.value.gw),
           notes: o.notes,
           stop: async () => {
             await g.release();
@@ -169,6 +263,7 @@ function authScenario(o: {
 }
 
 const oneToken = (p: Provider): LoadRequest => ({ headers: { authorization: `Bearer ${p.token}` } });
+const oneJwtRequest = (_p: Provider, jwt: string): LoadRequest => ({ headers: { authorization: `Bearer ${jwt}` } });
 
 export const authUnprotected = authScenario({
   name: 'auth-unprotected',
@@ -215,6 +310,212 @@ export const authUncached = authScenario({
   request: (p) => ({ variants: p.pool.map((t) => ({ headers: { authorization: `Bearer ${t}` } })) }),
   notes: [],
 });
+
+export const authJwt = authScenario({
+  name: 'auth-jwt',
+  description:
+    'GET on a route protected by a JWT AuthConfig (local JWK set, ES256, default cacheTimeout), one valid JWT reused, as shipped: ' +
+    'extauth verifies it once and grants the edge cache until min(exp, cacheTimeout), so bearer-check skips ext_authz afterwards',
+  route: '/jwt',
+  compareTo: ['auth-unprotected', 'auth-jwt-no-edge'],
+  aims: { 'auth-unprotected': 0.8 },
+  request: oneJwtRequest,
+  notes: [],
+});
+
+export const authJwtNoEdge = authScenario({
+  name: 'auth-jwt-no-edge',
+  description:
+    'auth-jwt with the edge cache off (Settings bearerCheck.cacheEntries: 0): every request is an ext_authz gRPC Check, answered ' +
+    "from extauth's cache of verified JWTs (no signature verification after the first)",
+  route: '/jwt',
+  compareTo: ['auth-unprotected', 'auth-cached-no-edge'],
+  aims: { 'auth-unprotected': 0.4 },
+  request: oneJwtRequest,
+  notes: [],
+  edge: false,
+});
+
+export const authJwtVerify = authScenario({
+  name: 'auth-jwt-verify',
+  description:
+    'GET on a JWT route with cacheTimeout 0s (edge cache off for it, extauth verification cache off): every request is an ' +
+    'ext_authz Check in which extauth verifies the ES256 signature with jose',
+  route: '/jwt-verify',
+  compareTo: ['auth-unprotected', 'auth-jwt-no-edge'],
+  request: oneJwtRequest,
+  notes: [],
+});
+
+// ---- a new token on a 2-worker Envoy
+
+/** New tokens measured per mode, and the connections each one is sent over. */
+const NEW_TOKENS = 20;
+const NEW_TOKEN_CONNECTIONS = 8;
+const WORKERS = 2;
+
+/** One GET on a connection of its own (no keep-alive), so the kernel picks the Envoy worker; status and ms. */
+function freshConnection(port: number, pathAndQuery: string, token: string): Promise<{ status: number; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      { host: '127.0.0.1', port, path: pathAndQuery, headers: { authorization: `Bearer ${token}` }, agent: false, timeout: 10_000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0 }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET ${pathAndQuery} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+async function connectionsByWorker(gw: Legate): Promise<number[]> {
+  const r = await send(gw.ports.admin, {
+    path: `/stats?filter=${encodeURIComponent(`_${gw.ports.http}\\.worker_\\d+\\.downstream_cx_total$`)}`,
+  });
+  const out = Array.from({ length: WORKERS }, () => 0);
+  for (const m of r.text.matchAll(/worker_(\d+)\.downstream_cx_total: (\d+)/g)) out[Number(m[1])] = (out[Number(m[1])] ?? 0) + Number(m[2]);
+  return out;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : 0;
+};
+
+/**
+ * `legate run` whose Envoy has two workers: `legate run` takes the Envoy binary from LEGATE_ENVOY, so it
+ * is pointed (for this start only) at a wrapper that adds --concurrency 2.
+ */
+async function startTwoWorkerLegate(ctx: BenchContext, name: string, files: Record<string, string>): Promise<Legate> {
+  const wrapper = path.join(ctx.workDir, 'envoy-2-workers');
+  if (!fs.existsSync(wrapper)) {
+    fs.writeFileSync(wrapper, `#!/bin/sh\nexec '${envoyPath(ctx.root)}' "$@" --concurrency ${WORKERS}\n`, { mode: 0o755 });
+  }
+  const before = process.env['LEGATE_ENVOY'];
+  process.env['LEGATE_ENVOY'] = wrapper;
+  try {
+    return await startLegate(ctx, name, files, ctx.settings.serverCpus);
+  } finally {
+    if (before === undefined) delete process.env['LEGATE_ENVOY'];
+    else process.env['LEGATE_ENVOY'] = before;
+  }
+}
+
+interface NewTokenRun {
+  /** ext_authz checks per token: one request, then the other connections at once */
+  afterFirst: number;
+  /** ext_authz checks per token: every connection at once */
+  allAtOnce: number;
+  firstMs: number;
+  restMs: number;
+  connections: number[];
+}
+
+async function newTokenRun(ctx: BenchContext, shared: boolean): Promise<NewTokenRun> {
+  const up = await ctx.upstream();
+  const jwt = await jwtSigner();
+  const files: Record<string, string> = {
+    'upstream.yaml': upstreamYaml(up.port),
+    'auth.yaml': jwtAuthConfigYaml('bench-jwt', jwt.jwks),
+    'vs.yaml': vsWithRoutesYaml('auth', [routeYaml('/open'), routeYaml('/jwt', 'bench-jwt')]),
+    ...(shared
+      ? {}
+      : {
+          'settings.yaml': `apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec:
+  wasmChecks:
+    bearerCheck: { sharedCache: false }
+`,
+        }),
+  };
+  const gw = await startTwoWorkerLegate(ctx, shared ? 'new-token-shared' : 'new-token-per-worker', files);
+  try {
+    const dead = (): string | undefined => (gw.proc.alive() ? undefined : `legate run exited:\n${gw.proc.output().slice(-4000)}`);
+    await untilServed(gw.ports.http, '/open/bench', undefined, up.body, 30_000, 100, dead);
+    const ready = await jwt.sign();
+    await waitFor(
+      '/jwt/bench to let a valid JWT through',
+      async () =>
+        (await send(gw.ports.http, { path: '/jwt/bench', headers: { authorization: `Bearer ${ready}` } })).status === 200
+          ? true
+          : undefined,
+      { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
+    );
+    const workers = await envoyConcurrency(gw.ports.admin);
+    if (workers !== WORKERS) throw new Error(`Envoy runs ${workers} workers, expected ${WORKERS}`);
+    const checks = async (): Promise<number> => (await envoyStats(gw.ports.admin, [EXT_AUTHZ_CALLS]))[EXT_AUTHZ_CALLS]!;
+    const cx0 = await connectionsByWorker(gw);
+    const fan = async (token: string, n: number): Promise<number[]> => {
+      const replies = await Promise.all(Array.from({ length: n }, () => freshConnection(gw.ports.http, '/jwt/bench', token)));
+      const bad = replies.find((r) => r.status !== 200);
+      if (bad) throw new Error(`a new token's request answered ${bad.status}`);
+      return replies.map((r) => r.ms);
+    };
+    const firstMs: number[] = [];
+    const restMs: number[] = [];
+    let c0 = await checks();
+    for (let k = 0; k < NEW_TOKENS; k++) {
+      const t = await jwt.sign();
+      firstMs.push(...(await fan(t, 1)));
+      restMs.push(...(await fan(t, NEW_TOKEN_CONNECTIONS - 1)));
+    }
+    const afterFirst = ((await checks()) - c0) / NEW_TOKENS;
+    c0 = await checks();
+    for (let k = 0; k < NEW_TOKENS; k++) await fan(await jwt.sign(), NEW_TOKEN_CONNECTIONS);
+    const allAtOnce = ((await checks()) - c0) / NEW_TOKENS;
+    const cx1 = await connectionsByWorker(gw);
+    return { afterFirst, allAtOnce, firstMs: median(firstMs), restMs: median(restMs), connections: cx1.map((c, i) => c - cx0[i]!) };
+  } finally {
+    await gw.stop();
+  }
+}
+
+export const authNewTokenWorkers: FiguresScenario = {
+  kind: 'figures',
+  name: 'auth-new-token-workers',
+  description:
+    `ext_authz checks a new token costs on Envoy with ${WORKERS} workers (a JWT route, edge cache on): ${NEW_TOKENS} new tokens, ` +
+    `each sent once and then over ${NEW_TOKEN_CONNECTIONS - 1} fresh connections at once, then ${NEW_TOKENS} more each over ` +
+    `${NEW_TOKEN_CONNECTIONS} connections at once; bearer-check's table per worker (sharedCache: false) vs shared (the default)`,
+  async run(ctx) {
+    const perWorker = await newTokenRun(ctx, false);
+    const shared = await newTokenRun(ctx, true);
+    const figures: Figure[] = [];
+    for (const [label, r] of [
+      ['per-worker tables', perWorker],
+      ['shared table', shared],
+    ] as const) {
+      figures.push(
+        {
+          name: `${label}: ext_authz checks per new token, first request then ${NEW_TOKEN_CONNECTIONS - 1} connections`,
+          value: Math.round(r.afterFirst * 100) / 100,
+          note: `connections per worker ${r.connections.join(' / ')}`,
+        },
+        {
+          name: `${label}: ext_authz checks per new token, ${NEW_TOKEN_CONNECTIONS} connections at once`,
+          value: Math.round(r.allAtOnce * 100) / 100,
+        },
+        {
+          name: `${label}: p50 of a new token's first request / of the connections after it`,
+          value: `${r.firstMs.toFixed(2)} / ${r.restMs.toFixed(2)}`,
+          unit: 'ms',
+        },
+      );
+    }
+    return {
+      kind: 'figures',
+      figures,
+      notes: [
+        'one ext_authz check per new token is the floor once the first answer is stored; requests of a new token that reach ' +
+          'both workers at the same moment each still ask (there is no cross-worker waiting)',
+      ],
+    };
+  },
+};
 
 export const providerIntrospection: LoadScenario = {
   kind: 'load',

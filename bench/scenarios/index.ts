@@ -3,7 +3,17 @@
 // listed next to each other (rounds rotate the order, so they stay measured one right after the other),
 // and a group (LoadScenario.group) must be.
 import type { Scenario } from '../lib/types.js';
-import { authCached, authCachedNoEdge, authUncached, authUnprotected, providerIntrospection } from './auth.js';
+import {
+  authCached,
+  authCachedNoEdge,
+  authJwt,
+  authJwtNoEdge,
+  authJwtVerify,
+  authNewTokenWorkers,
+  authUncached,
+  authUnprotected,
+  providerIntrospection,
+} from './auth.js';
 import { configScale } from './config-scale.js';
 import { kubeScale } from './kube-scale.js';
 import { direct } from './direct.js';
@@ -51,6 +61,9 @@ export const SCENARIOS: readonly Scenario[] = [
   authCached,
   authCachedNoEdge,
   authUncached,
+  authJwt,
+  authJwtNoEdge,
+  authJwtVerify,
   providerIntrospection,
   missingTokenWasm,
   missingTokenExtauth,
@@ -66,4 +79,5 @@ export const SCENARIOS: readonly Scenario[] = [
   wasmEnvoyGraphqlOff,
   configScale,
   kubeScale,
+  authNewTokenWorkers,
 ];
