@@ -31,6 +31,7 @@ import {
 } from './http.js';
 import { defaultGrpcChannels, type GrpcChannels } from './grpc-channels.js';
 import { Lru } from './lru.js';
+import { DEFAULT_PERSISTED_QUERY_CACHE_SIZE, PersistedQueries, hashOnlyParams } from './persisted.js';
 import { createRemoteExecutor, type RemoteExecutor } from './remote.js';
 import type { RequestContext, ResolverInstance } from './resolver.js';
 import { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS, maxDepthRule, NoIntrospectionRule, queryLimitsRule } from './rules.js';
@@ -42,6 +43,7 @@ export { GrpcChannels, defaultGrpcChannels } from './grpc-channels.js';
 export { UpstreamError, type UpstreamErrorCode } from './errors.js';
 export { negotiate, type MediaType } from './http.js';
 export { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS } from './rules.js';
+export { DEFAULT_PERSISTED_QUERY_CACHE_SIZE, sha256Hex } from './persisted.js';
 
 export interface GraphQLHttpRequest {
   method: string;
@@ -97,9 +99,11 @@ export interface EngineOptions {
   documentCacheSize?: number;
   /** Default 1 MiB. Larger POST bodies get 413. */
   maxBodyBytes?: number;
-  /** Aliased field selections an operation may have (fragments counted where spread); 0 = no limit. Default 50. */
+  /** Aliased field selections an operation may have (fragments counted where spread); 0 = no limit. Default 50.
+   * The config's `maxAliases` (set per API) wins over this. */
   maxAliases?: number;
-  /** Field selections an operation may have (fragments counted where spread); 0 = no limit. Default 1000. */
+  /** Field selections an operation may have (fragments counted where spread); 0 = no limit. Default 1000.
+   * The config's `maxFields` (set per API) wins over this. */
   maxFields?: number;
   /** Pool registry shared across engines; default: a process-wide one. */
   upstreamPools?: UpstreamPools;
@@ -183,7 +187,16 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   if (config.enableIntrospection !== true) rules.push(NoIntrospectionRule);
   if (typeof config.maxDepth === 'number' && config.maxDepth > 0) rules.push(maxDepthRule(config.maxDepth));
 
-  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, options, remote);
+  // the API's own limits (GraphQLApi executor.local.options) win over the service-wide defaults
+  const limits = {
+    ...options,
+    ...(config.maxAliases !== undefined ? { maxAliases: config.maxAliases } : {}),
+    ...(config.maxFields !== undefined ? { maxFields: config.maxFields } : {}),
+  };
+  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, limits, remote, {
+    cacheSize: config.persistedQueryCacheSize,
+    allowedHashes: config.allowedQueryHashes,
+  });
 }
 
 class GraphQLEngine implements Engine {
@@ -194,6 +207,9 @@ class GraphQLEngine implements Engine {
   private readonly limitRules: readonly ValidationRule[];
   private closed = false;
   private readonly compileAfter: number;
+  private readonly persisted: PersistedQueries;
+  /** an allow-list is set: every request goes through `persisted`, not only those with extensions */
+  private readonly allowList: boolean;
   private readonly counters = {
     requests: 0,
     documentCacheHits: 0,
@@ -215,8 +231,11 @@ class GraphQLEngine implements Engine {
     private readonly log: Logger,
     options: EngineOptions,
     /** set: requests are forwarded to a GraphQL server instead of executed here */
-    private readonly remote?: RemoteExecutor,
+    private readonly remote: RemoteExecutor | undefined,
+    persistence: { cacheSize: number | undefined; allowedHashes: readonly string[] | undefined },
   ) {
+    this.persisted = new PersistedQueries(persistence.cacheSize ?? DEFAULT_PERSISTED_QUERY_CACHE_SIZE, persistence.allowedHashes);
+    this.allowList = persistence.allowedHashes !== undefined;
     const size = options.documentCacheSize ?? DEFAULT_DOCUMENT_CACHE_SIZE;
     const entries = Number.isFinite(size) && size > 0 ? Math.floor(size) : 0;
     this.documents = new Lru(entries, DOCUMENT_CACHE_MAX_CHARS);
@@ -303,8 +322,25 @@ class GraphQLEngine implements Engine {
         errors: [{ message: 'Not Acceptable: accept application/graphql-response+json or application/json.' }],
       });
     }
-    const params = method === 'GET' ? paramsFromGet(req.path) : paramsFromPost(req.headers['content-type'], req.body, this.maxBodyBytes);
-    if (isRejection(params)) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
+    let params = method === 'GET' ? paramsFromGet(req.path) : paramsFromPost(req.headers['content-type'], req.body, this.maxBodyBytes);
+    let hashOnly = false;
+    if (isRejection(params)) {
+      // an APQ request by hash alone has no query: read its parameters again (http.ts requires a query)
+      const apq =
+        params.status === 400 && params.message.startsWith('Missing query') ? hashOnlyParams(method, req.path, req.body) : undefined;
+      if (apq === undefined) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
+      params = apq;
+      hashOnly = true;
+    }
+    if (hashOnly || this.allowList || params.extensions !== undefined) {
+      const refusal = this.persisted.apply(params, hashOnly);
+      if (refusal !== undefined) {
+        const error = { message: refusal.message, extensions: { code: refusal.code } };
+        return refusal.status === null
+          ? reply(media === GRAPHQL_RESPONSE_JSON ? 400 : 200, media, { errors: [error] })
+          : reply(refusal.status, media, { errors: [error] });
+      }
+    }
 
     if (this.remote !== undefined) return this.forward(this.remote, method, params, req, media);
 
