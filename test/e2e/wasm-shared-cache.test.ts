@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
 import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
 import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { eventually } from './harness/util.js';
 
 const WORKERS = 2;
 /** connections per token after the first request: all on one worker has odds 2^-15 */
@@ -154,7 +155,15 @@ describe('bearer-check edge cache shared by the Envoy workers', () => {
     // a required scope the token lacks: the version in the route metadata changes, the cached entries
     // (keyed with the old version) no longer match on any worker
     gw.write('auth.yaml', authConfig(['products:write']));
-    await gw.until('/products', (r) => r.status === 403, { headers: { authorization: `Bearer ${reader}` } }, 30_000);
+    // applied once Envoy (every worker) and the extauth service have the new version
+    await eventually(
+      'the edited AuthConfig to apply on both workers',
+      async () => {
+        const statuses = await Promise.all(Array.from({ length: 8 }, () => freshConnection(reader)));
+        return statuses.every((st) => st === 403) ? true : undefined;
+      },
+      30_000,
+    );
     const before = await extauthChecks();
     const denied = await Promise.all(Array.from({ length: CONNECTIONS }, () => freshConnection(reader)));
     expect(denied).toEqual(Array.from({ length: CONNECTIONS }, () => 403));
