@@ -4,7 +4,9 @@
 // bench's products backend. Reports the service process's CPU per request: the figure `make bench` shows
 // for "graphql", minus Envoy's noise. Server and backend on CPU 0, this client on CPU 1 (taskset).
 //
-//   npx tsx bench/micro/graphql-extproc.ts [--query flat|nested] [--seconds 4] [--rounds 3] [--concurrency 32]
+//   npx tsx bench/micro/graphql-extproc.ts [--query flat|nested] [--seconds 4] [--rounds 3] [--concurrency 32] [--single]
+//   (--single: the single-message path, one request_body message carrying method, path and the headers
+//   the API reads as attributes, as the POST route's ext_proc filter sends it)
 //   (COMPILE_AFTER=-1 in the environment: the engine on graphql-js only)
 import { spawn, type ChildProcess } from 'node:child_process';
 import http2 from 'node:http2';
@@ -141,7 +143,19 @@ async function client(): Promise<void> {
       },
     }),
   );
-  const bodyMsg = frameMessage(serialize({ request_body: { body, end_of_stream: true } }));
+  const single = args.includes('--single');
+  const attributes = {
+    'envoy.filters.http.ext_proc': {
+      fields: {
+        'request.method': { stringValue: 'POST' },
+        'request.path': { stringValue: '/graphql' },
+        "request.headers['accept']": { stringValue: 'application/json' },
+        "request.headers['content-type']": { stringValue: 'application/json' },
+      },
+    },
+  };
+  const bodyMsg = frameMessage(serialize({ request_body: { body, end_of_stream: true }, ...(single ? { attributes } : {}) }));
+  const answerAt = single ? 1 : 2;
   const grpcHeaders = {
     ':method': 'POST',
     ':path': PROCESS_PATH,
@@ -181,7 +195,7 @@ async function client(): Promise<void> {
           const len = buffered.readUInt32BE(1);
           buffered = buffered.subarray(5 + len);
           messages++;
-          if (messages === 1) stream.write(bodyMsg);
+          if (messages < answerAt) stream.write(bodyMsg);
           else {
             // Envoy resets the stream once it has the immediate response
             stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -192,10 +206,10 @@ async function client(): Promise<void> {
         }
       });
       stream.on('close', () => {
-        if (messages < 2) failures++;
+        if (messages < answerAt) failures++;
         resolve();
       });
-      stream.write(headersMsg);
+      stream.write(single ? bodyMsg : headersMsg);
     });
   const loops = Array.from({ length: concurrency }, async (_, i) => {
     while (!stop) await one(pick(i % sessions.length));
