@@ -130,8 +130,18 @@ export function compileRest(resolverName: string, config: RestResolverConfig): C
 const encodePathValue = encodeURIComponent;
 const encodeQueryValue = encodeURIComponent;
 
-/** Builds the concrete call for one field resolution. Returns the spec and its memo key. */
-export function buildCall(c: CompiledRest, ctx: TemplateContext): { spec: CallSpec; key: string } {
+/** One field resolution's call, rendered: enough to tell identical calls apart (its key) without building
+ * the request (a deduplicated resolution never does). */
+export interface RenderedCall {
+  /** method, path, headers and body: identical calls of one request share it */
+  key: string;
+  path: string;
+  /** rendered values of c.headers, in order; '' for a header left out */
+  headerValues: string[];
+  body: string | undefined;
+}
+
+export function renderCall(c: CompiledRest, ctx: TemplateContext): RenderedCall {
   let path = c.path.constant ? c.path.raw : c.path.render(ctx, encodePathValue);
   if (c.query.length > 0) {
     let qs = '';
@@ -149,24 +159,42 @@ export function buildCall(c: CompiledRest, ctx: TemplateContext): { spec: CallSp
     }
     if (qs.length > 0) path += (path.includes('?') ? '&' : '?') + qs;
   }
-  const headers: Record<string, string> = {};
   let key = c.method + ' ' + path;
-  for (const h of c.headers) {
+  const headerValues = new Array<string>(c.headers.length);
+  for (let i = 0; i < c.headers.length; i++) {
+    const h = c.headers[i]!;
     const v = h.value.constant ? h.value.raw : h.value.render(ctx);
+    headerValues[i] = v;
     // a header that renders empty (e.g. {$headers.authorization} the client did not send) is left out
-    if (v === '') continue;
-    headers[h.name] = v;
-    key += '\n' + h.name + ':' + v;
+    if (v !== '') key += '\n' + h.name + ':' + v;
   }
-  if (headers['accept'] === undefined) headers['accept'] = 'application/json';
   let body: string | undefined;
   if (c.body !== undefined) {
     body = JSON.stringify(c.body.value(ctx));
-    if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
-    headers['content-length'] = String(Buffer.byteLength(body));
     key += '\n\n' + body;
   }
-  return { spec: { method: c.method, path, headers, body, timeoutMs: c.timeoutMs }, key };
+  return { key, path, headerValues, body };
+}
+
+/** The request of a rendered call. */
+export function callSpec(c: CompiledRest, call: RenderedCall): CallSpec {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < c.headers.length; i++) {
+    const v = call.headerValues[i]!;
+    if (v !== '') headers[c.headers[i]!.name] = v;
+  }
+  if (headers['accept'] === undefined) headers['accept'] = 'application/json';
+  if (call.body !== undefined) {
+    if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(call.body));
+  }
+  return { method: c.method, path: call.path, headers, body: call.body, timeoutMs: c.timeoutMs };
+}
+
+/** Builds the concrete call for one field resolution. Returns the spec and its memo key. */
+export function buildCall(c: CompiledRest, ctx: TemplateContext): { spec: CallSpec; key: string } {
+  const call = renderCall(c, ctx);
+  return { spec: callSpec(c, call), key: call.key };
 }
 
 /** Applies resultRoot and setters to a backend body. */
@@ -213,17 +241,18 @@ export function toUpstreamError(c: CompiledRest, err: unknown): UpstreamError {
 /** The graphql-js resolver for a field bound with @resolve to this REST resolution. */
 export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logger): GraphQLFieldResolver<unknown, RequestContext> {
   return (parent, args, context) => {
-    let call: { spec: CallSpec; key: string };
+    let call: RenderedCall;
     try {
-      call = buildCall(c, { parent, args, headers: context.headers });
+      call = renderCall(c, { parent, args, headers: context.headers });
     } catch (err) {
       throw toUpstreamError(c, err);
     }
-    const memoKey = pool.key + '\n' + call.key;
+    // the pool's short id, not its key (which holds the TLS material): the map hashes this per resolution
+    const memoKey = pool.id + '\n' + call.key;
     let pending = context.memo.get(memoKey);
     if (pending === undefined) {
       context.calls++;
-      pending = pool.call(call.spec);
+      pending = pool.call(callSpec(c, call));
       context.memo.set(memoKey, pending);
     } else {
       context.deduplicated++;
@@ -236,8 +265,8 @@ export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logge
           log.debug('resolver call failed', {
             resolver: c.resolverName,
             upstream: pool.name,
-            method: call.spec.method,
-            path: call.spec.path,
+            method: c.method,
+            path: call.path,
             code: e.extensions.code,
             reason: err instanceof Error ? err.message : String(err),
           });

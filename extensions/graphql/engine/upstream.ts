@@ -52,8 +52,12 @@ function hostHeader(e: UpstreamEndpoint, secure: boolean): string {
 /** Errors of a connection that the server closed or reset under the request: an idempotent call is retried once. */
 const RETRYABLE = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
+let nextPoolId = 0;
+
 export class UpstreamPool {
   readonly key: string;
+  /** short and unique in the process, for per-request memo keys (the key holds TLS material) */
+  readonly id = `p${nextPoolId++}`;
   readonly name: string;
   readonly secure: boolean;
   /** @internal */ readonly endpoints: Endpoint[];
