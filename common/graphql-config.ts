@@ -112,7 +112,17 @@ export const ResolverConfigSchema = z
     message: `set exactly one resolver kind: ${RESOLVER_KINDS.join(', ')}`,
   });
 
-export const GraphQLApiConfigSchema = z.object({
+/** Gloo's typeMerge of a stitched subschema: how to fetch this type's fields from that subschema. */
+export const TypeMergeConfigSchema = z.strictObject({
+  /** fields of the object the query needs, e.g. `{ id }` */
+  selectionSet: z.string().optional(),
+  /** the subschema's Query field that returns the type */
+  queryName: NonEmpty,
+  /** argument -> path of its value in the object being merged, e.g. `{id: "id"}` */
+  args: StringMap,
+});
+
+const ApiConfigBaseSchema = z.object({
   /** `<namespace>.<name>` */
   name: NonEmpty,
   /** changes whenever anything below changes; part of the document-cache key */
@@ -137,6 +147,26 @@ export const GraphQLApiConfigSchema = z.object({
   allowedQueryHashes: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256')).optional(),
 });
 
+export const GraphQLApiConfigSchema = ApiConfigBaseSchema.extend({
+  /** set: the API is the stitching of these APIs' configs (its own resolutions are empty, its
+   * schemaDefinition the stitched SDL, for people to read) */
+  stitched: z
+    .strictObject({
+      subschemas: z
+        .array(
+          z.strictObject({
+            /** `<namespace>.<name>` of the GraphQLApi */
+            name: NonEmpty,
+            config: ApiConfigBaseSchema,
+            /** type name -> how to merge it from this subschema */
+            typeMerge: z.record(z.string(), TypeMergeConfigSchema),
+          }),
+        )
+        .min(1, 'must list at least one subschema'),
+    })
+    .optional(),
+});
+
 export type UpstreamEndpoint = z.infer<typeof UpstreamEndpointSchema>;
 export type ResolverUpstream = z.infer<typeof ResolverUpstreamSchema>;
 export type RestResolverConfig = z.infer<typeof RestResolverConfigSchema>;
@@ -145,6 +175,8 @@ export type GrpcResolverConfig = z.infer<typeof GrpcResolverConfigSchema>;
 export type RemoteExecutorConfig = z.infer<typeof RemoteExecutorConfigSchema>;
 export type ResolverConfig = z.infer<typeof ResolverConfigSchema>;
 export type GraphQLApiConfig = z.infer<typeof GraphQLApiConfigSchema>;
+export type TypeMergeConfig = z.infer<typeof TypeMergeConfigSchema>;
+export type StitchedSubschemaConfig = NonNullable<GraphQLApiConfig['stitched']>['subschemas'][number];
 
 /** One line per problem, in the config's own field names: `resolution "Query|x" rest.timeoutMs: …`. */
 export function describeGraphQLConfigIssues(error: z.ZodError): string[] {

@@ -402,22 +402,53 @@ const GrpcDescriptorRegistrySchema = z.strictObject({
   protoRefsList: z.strictObject({ configMapRefs: z.array(ResourceRefSchema).optional() }).optional(),
 });
 
-export const GraphQLApiSpecSchema = z.strictObject({
-  executableSchema: z.strictObject({
-    schemaDefinition: z.string().min(1, 'must not be empty'),
-    executor: z
-      .strictObject({
-        local: LocalExecutorSchema.optional(),
-        remote: RemoteExecutorSchema.optional(),
-      })
-      .refine((e) => (e.local ? 1 : 0) + (e.remote ? 1 : 0) === 1, { message: 'set exactly one of local, remote' }),
-    grpcDescriptorRegistry: GrpcDescriptorRegistrySchema.optional(),
-  }),
-  statPrefix: z.string().optional(),
-  persistedQueryCacheConfig: z.strictObject({ cacheSize: z.number().int().min(0).optional() }).optional(),
-  allowedQueryHashes: z.array(z.string()).optional(),
-  options: z.strictObject({ logSensitiveInfo: z.boolean().optional() }).optional(),
+/** Gloo's stitchedSchema: other GraphQLApis merged into one schema; typeMerge says how a type's fields are
+ * fetched from a subschema (its Query field `queryName`, with `args` read from the object by path). */
+const StitchedSchemaSchema = z.strictObject({
+  subschemas: z
+    .array(
+      z.strictObject({
+        name: Name,
+        namespace: z.string().optional(),
+        typeMerge: z
+          .record(
+            z.string(),
+            z.strictObject({
+              selectionSet: z.string().optional(),
+              queryName: z.string().min(1, 'must not be empty'),
+              args: z.record(z.string(), z.string()).optional(),
+            }),
+          )
+          .optional(),
+      }),
+    )
+    .min(1, 'must list at least one subschema'),
 });
+export type StitchedSchema = z.infer<typeof StitchedSchemaSchema>;
+
+export const GraphQLApiSpecSchema = z
+  .strictObject({
+    stitchedSchema: StitchedSchemaSchema.optional(),
+    executableSchema: z
+      .strictObject({
+        schemaDefinition: z.string().min(1, 'must not be empty'),
+        executor: z
+          .strictObject({
+            local: LocalExecutorSchema.optional(),
+            remote: RemoteExecutorSchema.optional(),
+          })
+          .refine((e) => (e.local ? 1 : 0) + (e.remote ? 1 : 0) === 1, { message: 'set exactly one of local, remote' }),
+        grpcDescriptorRegistry: GrpcDescriptorRegistrySchema.optional(),
+      })
+      .optional(),
+    statPrefix: z.string().optional(),
+    persistedQueryCacheConfig: z.strictObject({ cacheSize: z.number().int().min(0).optional() }).optional(),
+    allowedQueryHashes: z.array(z.string()).optional(),
+    options: z.strictObject({ logSensitiveInfo: z.boolean().optional() }).optional(),
+  })
+  .refine((s) => (s.executableSchema ? 1 : 0) + (s.stitchedSchema ? 1 : 0) === 1, {
+    message: 'set exactly one of executableSchema, stitchedSchema',
+  });
 export type GraphQLApiSpec = z.infer<typeof GraphQLApiSpecSchema>;
 
 export const GraphQLSchemaSpecSchema = z.strictObject({

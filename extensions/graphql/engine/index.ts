@@ -33,6 +33,7 @@ import { defaultGrpcChannels, type GrpcChannels } from './grpc-channels.js';
 import { Lru } from './lru.js';
 import { DEFAULT_PERSISTED_QUERY_CACHE_SIZE, PersistedQueries, hashOnlyParams } from './persisted.js';
 import { createRemoteExecutor, type RemoteExecutor } from './remote.js';
+import { checkStitched, stitchedSchema } from './stitch.js';
 import type { RequestContext, ResolverInstance } from './resolver.js';
 import { DEFAULT_MAX_ALIASES, DEFAULT_MAX_FIELDS, maxDepthRule, NoIntrospectionRule, queryLimitsRule } from './rules.js';
 import { prepareApi } from './schema.js';
@@ -124,7 +125,8 @@ const MAX_TOKENS = 20_000;
 
 /** Config-time problems, as the engine sees them (an empty list means createEngine will accept the config). */
 export function checkApiConfig(config: GraphQLApiConfig): string[] {
-  return prepareApi(config).problems;
+  const problems = prepareApi(config).problems;
+  return problems.length === 0 && config.stitched !== undefined ? checkStitched(config) : problems;
 }
 
 const silentLogger: Logger = {
@@ -162,6 +164,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
   const instances: ResolverInstance[] = [];
   const instanceFor = new Map<string, ResolverInstance>();
   let remote: RemoteExecutor | undefined;
+  let schema: GraphQLSchema = prepared.schema;
   const env = { upstreamPools: registry, grpcChannels: options.grpcChannels ?? defaultGrpcChannels, log };
   try {
     for (const b of prepared.bindings) {
@@ -175,6 +178,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
       }
       b.field.resolve = instance.resolve as typeof b.field.resolve;
     }
+    if (config.stitched !== undefined) schema = stitchedSchema(config, env, instances);
     if (config.remote !== undefined) {
       remote = createRemoteExecutor(config.remote, registry);
       instances.push({ resolve: () => undefined, release: remote.release });
@@ -193,7 +197,7 @@ export function createEngine(config: GraphQLApiConfig, options: EngineOptions = 
     ...(config.maxAliases !== undefined ? { maxAliases: config.maxAliases } : {}),
     ...(config.maxFields !== undefined ? { maxFields: config.maxFields } : {}),
   };
-  return new GraphQLEngine(String(config.name), String(config.version), prepared.schema, rules, instances, log, limits, remote, {
+  return new GraphQLEngine(String(config.name), String(config.version), schema, rules, instances, log, limits, remote, {
     cacheSize: config.persistedQueryCacheSize,
     allowedHashes: config.allowedQueryHashes,
   });

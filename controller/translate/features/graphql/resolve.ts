@@ -6,9 +6,11 @@
 // checked against the schema the graphql service applies (common/graphql-config.ts), so a config the
 // service would refuse is a status reason here.
 import { createHash } from 'node:crypto';
+import { stitchSchemas } from '@graphql-tools/stitch';
 import {
   GraphQLError,
   buildSchema,
+  printSchema,
   isInterfaceType,
   isLeafType,
   isListType,
@@ -29,9 +31,9 @@ import {
 } from '../../../../common/graphql-config.js';
 import { checkMessageJson, findGrpcMethod, loadDescriptorSet } from '../../../../common/grpc-descriptors.js';
 import type { GraphQLApi, GraphQLSchema } from '../../../api/resources.js';
-import type { GrpcResolver, MockResolver, RemoteExecutor, Resolution, ResourceRef } from '../../../api/schemas.js';
+import type { GrpcResolver, MockResolver, RemoteExecutor, Resolution, ResourceRef, StitchedSchema } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
-import type { Attempt, Problem, UpstreamLookup } from '../../feature.js';
+import type { Attempt, Problem, Resolved, UpstreamLookup } from '../../feature.js';
 import { nsName } from '../../names.js';
 
 /** Directives Legate understands; declared for the user when the SDL does not declare them. */
@@ -100,7 +102,8 @@ function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
       allowedQueryHashes: undefined,
     };
   }
-  const exe = api.spec.executableSchema;
+  // a GraphQLApi without executableSchema is stitched, translated by translateStitched
+  const exe = api.spec.executableSchema!;
   const local = exe.executor.local;
   return {
     sdl: exe.schemaDefinition,
@@ -374,7 +377,121 @@ function translateRemote(
   return { upstream, headers: remote.headers ?? {}, queryParams: remote.queryParams ?? {}, timeoutMs: 9_000 };
 }
 
-export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: UpstreamLookup): Attempt<GraphQLApiConfig> {
+/** The persisted-query and allow-list settings of a GraphQLApi, as the config carries them. */
+function persistenceOf(n: Pick<Normalized, 'persistedQueryCacheSize' | 'allowedQueryHashes'>, problems: Problem[]) {
+  for (const [i, h] of (n.allowedQueryHashes ?? []).entries()) {
+    if (!/^[0-9a-fA-F]{64}$/.test(h))
+      problems.push({ code: 'InvalidSpec', message: `allowedQueryHashes[${i}]: ${JSON.stringify(h)} is not a hex sha256 (64 hex digits)` });
+  }
+  return {
+    ...(n.persistedQueryCacheSize !== undefined ? { persistedQueryCacheSize: n.persistedQueryCacheSize } : {}),
+    ...(n.allowedQueryHashes !== undefined ? { allowedQueryHashes: n.allowedQueryHashes.map((h) => h.toLowerCase()) } : {}),
+  };
+}
+
+/** A stitched GraphQLApi: its subschemas are other GraphQLApis, already translated (`apis`); the stitched
+ * SDL (built here with @graphql-tools/stitch, as the engine builds it) becomes the config's schemaDefinition. */
+function translateStitched(
+  api: GraphQLApi,
+  stitched: StitchedSchema,
+  apis: Resolved<GraphQLApiConfig> | undefined,
+): Attempt<GraphQLApiConfig> {
+  const problems: Problem[] = [];
+  const ns = api.metadata.namespace;
+  if (apis === undefined) {
+    problems.push({ code: 'NotSupported', message: 'stitchedSchema: not supported yet; use executableSchema' });
+    return { problems };
+  }
+  const subschemas: NonNullable<GraphQLApiConfig['stitched']>['subschemas'] = [];
+  const built: Parameters<typeof stitchSchemas>[0]['subschemas'] = [];
+  for (const [i, sub] of stitched.subschemas.entries()) {
+    const at = `stitchedSchema.subschemas[${i}]`;
+    const subNs = sub.namespace ?? ns;
+    const key = nsName(subNs, sub.name);
+    if (key === nsName(ns, api.metadata.name)) {
+      problems.push({ code: 'InvalidSpec', message: `${at}: a GraphQLApi cannot stitch itself` });
+      continue;
+    }
+    if (apis.rejected.has(key)) {
+      problems.push({ code: 'GraphQLApiRejected', message: `${at}: GraphQLApi ${subNs}.${sub.name} is rejected` });
+      continue;
+    }
+    const config = apis.results.get(key);
+    if (!config) {
+      problems.push({ code: 'GraphQLApiNotFound', message: `${at}: GraphQLApi ${subNs}.${sub.name} not found (or is itself stitched)` });
+      continue;
+    }
+    if (config.remote) {
+      problems.push({
+        code: 'NotSupported',
+        message: `${at}: GraphQLApi ${subNs}.${sub.name} has a remote executor; it cannot be stitched yet`,
+      });
+      continue;
+    }
+    let schema: Schema;
+    try {
+      schema = buildSchema(withDirectiveDeclarations(config.schemaDefinition).sdl);
+    } catch (err) {
+      problems.push({ code: 'InvalidGraphQLSchema', message: `${at}: ${sdlProblem(err, 0)}` });
+      continue;
+    }
+    const typeMerge: Record<string, { selectionSet?: string; queryName: string; args: Record<string, string> }> = {};
+    const merge: Record<string, { selectionSet?: string; fieldName: string; args: () => Record<string, unknown> }> = {};
+    for (const [typeName, m] of Object.entries(sub.typeMerge ?? {})) {
+      const where = `${at}.typeMerge.${typeName}`;
+      if (!schema.getType(typeName))
+        problems.push({ code: 'InvalidSpec', message: `${where}: ${subNs}.${sub.name} has no type ${typeName}` });
+      const field = schema.getQueryType()?.getFields()[m.queryName];
+      if (!field)
+        problems.push({ code: 'InvalidSpec', message: `${where}.queryName: ${subNs}.${sub.name} has no field Query.${m.queryName}` });
+      for (const arg of Object.keys(m.args ?? {})) {
+        if (field && !field.args.some((a) => a.name === arg))
+          problems.push({ code: 'InvalidSpec', message: `${where}.args: Query.${m.queryName} has no argument ${arg}` });
+      }
+      typeMerge[typeName] = { ...(m.selectionSet ? { selectionSet: m.selectionSet } : {}), queryName: m.queryName, args: m.args ?? {} };
+      merge[typeName] = { ...(m.selectionSet ? { selectionSet: m.selectionSet } : {}), fieldName: m.queryName, args: () => ({}) };
+    }
+    built.push({ schema, merge });
+    subschemas.push({ name: `${subNs}.${sub.name}`, config, typeMerge });
+  }
+  if (problems.length) return { problems };
+  let sdl: string;
+  try {
+    sdl = printSchema(stitchSchemas({ subschemas: built }));
+  } catch (err) {
+    problems.push({
+      code: 'InvalidGraphQLSchema',
+      message: `stitchedSchema: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+    });
+    return { problems };
+  }
+  const body = {
+    name: `${ns}.${api.metadata.name}`,
+    schemaDefinition: sdl,
+    enableIntrospection: false,
+    maxDepth: 0,
+    resolutions: {},
+    stitched: { subschemas },
+    ...persistenceOf(
+      { persistedQueryCacheSize: api.spec.persistedQueryCacheConfig?.cacheSize, allowedQueryHashes: api.spec.allowedQueryHashes },
+      problems,
+    ),
+  };
+  const version = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
+  const config: GraphQLApiConfig = { ...body, version };
+  for (const p of checkGraphQLApiConfigShape(JSON.parse(JSON.stringify(config)))) problems.push({ code: 'InvalidSpec', message: p });
+  if (problems.length) return { problems };
+  return { ir: config, problems };
+}
+
+/** `apis`: the GraphQLApis translated so far, which a stitched API's subschemas name; without it a stitched
+ * API is reported as not supported. */
+export function translateGraphQLApi(
+  api: GraphQLApi | GraphQLSchema,
+  upstreams: UpstreamLookup,
+  apis?: Resolved<GraphQLApiConfig>,
+): Attempt<GraphQLApiConfig> {
+  if (api.kind === 'GraphQLApi' && api.spec.stitchedSchema) return translateStitched(api, api.spec.stitchedSchema, apis);
   const problems: Problem[] = [];
   const n = normalize(api);
   const ns = api.metadata.namespace;
@@ -392,13 +509,8 @@ export function translateGraphQLApi(api: GraphQLApi | GraphQLSchema, upstreams: 
   const extras = {
     ...(n.maxAliases !== undefined ? { maxAliases: n.maxAliases } : {}),
     ...(n.maxFields !== undefined ? { maxFields: n.maxFields } : {}),
-    ...(n.persistedQueryCacheSize !== undefined ? { persistedQueryCacheSize: n.persistedQueryCacheSize } : {}),
-    ...(n.allowedQueryHashes !== undefined ? { allowedQueryHashes: n.allowedQueryHashes.map((h) => h.toLowerCase()) } : {}),
+    ...persistenceOf(n, problems),
   };
-  for (const [i, h] of (n.allowedQueryHashes ?? []).entries()) {
-    if (!/^[0-9a-fA-F]{64}$/.test(h))
-      problems.push({ code: 'InvalidSpec', message: `allowedQueryHashes[${i}]: ${JSON.stringify(h)} is not a hex sha256 (64 hex digits)` });
-  }
 
   const resolutions: Record<string, ResolverConfig> = {};
   let descriptorSet: string | undefined;
