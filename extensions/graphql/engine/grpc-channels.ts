@@ -9,8 +9,12 @@ import { poolKey } from './upstream.js';
 /** A channel no engine uses any more is closed after this long (a successor engine takes it over warm). */
 const LINGER_MS = 30_000;
 
+let nextSetId = 0;
+
 /** One channel per endpoint of an upstream; calls go round-robin. */
 export class GrpcChannelSet {
+  /** short and unique in the process, for per-request memo keys (the key holds TLS material) */
+  readonly id = `g${nextSetId++}`;
   refs = 0;
   lingerTimer: NodeJS.Timeout | undefined;
   private next = 0;

@@ -76,7 +76,7 @@ function makeGrpcResolver(c: CompiledGrpc, channels: GrpcChannelSet): FieldResol
     const ctx = { parent, args, headers: context.headers };
     let body: Uint8Array;
     const metadata = new grpc.Metadata();
-    let key = channels.key + '\n' + path;
+    let key = channels.id + '\n' + path;
     try {
       const json = c.message === undefined ? {} : c.message.value(ctx);
       body = encodeMessage(requestType, json);
