@@ -32,6 +32,8 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',
   'envoy/extensions/filters/http/buffer/v3/buffer.proto',
   'envoy/extensions/filters/http/wasm/v3/wasm.proto',
+  'envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto',
+  'envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto',
   'envoy/extensions/common/matching/v3/extension_matcher.proto',
   'envoy/type/matcher/v3/http_inputs.proto',
   'envoy/extensions/filters/common/matcher/action/v3/skip_action.proto',
@@ -42,6 +44,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/access_loggers/file/v3/file.proto',
   'envoy/service/auth/v3/external_auth.proto',
   'envoy/service/ext_proc/v3/external_processor.proto',
+  'envoy/service/ratelimit/v3/rls.proto',
   'google/protobuf/wrappers.proto',
   'google/protobuf/struct.proto',
 ] as const;

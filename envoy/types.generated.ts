@@ -27,6 +27,9 @@ export type ExtProcPerRoute = envoy_extensions_filters_http_ext_proc_v3_ExtProcP
 export type Buffer = envoy_extensions_filters_http_buffer_v3_Buffer;
 export type BufferPerRoute = envoy_extensions_filters_http_buffer_v3_BufferPerRoute;
 export type Wasm = envoy_extensions_filters_http_wasm_v3_Wasm;
+export type RateLimit = envoy_extensions_filters_http_ratelimit_v3_RateLimit;
+export type RateLimitPerRoute = envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
+export type LocalRateLimit = envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
 export type FilterConfig = envoy_config_route_v3_FilterConfig;
 export type ExtensionWithMatcher = envoy_extensions_common_matching_v3_ExtensionWithMatcher;
 export type HttpRequestHeaderMatchInput = envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -56,6 +59,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer": envoy_extensions_filters_http_buffer_v3_Buffer;
   "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute": envoy_extensions_filters_http_buffer_v3_BufferPerRoute;
   "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm": envoy_extensions_filters_http_wasm_v3_Wasm;
+  "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit": envoy_extensions_filters_http_ratelimit_v3_RateLimit;
+  "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute": envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
+  "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit": envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
   "type.googleapis.com/envoy.config.route.v3.FilterConfig": envoy_config_route_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher": envoy_extensions_common_matching_v3_ExtensionWithMatcher;
   "type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput": envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -1687,6 +1693,12 @@ export interface envoy_config_overload_v3_Trigger {
   scaled?: envoy_config_overload_v3_ScaledTrigger;
 }
 
+/** envoy.config.ratelimit.v3.RateLimitServiceConfig */
+export interface envoy_config_ratelimit_v3_RateLimitServiceConfig {
+  grpc_service?: envoy_config_core_v3_GrpcService;
+  transport_api_version?: envoy_config_core_v3_ApiVersion;
+}
+
 /** envoy.config.route.v3.ClusterSpecifierPlugin */
 export interface envoy_config_route_v3_ClusterSpecifierPlugin {
   extension?: envoy_config_core_v3_TypedExtensionConfig;
@@ -2251,6 +2263,26 @@ export interface envoy_extensions_common_matching_v3_ExtensionWithMatcher {
   extension_config?: envoy_config_core_v3_TypedExtensionConfig;
 }
 
+/** envoy.extensions.common.ratelimit.v3.LocalClusterRateLimit */
+export interface envoy_extensions_common_ratelimit_v3_LocalClusterRateLimit {
+}
+
+/** envoy.extensions.common.ratelimit.v3.LocalRateLimitDescriptor */
+export interface envoy_extensions_common_ratelimit_v3_LocalRateLimitDescriptor {
+  entries?: envoy_extensions_common_ratelimit_v3_RateLimitDescriptor_Entry[];
+  token_bucket?: envoy_type_v3_TokenBucket;
+}
+
+/** envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry */
+export interface envoy_extensions_common_ratelimit_v3_RateLimitDescriptor_Entry {
+  key?: string;
+  value?: string;
+}
+
+export type envoy_extensions_common_ratelimit_v3_VhRateLimitsOptions = "OVERRIDE" | "INCLUDE" | "IGNORE";
+
+export type envoy_extensions_common_ratelimit_v3_XRateLimitHeadersRFCVersion = "OFF" | "DRAFT_VERSION_03";
+
 /** envoy.extensions.filters.common.matcher.action.v3.SkipFilter */
 export interface envoy_extensions_filters_common_matcher_action_v3_SkipFilter {
 }
@@ -2411,6 +2443,129 @@ export interface envoy_extensions_filters_http_ext_proc_v3_ProcessingMode {
 export type envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode = "NONE" | "STREAMED" | "BUFFERED" | "BUFFERED_PARTIAL";
 
 export type envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_HeaderSendMode = "DEFAULT" | "SEND" | "SKIP";
+
+/** envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit */
+export interface envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit {
+  stat_prefix?: string;
+  status?: envoy_type_v3_HttpStatus;
+  token_bucket?: envoy_type_v3_TokenBucket;
+  filter_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
+  filter_enforced?: envoy_config_core_v3_RuntimeFractionalPercent;
+  request_headers_to_add_when_not_enforced?: envoy_config_core_v3_HeaderValueOption[];
+  response_headers_to_add?: envoy_config_core_v3_HeaderValueOption[];
+  descriptors?: envoy_extensions_common_ratelimit_v3_LocalRateLimitDescriptor[];
+  stage?: number;
+  local_rate_limit_per_downstream_connection?: boolean;
+  local_cluster_rate_limit?: envoy_extensions_common_ratelimit_v3_LocalClusterRateLimit;
+  enable_x_ratelimit_headers?: envoy_extensions_common_ratelimit_v3_XRateLimitHeadersRFCVersion;
+  vh_rate_limits?: envoy_extensions_common_ratelimit_v3_VhRateLimitsOptions;
+  always_consume_default_token_bucket?: boolean;
+  rate_limited_as_resource_exhausted?: boolean;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimit */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimit {
+  domain?: string;
+  stage?: number;
+  request_type?: string;
+  timeout?: Duration;
+  failure_mode_deny?: boolean;
+  rate_limited_as_resource_exhausted?: boolean;
+  rate_limit_service?: envoy_config_ratelimit_v3_RateLimitServiceConfig;
+  enable_x_ratelimit_headers?: envoy_extensions_filters_http_ratelimit_v3_RateLimit_XRateLimitHeadersRFCVersion;
+  disable_x_envoy_ratelimited_header?: boolean;
+  rate_limited_status?: envoy_type_v3_HttpStatus;
+  response_headers_to_add?: envoy_config_core_v3_HeaderValueOption[];
+  status_on_error?: envoy_type_v3_HttpStatus;
+  stat_prefix?: string;
+}
+
+export type envoy_extensions_filters_http_ratelimit_v3_RateLimit_XRateLimitHeadersRFCVersion = "OFF" | "DRAFT_VERSION_03";
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig {
+  stage?: number;
+  disable_key?: string;
+  actions?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action[];
+  limit?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Override;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action {
+  source_cluster?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_SourceCluster;
+  destination_cluster?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_DestinationCluster;
+  request_headers?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_RequestHeaders;
+  remote_address?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_RemoteAddress;
+  generic_key?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_GenericKey;
+  header_value_match?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_HeaderValueMatch;
+  metadata?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_MetaData;
+  extension?: envoy_config_core_v3_TypedExtensionConfig;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.DestinationCluster */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_DestinationCluster {
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.GenericKey */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_GenericKey {
+  descriptor_value?: string;
+  descriptor_key?: string;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.HeaderValueMatch */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_HeaderValueMatch {
+  descriptor_value?: string;
+  expect_match?: boolean;
+  headers?: envoy_config_route_v3_HeaderMatcher[];
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.MetaData */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_MetaData {
+  descriptor_key?: string;
+  metadata_key?: envoy_type_metadata_v3_MetadataKey;
+  default_value?: string;
+  source?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_MetaData_Source;
+  skip_if_absent?: boolean;
+}
+
+export type envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_MetaData_Source = "DYNAMIC" | "ROUTE_ENTRY";
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.RemoteAddress */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_RemoteAddress {
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.RequestHeaders */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_RequestHeaders {
+  header_name?: string;
+  descriptor_key?: string;
+  skip_if_absent?: boolean;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Action.SourceCluster */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Action_SourceCluster {
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Override */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Override {
+  dynamic_metadata?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Override_DynamicMetadata;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitConfig.Override.DynamicMetadata */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig_Override_DynamicMetadata {
+  metadata_key?: envoy_type_metadata_v3_MetadataKey;
+}
+
+/** envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute */
+export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute {
+  vh_rate_limits?: envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_VhRateLimitsOptions;
+  override_option?: envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_OverrideOptions;
+  rate_limits?: envoy_extensions_filters_http_ratelimit_v3_RateLimitConfig[];
+  domain?: string;
+}
+
+export type envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_OverrideOptions = "DEFAULT" | "OVERRIDE_POLICY" | "INCLUDE_POLICY" | "IGNORE_POLICY";
+
+export type envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_VhRateLimitsOptions = "OVERRIDE" | "INCLUDE" | "IGNORE";
 
 /** envoy.extensions.filters.http.router.v3.Router */
 export interface envoy_extensions_filters_http_router_v3_Router {
@@ -3099,6 +3254,13 @@ export interface envoy_type_v3_SemanticVersion {
 }
 
 export type envoy_type_v3_StatusCode = "Empty" | "Continue" | "OK" | "Created" | "Accepted" | "NonAuthoritativeInformation" | "NoContent" | "ResetContent" | "PartialContent" | "MultiStatus" | "AlreadyReported" | "IMUsed" | "MultipleChoices" | "MovedPermanently" | "Found" | "SeeOther" | "NotModified" | "UseProxy" | "TemporaryRedirect" | "PermanentRedirect" | "BadRequest" | "Unauthorized" | "PaymentRequired" | "Forbidden" | "NotFound" | "MethodNotAllowed" | "NotAcceptable" | "ProxyAuthenticationRequired" | "RequestTimeout" | "Conflict" | "Gone" | "LengthRequired" | "PreconditionFailed" | "PayloadTooLarge" | "URITooLong" | "UnsupportedMediaType" | "RangeNotSatisfiable" | "ExpectationFailed" | "MisdirectedRequest" | "UnprocessableEntity" | "Locked" | "FailedDependency" | "UpgradeRequired" | "PreconditionRequired" | "TooManyRequests" | "RequestHeaderFieldsTooLarge" | "InternalServerError" | "NotImplemented" | "BadGateway" | "ServiceUnavailable" | "GatewayTimeout" | "HTTPVersionNotSupported" | "VariantAlsoNegotiates" | "InsufficientStorage" | "LoopDetected" | "NotExtended" | "NetworkAuthenticationRequired";
+
+/** envoy.type.v3.TokenBucket */
+export interface envoy_type_v3_TokenBucket {
+  max_tokens?: number;
+  tokens_per_fill?: number;
+  fill_interval?: Duration;
+}
 
 /** xds.core.v3.Authority */
 export interface xds_core_v3_Authority {
