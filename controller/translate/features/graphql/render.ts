@@ -52,7 +52,7 @@ function graphqlActions(listener: ListenerIR): GraphqlAction[] {
 }
 
 /** The ext_proc filter config shared by both filters; they differ in what is sent. */
-function extProcConfig(requestHeaderMode: 'SEND' | 'SKIP', requestAttributes?: string[]) {
+function extProcConfig(requestHeaderMode: 'SEND' | 'SKIP', requestAttributes?: string[], forwardHeaders?: string[]) {
   return typed(EXT_PROC, {
     grpc_service: { envoy_grpc: { cluster_name: GRAPHQL_CLUSTER }, timeout: { seconds: 30 } },
     processing_mode: {
@@ -64,6 +64,9 @@ function extProcConfig(requestHeaderMode: 'SEND' | 'SKIP', requestAttributes?: s
       response_trailer_mode: 'SKIP',
     },
     ...(requestAttributes !== undefined ? { request_attributes: requestAttributes } : {}),
+    ...(forwardHeaders !== undefined
+      ? { forward_rules: { allowed_headers: { patterns: forwardHeaders.map((exact) => ({ exact })) } } }
+      : {}),
     // resolvers may call several backends in sequence (default timeout 1 s each)
     message_timeout: { seconds: 10 },
     failure_mode_allow: false,
@@ -75,22 +78,30 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
     httpFilters(proxy, listener) {
       if (!hasGraphqlRoutes(proxy)) return [];
       const actions = graphqlActions(listener);
+      // every header a GraphQL API on this listener reads (a filter's config is per listener); undefined
+      // when one of them needs headers that cannot be named
+      let headers: string[] | undefined;
+      if (actions.every((a) => a.requestHeaders !== undefined)) {
+        const names = new Set<string>();
+        for (const a of actions) for (const h of a.requestHeaders!) names.add(h);
+        headers = [...names].sort();
+      }
       const filters: StagedHttpFilter[] = [
         {
           position: during(FilterStage.Processing),
           filter: {
             name: EXT_PROC_FILTER,
             disabled: true,
-            // headers, then the buffered body if any; the service answers with an immediate response
-            typed_config: extProcConfig('SEND'),
+            // headers (only those the APIs read, when known), then the buffered body if any; the service
+            // answers with an immediate response
+            typed_config: extProcConfig('SEND', undefined, headers !== undefined ? [':method', ':path', ...headers] : undefined),
           },
         },
       ];
       if (actions.some((a) => a.requestHeaders !== undefined)) {
-        // every header a GraphQL API on this listener reads (the filter's attributes are per listener)
-        const headers = new Set<string>();
-        for (const a of actions) for (const h of a.requestHeaders ?? []) headers.add(h);
-        const attributes = [METHOD_ATTRIBUTE, PATH_ATTRIBUTE, ...[...headers].sort().map(headerAttribute)];
+        const names = new Set<string>();
+        for (const a of actions) for (const h of a.requestHeaders ?? []) names.add(h);
+        const attributes = [METHOD_ATTRIBUTE, PATH_ATTRIBUTE, ...[...names].sort().map(headerAttribute)];
         filters.push(
           {
             position: during(FilterStage.Processing),
