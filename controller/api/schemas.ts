@@ -109,8 +109,41 @@ const ExtauthOptionsSchema = z
   });
 export type ExtauthOptions = z.infer<typeof ExtauthOptionsSchema>;
 
+// ---- Rate limiting (options and RateLimitConfig ratelimit.legate.dev/v1alpha1) ----
+
+/** A limit: Gloo's (and Envoy's ratelimit service's) `{requestsPerUnit, unit}`; units are checked in translation. */
+const RateLimitValueSchema = z.strictObject({
+  requestsPerUnit: z.number().int().min(0).optional(),
+  unit: z.string().optional(),
+  /** Envoy's reference service: the descriptor matches but is never limited */
+  unlimited: z.boolean().optional(),
+});
+export type RateLimitValue = z.infer<typeof RateLimitValueSchema>;
+
+/** `options.ratelimitBasic` (Gloo's IngressRateLimit): per client address, or per credential when authenticated. */
+const RatelimitBasicSchema = z.strictObject({
+  anonymousLimits: RateLimitValueSchema.optional(),
+  authorizedLimits: RateLimitValueSchema.optional(),
+});
+export type RatelimitBasic = z.infer<typeof RatelimitBasicSchema>;
+
+/** `options.localRatelimit`: Envoy's local_ratelimit token bucket, per Envoy. */
+const LocalRatelimitSchema = z.strictObject({
+  maxTokens: z.number().int().min(0),
+  tokensPerFill: z.number().int().min(0).optional(),
+  fillInterval: Duration.optional(),
+});
+export type LocalRatelimit = z.infer<typeof LocalRatelimitSchema>;
+
+const RateLimitOptionsFields = {
+  rateLimitConfigs: z.strictObject({ refs: z.array(ResourceRefSchema).min(1, 'needs at least one ref') }).optional(),
+  ratelimitBasic: RatelimitBasicSchema.optional(),
+  localRatelimit: LocalRatelimitSchema.optional(),
+};
+
 const RouteOptionsSchema = z.strictObject({
   extauth: ExtauthOptionsSchema.optional(),
+  ...RateLimitOptionsFields,
   prefixRewrite: z.string().optional(),
   timeout: Duration.optional(),
   retries: RetriesSchema.optional(),
@@ -137,7 +170,7 @@ const RouteSchema = z
   );
 export type Route = z.infer<typeof RouteSchema>;
 
-const VirtualHostOptionsSchema = z.strictObject({ extauth: ExtauthOptionsSchema.optional() });
+const VirtualHostOptionsSchema = z.strictObject({ extauth: ExtauthOptionsSchema.optional(), ...RateLimitOptionsFields });
 
 export const VirtualServiceSpecSchema = z.strictObject({
   displayName: z.string().optional(),
@@ -244,7 +277,21 @@ const WasmChecksSchema = z.strictObject({
 });
 export type WasmChecks = z.infer<typeof WasmChecksSchema>;
 
+/** Gloo's `settings.ratelimitServer`: where the ratelimit filter asks, and how it behaves. */
+const RatelimitServerSchema = z.strictObject({
+  /** an Upstream serving envoy.service.ratelimit.v3.RateLimitService instead of Legate's own */
+  ratelimitServerRef: ResourceRefSchema.optional(),
+  requestTimeout: Duration.optional(),
+  /** deny (500 from Envoy) when the service cannot answer; default false: allow */
+  denyOnFail: z.boolean().optional(),
+  /** rate-limit before ext_authz rather than after it */
+  rateLimitBeforeAuth: z.boolean().optional(),
+  enableXRatelimitHeaders: z.boolean().optional(),
+});
+export type RatelimitServer = z.infer<typeof RatelimitServerSchema>;
+
 export const SettingsSpecSchema = z.strictObject({
+  ratelimitServer: RatelimitServerSchema.optional(),
   discoveryNamespace: z.string().optional(),
   wasmChecks: WasmChecksSchema.optional(),
   writeNamespace: z.string().optional(),
@@ -544,3 +591,95 @@ export const AuthConfigSpecSchema = z.strictObject({
   failOnRedirect: z.boolean().optional(),
 });
 export type AuthConfigSpec = z.infer<typeof AuthConfigSpecSchema>;
+
+// ---- RateLimitConfig (ratelimit.legate.dev/v1alpha1; Gloo's ratelimit.solo.io/v1alpha1) ----
+
+/** A descriptor of Envoy's ratelimit service config (Gloo's camelCase names), nested. */
+export interface RateLimitDescriptor {
+  key: string;
+  value?: string | undefined;
+  rateLimit?: RateLimitValue | undefined;
+  shadowMode?: boolean | undefined;
+  descriptors?: RateLimitDescriptor[] | undefined;
+  weight?: number | undefined;
+  alwaysApply?: boolean | undefined;
+}
+
+const RateLimitDescriptorSchema: z.ZodType<RateLimitDescriptor> = z.lazy(() =>
+  z.strictObject({
+    key: Name,
+    value: z.string().optional(),
+    rateLimit: RateLimitValueSchema.optional(),
+    shadowMode: z.boolean().optional(),
+    descriptors: z.array(RateLimitDescriptorSchema).optional(),
+    weight: z.number().int().min(0).optional(),
+    alwaysApply: z.boolean().optional(),
+  }),
+);
+
+/** An Envoy header matcher as Gloo's raw actions write it (headerValueMatch.headers). */
+const RateLimitHeaderMatcherSchema = z.strictObject({
+  name: Name,
+  exactMatch: z.string().optional(),
+  prefixMatch: z.string().optional(),
+  suffixMatch: z.string().optional(),
+  regexMatch: z.string().optional(),
+  safeRegexMatch: z.strictObject({ regex: z.string() }).optional(),
+  presentMatch: z.boolean().optional(),
+  invertMatch: z.boolean().optional(),
+});
+export type RateLimitHeaderMatcher = z.infer<typeof RateLimitHeaderMatcherSchema>;
+
+/** The action kinds of Envoy's route RateLimit; Legate renders the first six and reports the others. */
+export const RATE_LIMIT_ACTION_KINDS = [
+  'genericKey',
+  'requestHeaders',
+  'remoteAddress',
+  'sourceCluster',
+  'destinationCluster',
+  'headerValueMatch',
+  'metadata',
+  'dynamicMetadata',
+  'maskedRemoteAddress',
+  'queryParameterValueMatch',
+  'extension',
+] as const;
+
+const RateLimitActionSchema = z.strictObject({
+  genericKey: z.strictObject({ descriptorValue: Name, descriptorKey: z.string().optional() }).optional(),
+  requestHeaders: z.strictObject({ headerName: Name, descriptorKey: Name, skipIfAbsent: z.boolean().optional() }).optional(),
+  remoteAddress: z.strictObject({}).optional(),
+  sourceCluster: z.strictObject({}).optional(),
+  destinationCluster: z.strictObject({}).optional(),
+  headerValueMatch: z
+    .strictObject({
+      descriptorValue: Name,
+      descriptorKey: z.string().optional(),
+      expectMatch: z.boolean().optional(),
+      headers: z.array(RateLimitHeaderMatcherSchema).min(1, 'needs at least one header'),
+    })
+    .optional(),
+  metadata: z.unknown().optional(),
+  dynamicMetadata: z.unknown().optional(),
+  maskedRemoteAddress: z.unknown().optional(),
+  queryParameterValueMatch: z.unknown().optional(),
+  extension: z.unknown().optional(),
+});
+export type RateLimitAction = z.infer<typeof RateLimitActionSchema>;
+
+export const RateLimitConfigSpecSchema = z.strictObject({
+  raw: z.strictObject({
+    descriptors: z.array(RateLimitDescriptorSchema).optional(),
+    setDescriptors: z.array(z.unknown()).optional(),
+    rateLimits: z
+      .array(
+        z.strictObject({
+          actions: z.array(RateLimitActionSchema).optional(),
+          setActions: z.array(z.unknown()).optional(),
+          limit: z.unknown().optional(),
+        }),
+      )
+      .optional(),
+  }),
+});
+export type RateLimitConfigSpec = z.infer<typeof RateLimitConfigSpecSchema>;
