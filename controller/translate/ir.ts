@@ -71,6 +71,30 @@ export type AuthBindingIR =
     }
   | { disabled: true };
 
+/** One Envoy rate_limits entry: the actions whose descriptor entries go to the rate-limit service. */
+export type RateLimitActionIR =
+  | { genericKey: { descriptorKey?: string; descriptorValue: string } }
+  | { requestHeaders: { headerName: string; descriptorKey: string; skipIfAbsent?: boolean } }
+  | { remoteAddress: Record<string, never> }
+  | { sourceCluster: Record<string, never> }
+  | { destinationCluster: Record<string, never> }
+  | {
+      headerValueMatch: {
+        descriptorKey?: string;
+        descriptorValue: string;
+        expectMatch: boolean;
+        headers: { name: string; match: StringMatchIR & { prefix?: string; suffix?: string; present?: boolean }; invert: boolean }[];
+      };
+    };
+
+/** Rate limits bound on a virtual host or route (options.rateLimitConfigs, ratelimitBasic, localRatelimit). */
+export interface RateLimitIR {
+  /** Envoy rate_limits entries (each a list of actions) asked of the rate-limit service */
+  rateLimits: { actions: RateLimitActionIR[] }[];
+  /** Envoy's local_ratelimit token bucket, per Envoy */
+  local?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -80,6 +104,7 @@ export interface RouteIR {
   prefixRewrite?: string;
   timeout: DurationIR;
   retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
+  rateLimit?: RateLimitIR;
 }
 
 export interface DownstreamTlsIR {
@@ -97,6 +122,7 @@ export interface VirtualHostIR {
   /** Set on virtual services served by ssl gateways. */
   tls?: DownstreamTlsIR;
   auth?: AuthBindingIR;
+  rateLimit?: RateLimitIR;
 }
 
 export interface ListenerIR {

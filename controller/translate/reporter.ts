@@ -21,6 +21,8 @@ export type ReportCode =
   | 'InvalidTemplate'
   | 'AuthConfigNotFound'
   | 'AuthConfigRejected'
+  | 'RateLimitConfigNotFound'
+  | 'RateLimitConfigRejected'
   | 'NotSupported'
   | 'EnvoyRejected'
   | 'ServingLastAccepted';
