@@ -310,4 +310,3 @@ function destroyWithoutStack(this: http2.ServerHttp2Stream, err?: Error): http2.
     Error.stackTraceLimit = limit;
   }
 }
-

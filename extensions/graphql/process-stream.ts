@@ -69,7 +69,15 @@ export function processStream(
     const engine = engines().get(apiName);
     if (!engine) {
       log.error('request for a GraphQL API that is not loaded', { api: apiName });
-      answer(503, JSON_CONTENT_TYPE, JSON.stringify({ errors: [{ message: `GraphQL API ${JSON.stringify(apiName)} is not loaded` }] }));
+      // (e.g. just after a restart, before the controller's configs arrive): the same code as the route's own
+      // answer when this service is down
+      answer(
+        503,
+        JSON_CONTENT_TYPE,
+        JSON.stringify({
+          errors: [{ message: `GraphQL API ${JSON.stringify(apiName)} is not loaded`, extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+        }),
+      );
       return;
     }
     const body = chunks === undefined ? EMPTY_BODY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);

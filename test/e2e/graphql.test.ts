@@ -1,5 +1,7 @@
 // GraphQL executed by Legate (graphql extension behind Envoy's ext_proc), end to end with real Envoy.
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
@@ -118,8 +120,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => backend.listen(0, '127.0.0.1', () => r()));
   const port = (backend.address() as AddressInfo).port;
-  gw = await startGateway({
-    'books.yaml': `
+  gw = await startGateway(
+    {
+      'books.yaml': `
 apiVersion: legate.dev/v1
 kind: Upstream
 metadata: { name: books, namespace: legate-system }
@@ -141,9 +144,11 @@ spec:
         routeAction: { single: { upstream: { name: books, namespace: legate-system } } }
         options: { prefixRewrite: / }
 `,
-    'api.yaml': api(),
-    'mocked.yaml': mocked(),
-  }, { env: { START_STATS_SERVER: 'true' } });
+      'api.yaml': api(),
+      'mocked.yaml': mocked(),
+    },
+    { env: { START_STATS_SERVER: 'true' } },
+  );
   await gw.until('/graphql', (r) => r.status === 200, post({ query: '{productsForHome{id}}' }), 30_000);
 });
 
@@ -358,5 +363,42 @@ describe('GraphQL over Envoy ext_proc', () => {
     expect(bomb.status).toBe(400);
     expect(bomb.text).toContain('selects 2049 fields');
     expect(hits.length).toBe(before);
+  });
+
+  // last: it kills the graphql service (legate run restarts it)
+  it('answers a clean 503 GraphQL error while the graphql service is down, other routes unaffected, then serves again', async () => {
+    const state = JSON.parse(fs.readFileSync(path.join(gw.stateDir, 'run.json'), 'utf8')) as {
+      components: Record<string, { pid: number }>;
+    };
+    process.kill(state.components['graphql']!.pid, 'SIGKILL');
+    const answers: { status: number; text: string; type: string | null }[] = [];
+    const rest: number[] = [];
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const r = await gw.request('/graphql', post({ query: '{productsForHome{id}}' }));
+      answers.push({ status: r.status, text: r.text, type: r.headers.get('content-type') });
+      rest.push((await gw.request('/rest/api/v1/products')).status);
+      if (r.status === 200 && answers.some((a) => a.status === 503)) break;
+      if (Date.now() > deadline) throw new Error(`no recovery: ${JSON.stringify(answers.slice(-3))}`);
+      await new Promise((done) => setTimeout(done, 10));
+    }
+    const down = answers.filter((a) => a.status !== 200);
+    expect(down.length).toBeGreaterThan(0);
+    for (const a of down) {
+      expect(a.status).toBe(503);
+      expect(a.type).toContain('application/json');
+      // Envoy's answer while nothing listens, or the restarted service's before its configs arrive
+      expect([
+        JSON.stringify({
+          errors: [{ message: 'the GraphQL service is unavailable; try again', extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+        }),
+        JSON.stringify({
+          errors: [{ message: 'GraphQL API "legate-system.bookinfo" is not loaded', extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+        }),
+      ]).toContain(a.text);
+    }
+    expect(down.some((a) => a.text.includes('the GraphQL service is unavailable'))).toBe(true);
+    expect(new Set(rest)).toEqual(new Set([200]));
+    expect(answers.at(-1)!.text).toBe(JSON.stringify({ data: { productsForHome: [{ id: 1 }, { id: 2 }] } }));
   });
 });

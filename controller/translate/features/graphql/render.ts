@@ -33,6 +33,11 @@ const EXT_PROC_PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ex
 
 type GraphqlAction = Extract<RouteActionIR, { type: 'graphql' }>;
 
+/** What a GraphQL route answers when the graphql service cannot (a GraphQL error a client can read). */
+const UNAVAILABLE_BODY = JSON.stringify({
+  errors: [{ message: 'the GraphQL service is unavailable; try again', extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+});
+
 const graphqlUse = new WeakMap<ProxyIR, boolean>();
 
 /** Whether any route of the proxy is a GraphQL route; memoised, as it is asked per listener and again for clusters. */
@@ -69,7 +74,9 @@ function extProcConfig(requestHeaderMode: 'SEND' | 'SKIP', requestAttributes?: s
       : {}),
     // resolvers may call several backends in sequence (default timeout 1 s each)
     message_timeout: { seconds: 10 },
-    failure_mode_allow: false,
+    // When the graphql service is down or does not answer in time, the request goes on to the route's
+    // own action, a fixed 503 GraphQL error (unavailableAnswer): nothing behind it to fail open to.
+    failure_mode_allow: true,
   });
 }
 
@@ -129,6 +136,13 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
     patchRoute(ir, route) {
       if (ir.action.type !== 'graphql') return;
       setPerFilterConfig(route, EXT_PROC_FILTER, enabledFor(ir.action));
+      delete route.redirect;
+      delete route.route;
+      route.direct_response = { status: 503, body: { inline_string: UNAVAILABLE_BODY } };
+      (route.response_headers_to_add ??= []).push({
+        header: { key: 'content-type', value: 'application/json; charset=utf-8' },
+        append_action: 'ADD_IF_ABSENT',
+      });
     },
     expandRoute(ir, route) {
       if (ir.action.type !== 'graphql' || ir.action.requestHeaders === undefined) return undefined;
