@@ -27,7 +27,17 @@ export function graphqlFeature(service: ServiceAddress): Feature {
         unique.push(api);
       }
       const upstreams = ctx.upstreams();
-      const apis = ctx.resolveEach(unique, (a) => translateGraphQLApi(a, upstreams));
+      // stitched APIs are built from the plain ones, so those are resolved first
+      const isStitched = (a: GraphQLApi | GraphQLSchema): boolean => a.kind === 'GraphQLApi' && a.spec.stitchedSchema !== undefined;
+      const plain = ctx.resolveEach(
+        unique.filter((a) => !isStitched(a)),
+        (a) => translateGraphQLApi(a, upstreams),
+      );
+      const stitched = ctx.resolveEach(unique.filter(isStitched), (a) => translateGraphQLApi(a, upstreams, plain));
+      const apis = {
+        results: new Map([...plain.results, ...stitched.results]),
+        rejected: new Set([...plain.rejected, ...stitched.rejected]),
+      };
       return {
         routeAction(route, site, sink) {
           const ref = route.graphqlApiRef ?? route.graphqlSchemaRef;
