@@ -22,6 +22,8 @@ export interface RequestRejection {
   status: number;
   message: string;
   headers?: Record<string, string>;
+  /** the parameters parsed but carry no query (an APQ request by hash alone looks like this) */
+  missingQuery?: true;
 }
 
 function isUtf8Charset(value: string): boolean {
@@ -86,7 +88,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** Checks the parameters' types (shared by GET and POST). */
 function checkParams(raw: Record<string, unknown>): GraphQLParams | RequestRejection {
   const { query, variables, operationName, extensions } = raw;
-  if (query === undefined || query === null) return { status: 400, message: 'Missing query: the request must carry a "query" string.' };
+  if (query === undefined || query === null)
+    return { status: 400, message: 'Missing query: the request must carry a "query" string.', missingQuery: true };
   if (typeof query !== 'string') return { status: 400, message: 'Invalid query: "query" must be a string.' };
   if (variables !== undefined && variables !== null && !isPlainObject(variables))
     return { status: 400, message: 'Invalid variables: "variables" must be an object (map) or null.' };

@@ -330,8 +330,7 @@ class GraphQLEngine implements Engine {
     let hashOnly = false;
     if (isRejection(params)) {
       // an APQ request by hash alone has no query: read its parameters again (http.ts requires a query)
-      const apq =
-        params.status === 400 && params.message.startsWith('Missing query') ? hashOnlyParams(method, req.path, req.body) : undefined;
+      const apq = params.missingQuery === true ? hashOnlyParams(method, req.path, req.body) : undefined;
       if (apq === undefined) return reply(params.status, media, { errors: [{ message: params.message }] }, params.headers);
       params = apq;
       hashOnly = true;
