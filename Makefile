@@ -16,7 +16,7 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e typecheck format kube-tools bench bench-micro build envoy envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools bench bench-micro build envoy envoy-types clean wasm wasm-debug
 
 setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy build
 
@@ -86,6 +86,11 @@ test-unit: setup
 
 test-e2e: setup kube-tools
 	npx vitest run test/e2e
+
+# the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in
+# test/faults/results/latest.md and at the end of the output
+test-faults: setup
+	npx vitest run --config test/faults/vitest.config.ts
 
 bench: setup
 	node --import tsx bench/run.ts $(BENCH_ARGS)
