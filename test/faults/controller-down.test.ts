@@ -12,8 +12,10 @@ import { componentPid, envoyStats, envoyVersions, rssMiB, waitForComponent } fro
 const ITEM = 'controller-down';
 const STOPPED_MS = Number(process.env['LEGATE_FAULTS_CONTROLLER_STOP_S'] ?? 10) * 1000;
 // what would change if Envoy applied a different config
-const CHURN =
-  /^(listener_manager\.(listener_added|listener_modified|listener_removed|lds\.update_rejected)|cluster_manager\.(cluster_added|cluster_modified|cluster_removed|cds\.update_rejected))$/;
+const CHURN = new RegExp(
+  '^(listener_manager\\.(listener_added|listener_modified|listener_removed|lds\\.update_rejected)' +
+    '|cluster_manager\\.(cluster_added|cluster_modified|cluster_removed|cds\\.update_rejected))$',
+);
 
 let gw: Gateway;
 let app: EchoUpstream;
