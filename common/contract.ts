@@ -6,12 +6,14 @@
 export const ExtensionRoles = {
   graphql: 'graphql',
   extauth: 'extauth',
+  ratelimit: 'ratelimit',
 } as const;
 
 /** Type URLs of extension configs served over ADS. */
 export const ExtensionTypeUrls = {
   graphqlApi: 'type.googleapis.com/legate.graphql.v1.GraphQLApiConfig',
   authConfig: 'type.googleapis.com/legate.extauth.v1.AuthConfig',
+  rateLimitConfig: 'type.googleapis.com/legate.ratelimit.v1.RateLimitConfig',
 } as const;
 
 /** gRPC initial metadata key naming the GraphQL API of a route (`<namespace>.<name>`). */
@@ -51,3 +53,9 @@ export type {
 // The AuthConfig shapes (introspection and JWT steps) are defined with their runtime schema, which the
 // controller and the extauth service both validate against, in ./auth-config.ts.
 export type { AuthConfigConfig, AuthStepConfig, IntrospectionStepConfig, JwtStepConfig } from './auth-config.js';
+
+// ---- ratelimit ----
+
+// The RateLimitConfig shape (descriptor trees) and the descriptor keys Legate adds are defined with their
+// runtime schema, which the controller and the ratelimit service both validate against, in ./ratelimit-config.ts.
+export type { DescriptorConfig, Limit, RateLimitServiceConfig } from './ratelimit-config.js';

@@ -15,8 +15,9 @@ import {
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { envoyNames } from './translate/names.js';
-import type { WasmChecks } from './api/schemas.js';
-import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
+import type { RatelimitServer, WasmChecks } from './api/schemas.js';
+import { DEFAULT_RATELIMIT, DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
+import { parseDuration } from './translate/duration.js';
 import { proxyRole } from './translate/names.js';
 import { renderPlugins, renderProxyReusing, type RenderMemo } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
@@ -122,7 +123,11 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
   const all = [...typed, ...discovered];
 
-  const render = withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks);
+  const render = withRateLimitServer(
+    withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks),
+    settings?.spec.ratelimitServer,
+    settings?.metadata.namespace ?? LEGATE_NAMESPACE,
+  );
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -226,4 +231,30 @@ function withSettings(render: RenderOptions, checks: WasmChecks | undefined): Re
       graphqlCheck: { ...render.wasm.graphqlCheck, ...checks.graphqlCheck },
     },
   };
+}
+
+/**
+ * Settings' ratelimitServer tunes the ratelimit filter; ratelimitServerRef points it at an Upstream's
+ * cluster (`<name>_<namespace>`, which must exist) instead of Legate's own service.
+ */
+function withRateLimitServer(render: RenderOptions, server: RatelimitServer | undefined, ns: string): RenderOptions {
+  if (!server) return render;
+  const rl = render.ratelimit ?? DEFAULT_RATELIMIT;
+  const ref = server.ratelimitServerRef;
+  return {
+    ...render,
+    ratelimit: {
+      ...rl,
+      ...(ref ? { serverCluster: `${ref.name}_${ref.namespace ?? ns}` } : {}),
+      ...(server.requestTimeout !== undefined ? { requestTimeoutMs: durationMs(server.requestTimeout) } : {}),
+      ...(server.denyOnFail !== undefined ? { denyOnFail: server.denyOnFail } : {}),
+      ...(server.rateLimitBeforeAuth !== undefined ? { beforeAuth: server.rateLimitBeforeAuth } : {}),
+      ...(server.enableXRatelimitHeaders !== undefined ? { xRateLimitHeaders: server.enableXRatelimitHeaders } : {}),
+    },
+  };
+}
+
+function durationMs(text: string): number {
+  const d = parseDuration(text);
+  return Math.max(1, Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6));
 }

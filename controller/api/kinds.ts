@@ -10,6 +10,7 @@ import {
   GatewaySpecSchema,
   GraphQLApiSpecSchema,
   GraphQLSchemaSpecSchema,
+  RateLimitConfigSpecSchema,
   SecretBodySchema,
   ServiceBodySchema,
   SettingsSpecSchema,
@@ -57,6 +58,7 @@ export const KINDS = {
     aliases: ['ratelimit.solo.io/v1alpha1'],
     plural: 'ratelimitconfigs',
     shortNames: ['rlc'],
+    spec: RateLimitConfigSpecSchema,
   },
   GraphQLApi: {
     group: 'graphql.legate.dev',

@@ -29,6 +29,7 @@ export type Secret = ResourceOf<'Secret'>;
 export type GraphQLApi = ResourceOf<'GraphQLApi'>;
 export type GraphQLSchema = ResourceOf<'GraphQLSchema'>;
 export type AuthConfig = ResourceOf<'AuthConfig'>;
+export type RateLimitConfig = ResourceOf<'RateLimitConfig'>;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
 

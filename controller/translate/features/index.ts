@@ -5,6 +5,7 @@ import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
+import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { tlsFeature } from './tls/index.js';
 import { upstreamsFeature } from './upstreams/index.js';
@@ -15,7 +16,11 @@ export interface RenderOptions {
   graphql: ServiceAddress;
   extauth: ServiceAddress;
   wasm: WasmOptions;
+  /** Legate's ratelimit service and the Settings' ratelimitServer; default DEFAULT_RATELIMIT */
+  ratelimit?: RateLimitRenderOptions;
 }
+
+export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
 
 export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
   graphql: { host: '127.0.0.1', port: 8084 },
@@ -30,6 +35,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
+    ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     graphqlFeature(options.graphql),
   ]);
 }

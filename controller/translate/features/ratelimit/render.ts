@@ -1,0 +1,161 @@
+// Rate limiting in Envoy. Global limits: the `envoy.filters.http.ratelimit` filter (domain `legate`)
+// on the HCM of every proxy that limits anything, asking Legate's ratelimit service (or the Settings'
+// ratelimitServerRef upstream) with the descriptors of the virtual host's or route's `rate_limits`
+// actions; a route with its own limits does not also get its virtual host's (Envoy's default,
+// as Gloo). Local limits: `envoy.filters.http.local_ratelimit`, inert on the HCM, with a token bucket
+// per virtual host or route in typed_per_filter_config.
+import type { EnvoyRoute, HeaderMatcher, HttpFilter, StringMatcher, VirtualHost } from '../../../../envoy/typed.js';
+import { typed } from '../../../../envoy/typed.js';
+import type { envoy_config_route_v3_RateLimit } from '../../../../envoy/types.generated.js';
+import { RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
+import { duration, extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
+import { FilterStage, before, during, type RenderPlugin } from '../../feature.js';
+import type { ProxyIR, RateLimitActionIR, RateLimitIR } from '../../ir.js';
+
+export const RATELIMIT_FILTER = 'envoy.filters.http.ratelimit';
+export const LOCAL_RATELIMIT_FILTER = 'envoy.filters.http.local_ratelimit';
+export const RATELIMIT_CLUSTER = 'legate-ratelimit';
+const LOCAL_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit' as const;
+
+/** How the ratelimit filter behaves (Settings ratelimitServer). */
+export interface RateLimitRenderOptions {
+  /** where Legate's own ratelimit service listens */
+  service: ServiceAddress;
+  /** a cluster serving RateLimitService instead (Settings ratelimitServerRef, `<upstream>_<namespace>`) */
+  serverCluster?: string;
+  /** Envoy's timeout for each call; default 100ms (Gloo's) */
+  requestTimeoutMs?: number;
+  /** deny when the service cannot answer (Envoy answers 500); default false: allow */
+  denyOnFail?: boolean;
+  /** the filter before ext_authz (default: after auth) */
+  beforeAuth?: boolean;
+  /** x-ratelimit-limit/-remaining/-reset on responses (default true) */
+  xRateLimitHeaders?: boolean;
+}
+
+export const DEFAULT_RATELIMIT_TIMEOUT_MS = 100;
+
+const usage = new WeakMap<ProxyIR, { global: boolean; local: boolean }>();
+
+/** Which of the two filters the proxy needs; memoised, as it is asked once per virtual host. */
+function uses(proxy: ProxyIR): { global: boolean; local: boolean } {
+  let u = usage.get(proxy);
+  if (!u) {
+    u = { global: false, local: false };
+    const note = (rl: RateLimitIR | undefined): void => {
+      if (!rl) return;
+      if (rl.rateLimits.length) u!.global = true;
+      if (rl.local) u!.local = true;
+    };
+    for (const l of proxy.listeners)
+      for (const vh of l.virtualHosts) {
+        note(vh.rateLimit);
+        for (const r of vh.routes) note(r.rateLimit);
+      }
+    usage.set(proxy, u);
+  }
+  return u;
+}
+
+function stringMatch(m: { exact?: string; regex?: string; prefix?: string; suffix?: string }): StringMatcher {
+  if (m.exact !== undefined) return { exact: m.exact };
+  if (m.prefix !== undefined) return { prefix: m.prefix };
+  if (m.suffix !== undefined) return { suffix: m.suffix };
+  return { safe_regex: { regex: m.regex ?? '' } };
+}
+
+function envoyAction(a: RateLimitActionIR): envoy_config_route_v3_RateLimit['actions'] extends (infer T)[] | undefined ? T : never {
+  if ('genericKey' in a)
+    return {
+      generic_key: {
+        descriptor_value: a.genericKey.descriptorValue,
+        ...(a.genericKey.descriptorKey ? { descriptor_key: a.genericKey.descriptorKey } : {}),
+      },
+    };
+  if ('requestHeaders' in a) {
+    const r = a.requestHeaders;
+    return {
+      request_headers: { header_name: r.headerName, descriptor_key: r.descriptorKey, ...(r.skipIfAbsent ? { skip_if_absent: true } : {}) },
+    };
+  }
+  if ('remoteAddress' in a) return { remote_address: {} };
+  if ('sourceCluster' in a) return { source_cluster: {} };
+  if ('destinationCluster' in a) return { destination_cluster: {} };
+  const m = a.headerValueMatch;
+  return {
+    header_value_match: {
+      ...(m.descriptorKey ? { descriptor_key: m.descriptorKey } : {}),
+      descriptor_value: m.descriptorValue,
+      expect_match: m.expectMatch,
+      headers: m.headers.map((h): HeaderMatcher => {
+        const base: HeaderMatcher = { name: h.name, ...(h.invert ? { invert_match: true } : {}) };
+        if (h.match.present) return { ...base, present_match: true };
+        return { ...base, string_match: stringMatch(h.match) };
+      }),
+    },
+  };
+}
+
+function rateLimits(rl: RateLimitIR): envoy_config_route_v3_RateLimit[] {
+  return rl.rateLimits.map((r) => ({ actions: r.actions.map(envoyAction) }));
+}
+
+function localConfig(local: NonNullable<RateLimitIR['local']>) {
+  const always = { default_value: { numerator: 100, denominator: 'HUNDRED' as const }, runtime_key: 'legate_local_ratelimit_enabled' };
+  return typed(LOCAL_TYPE, {
+    stat_prefix: 'local_rate_limit',
+    token_bucket: { max_tokens: local.maxTokens, tokens_per_fill: local.tokensPerFill, fill_interval: duration(local.fillInterval) },
+    filter_enabled: always,
+    filter_enforced: { ...always, runtime_key: 'legate_local_ratelimit_enforced' },
+    enable_x_ratelimit_headers: 'DRAFT_VERSION_03',
+  });
+}
+
+export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_RATELIMIT_TIMEOUT_MS;
+  return {
+    httpFilters(proxy) {
+      const u = uses(proxy);
+      const out = [];
+      if (u.local) {
+        // inert here (no bucket): each virtual host or route that limits brings its own bucket
+        const filter: HttpFilter = { name: LOCAL_RATELIMIT_FILTER, typed_config: typed(LOCAL_TYPE, { stat_prefix: 'local_rate_limit' }) };
+        // first of the two: cheap, and it protects the service too
+        out.push({ position: options.beforeAuth ? before(FilterStage.AuthN) : before(FilterStage.RateLimit), filter });
+      }
+      if (u.global) {
+        const filter: HttpFilter = {
+          name: RATELIMIT_FILTER,
+          typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit', {
+            domain: RATE_LIMIT_DOMAIN,
+            timeout: { seconds: Math.floor(timeoutMs / 1000), nanos: (timeoutMs % 1000) * 1e6 },
+            failure_mode_deny: options.denyOnFail ?? false,
+            rate_limit_service: {
+              grpc_service: { envoy_grpc: { cluster_name: options.serverCluster ?? RATELIMIT_CLUSTER } },
+              transport_api_version: 'V3',
+            },
+            ...(options.xRateLimitHeaders === false ? {} : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
+          }),
+        };
+        out.push({ position: options.beforeAuth ? before(FilterStage.AuthN) : during(FilterStage.RateLimit), filter });
+      }
+      return out;
+    },
+    proxyContext: () => null,
+    patchVirtualHost(ir, vhost: VirtualHost) {
+      const rl = ir.rateLimit;
+      if (!rl) return;
+      if (rl.rateLimits.length) vhost.rate_limits = rateLimits(rl);
+      if (rl.local) setPerFilterConfig(vhost, LOCAL_RATELIMIT_FILTER, localConfig(rl.local));
+    },
+    patchRoute(ir, route: EnvoyRoute) {
+      const rl = ir.rateLimit;
+      if (!rl) return;
+      if (rl.rateLimits.length && route.route) route.route.rate_limits = rateLimits(rl);
+      if (rl.local) setPerFilterConfig(route, LOCAL_RATELIMIT_FILTER, localConfig(rl.local));
+    },
+    extraClusters(proxy) {
+      return uses(proxy).global && !options.serverCluster ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
+    },
+  };
+}

@@ -1,0 +1,284 @@
+// Stage 1 for rate limiting: RateLimitConfig -> the descriptor tree the ratelimit service enforces and
+// the Envoy actions routes send; options.ratelimitBasic / localRatelimit -> their IR. Every check that
+// needs no I/O happens here, reported at the user's field: units, zero limits, action kinds Legate does
+// not render, and action descriptor keys that no descriptor at that depth declares (Envoy would send
+// them and the service would match nothing: a limit that silently never applies).
+import {
+  RATE_LIMIT_UNITS,
+  RateLimitKeys,
+  RateLimitServiceConfigSchema,
+  basicDescriptorValue,
+  describeRateLimitIssues,
+  type DescriptorConfig,
+  type Limit,
+  type RateLimitServiceConfig,
+} from '../../../../common/ratelimit-config.js';
+import type { RateLimitConfig } from '../../../api/resources.js';
+import {
+  RATE_LIMIT_ACTION_KINDS,
+  type LocalRatelimit,
+  type RateLimitAction,
+  type RateLimitDescriptor,
+  type RateLimitHeaderMatcher,
+  type RateLimitValue,
+  type RatelimitBasic,
+} from '../../../api/schemas.js';
+import { parseDuration } from '../../duration.js';
+import type { Attempt, Problem } from '../../feature.js';
+import type { RateLimitActionIR, RateLimitIR } from '../../ir.js';
+
+/** A resolved RateLimitConfig: what the service gets, and the actions routes that refer to it send. */
+export interface ResolvedRateLimitConfig {
+  config: RateLimitServiceConfig;
+  rateLimits: { actions: RateLimitActionIR[] }[];
+}
+
+const RENDERED_ACTIONS = new Set([
+  'genericKey',
+  'requestHeaders',
+  'remoteAddress',
+  'sourceCluster',
+  'destinationCluster',
+  'headerValueMatch',
+]);
+
+/** `{requestsPerUnit, unit}` -> a limit, or problems (zero, unknown unit, missing field). */
+export function checkLimit(v: RateLimitValue, where: string, problems: Problem[]): Limit | 'unlimited' | undefined {
+  if (v.unlimited) {
+    if (v.requestsPerUnit !== undefined || v.unit !== undefined)
+      problems.push({ code: 'InvalidSpec', message: `${where}: set either unlimited or requestsPerUnit and unit, not both` });
+    return 'unlimited';
+  }
+  const before = problems.length;
+  if (v.requestsPerUnit === undefined) problems.push({ code: 'InvalidSpec', message: `${where}.requestsPerUnit: required` });
+  else if (v.requestsPerUnit < 1)
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}.requestsPerUnit: must be at least 1 (0 would deny every request; use unlimited: true for no limit)`,
+    });
+  if (v.unit === undefined)
+    problems.push({ code: 'InvalidSpec', message: `${where}.unit: required (one of ${RATE_LIMIT_UNITS.join(', ')})` });
+  else if (!(RATE_LIMIT_UNITS as readonly string[]).includes(v.unit))
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}.unit: ${JSON.stringify(v.unit)} is not one of ${RATE_LIMIT_UNITS.join(', ')}`,
+    });
+  if (problems.length > before) return undefined;
+  return { requestsPerUnit: v.requestsPerUnit!, unit: v.unit as Limit['unit'] };
+}
+
+function descriptor(d: RateLimitDescriptor, where: string, problems: Problem[], warnings: Problem[]): DescriptorConfig {
+  if (d.key.startsWith('legate_'))
+    problems.push({ code: 'InvalidSpec', message: `${where}.key: keys starting with legate_ are Legate's own` });
+  if (d.weight !== undefined || d.alwaysApply !== undefined)
+    warnings.push({ code: 'NotSupported', message: `${where}: weight and alwaysApply (set-style limits) are ignored` });
+  const out: DescriptorConfig = { key: d.key };
+  if (d.value !== undefined) out.value = d.value;
+  if (d.rateLimit) {
+    const limit = checkLimit(d.rateLimit, `${where}.rateLimit`, problems);
+    if (limit === 'unlimited') out.unlimited = true;
+    else if (limit) out.limit = limit;
+  }
+  if (d.shadowMode) out.shadowMode = true;
+  if (d.descriptors?.length) out.descriptors = d.descriptors.map((c, i) => descriptor(c, `${where}.descriptors[${i}]`, problems, warnings));
+  return out;
+}
+
+function headerMatcher(h: RateLimitHeaderMatcher, where: string, problems: Problem[]) {
+  const set = [h.exactMatch, h.prefixMatch, h.suffixMatch, h.regexMatch, h.safeRegexMatch, h.presentMatch].filter((x) => x !== undefined);
+  if (set.length > 1)
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}: set at most one of exactMatch, prefixMatch, suffixMatch, regexMatch, safeRegexMatch, presentMatch`,
+    });
+  const regex = h.safeRegexMatch?.regex ?? h.regexMatch;
+  if (regex !== undefined) {
+    try {
+      new RegExp(regex, 'u');
+    } catch {
+      problems.push({ code: 'InvalidRegex', message: `${where}: ${JSON.stringify(regex)} is not a valid regular expression` });
+    }
+  }
+  const match =
+    h.exactMatch !== undefined
+      ? { exact: h.exactMatch }
+      : h.prefixMatch !== undefined
+        ? { prefix: h.prefixMatch }
+        : h.suffixMatch !== undefined
+          ? { suffix: h.suffixMatch }
+          : regex !== undefined
+            ? { regex }
+            : { present: h.presentMatch ?? true };
+  return { name: h.name.toLowerCase(), match, invert: h.invertMatch ?? false };
+}
+
+/** One Gloo action -> IR, with the descriptor key it produces and, when fixed, its value. */
+function action(
+  a: RateLimitAction,
+  where: string,
+  problems: Problem[],
+): { ir: RateLimitActionIR; key: string; value?: string } | undefined {
+  const kinds = RATE_LIMIT_ACTION_KINDS.filter((k) => a[k] !== undefined);
+  if (kinds.length !== 1) {
+    problems.push({ code: 'InvalidSpec', message: `${where}: set exactly one action kind (${[...RENDERED_ACTIONS].join(', ')})` });
+    return undefined;
+  }
+  const kind = kinds[0]!;
+  if (!RENDERED_ACTIONS.has(kind)) {
+    problems.push({ code: 'NotSupported', message: `${where}.${kind}: not supported (supported: ${[...RENDERED_ACTIONS].join(', ')})` });
+    return undefined;
+  }
+  if (a.genericKey) {
+    const key = a.genericKey.descriptorKey || 'generic_key';
+    const ir = {
+      genericKey: { descriptorValue: a.genericKey.descriptorValue, ...(a.genericKey.descriptorKey ? { descriptorKey: key } : {}) },
+    };
+    return { ir, key, value: a.genericKey.descriptorValue };
+  }
+  if (a.requestHeaders) {
+    const r = a.requestHeaders;
+    const ir = {
+      requestHeaders: {
+        headerName: r.headerName.toLowerCase(),
+        descriptorKey: r.descriptorKey,
+        ...(r.skipIfAbsent ? { skipIfAbsent: true } : {}),
+      },
+    };
+    return { ir, key: r.descriptorKey };
+  }
+  if (a.remoteAddress) return { ir: { remoteAddress: {} }, key: 'remote_address' };
+  if (a.sourceCluster) return { ir: { sourceCluster: {} }, key: 'source_cluster' };
+  if (a.destinationCluster) return { ir: { destinationCluster: {} }, key: 'destination_cluster' };
+  const m = a.headerValueMatch!;
+  const key = m.descriptorKey || 'header_match';
+  const ir: RateLimitActionIR = {
+    headerValueMatch: {
+      ...(m.descriptorKey ? { descriptorKey: key } : {}),
+      descriptorValue: m.descriptorValue,
+      expectMatch: m.expectMatch ?? true,
+      headers: m.headers.map((h, i) => headerMatcher(h, `${where}.headerValueMatch.headers[${i}]`, problems)),
+    },
+  };
+  return { ir, key, value: m.descriptorValue };
+}
+
+/**
+ * Checks that each entry an action list produces is declared at its depth of the descriptor tree: the
+ * key, and for fixed values (generic keys, header matches) a descriptor with that value or without one.
+ */
+function checkKeys(produced: { key: string; value?: string }[], descriptors: DescriptorConfig[], where: string, problems: Problem[]): void {
+  let level: DescriptorConfig[] = descriptors;
+  for (const [i, entry] of produced.entries()) {
+    const sameKey = level.filter((d) => d.key === entry.key);
+    if (!sameKey.length) {
+      const declared = [...new Set(level.map((d) => d.key))];
+      problems.push({
+        code: 'InvalidSpec',
+        message:
+          `${where}.actions[${i}]: descriptor key ${JSON.stringify(entry.key)} is not declared by any descriptor at that depth ` +
+          `(${declared.length ? `declared: ${declared.join(', ')}` : 'none declared'})`,
+      });
+      return;
+    }
+    const matching = entry.value === undefined ? sameKey : sameKey.filter((d) => d.value === undefined || d.value === entry.value);
+    if (!matching.length) {
+      problems.push({
+        code: 'InvalidSpec',
+        message:
+          `${where}.actions[${i}]: no descriptor ${entry.key}=${JSON.stringify(entry.value)} ` +
+          `(values declared: ${sameKey.map((d) => JSON.stringify(d.value)).join(', ')})`,
+      });
+      return;
+    }
+    level = matching.flatMap((d) => d.descriptors ?? []);
+  }
+}
+
+export function translateRateLimitConfig(rlc: RateLimitConfig): Attempt<ResolvedRateLimitConfig> {
+  const problems: Problem[] = [];
+  const warnings: Problem[] = [];
+  const raw = rlc.spec.raw;
+  const name = `${rlc.metadata.namespace}.${rlc.metadata.name}`;
+  if (raw.setDescriptors?.length)
+    problems.push({ code: 'NotSupported', message: 'raw.setDescriptors: set-style descriptors are not supported; use descriptors' });
+  const descriptors = (raw.descriptors ?? []).map((d, i) => descriptor(d, `raw.descriptors[${i}]`, problems, warnings));
+  const rateLimits: { actions: RateLimitActionIR[] }[] = [];
+  (raw.rateLimits ?? []).forEach((rl, i) => {
+    const where = `raw.rateLimits[${i}]`;
+    if (rl.setActions?.length) problems.push({ code: 'NotSupported', message: `${where}.setActions: not supported; use actions` });
+    if (rl.limit !== undefined)
+      problems.push({ code: 'NotSupported', message: `${where}.limit: dynamic limit overrides are not supported` });
+    if (!rl.actions?.length) {
+      if (!rl.setActions?.length) problems.push({ code: 'InvalidSpec', message: `${where}.actions: needs at least one action` });
+      return;
+    }
+    const before = problems.length;
+    const produced = rl.actions.map((a, j) => action(a, `${where}.actions[${j}]`, problems));
+    if (problems.length > before) return;
+    const entries = produced as { ir: RateLimitActionIR; key: string; value?: string }[];
+    checkKeys(entries, descriptors, where, problems);
+    rateLimits.push({
+      actions: [{ genericKey: { descriptorKey: RateLimitKeys.config, descriptorValue: name } }, ...entries.map((e) => e.ir)],
+    });
+  });
+  if (!raw.rateLimits?.length)
+    warnings.push({ code: 'InvalidSpec', message: 'raw.rateLimits: no actions, so no request is ever counted against these descriptors' });
+  const config: RateLimitServiceConfig = { name, descriptors };
+  if (!problems.length) {
+    const parsed = RateLimitServiceConfigSchema.safeParse(config);
+    if (!parsed.success) for (const m of describeRateLimitIssues(parsed.error, 'raw')) problems.push({ code: 'InvalidSpec', message: m });
+  }
+  if (problems.length) return { problems, warnings };
+  return { ir: { config, rateLimits }, problems, warnings };
+}
+
+/** options.ratelimitBasic -> Envoy actions whose descriptors carry their own limit (no service config). */
+export function basicRateLimits(basic: RatelimitBasic, scope: string, where: string, problems: Problem[]): RateLimitIR['rateLimits'] {
+  const out: RateLimitIR['rateLimits'] = [];
+  if (!basic.anonymousLimits && !basic.authorizedLimits)
+    problems.push({ code: 'InvalidSpec', message: `${where}: set anonymousLimits, authorizedLimits or both` });
+  if (basic.anonymousLimits) {
+    const limit = checkLimit(basic.anonymousLimits, `${where}.anonymousLimits`, problems);
+    if (limit && limit !== 'unlimited')
+      out.push({
+        actions: [
+          { genericKey: { descriptorKey: RateLimitKeys.basic, descriptorValue: basicDescriptorValue(scope, limit) } },
+          {
+            headerValueMatch: {
+              descriptorKey: RateLimitKeys.auth,
+              descriptorValue: 'anonymous',
+              expectMatch: false,
+              headers: [{ name: 'authorization', match: { present: true }, invert: false }],
+            },
+          },
+          { remoteAddress: {} },
+        ],
+      });
+  }
+  if (basic.authorizedLimits) {
+    const limit = checkLimit(basic.authorizedLimits, `${where}.authorizedLimits`, problems);
+    if (limit && limit !== 'unlimited')
+      out.push({
+        actions: [
+          { genericKey: { descriptorKey: RateLimitKeys.basic, descriptorValue: basicDescriptorValue(scope, limit) } },
+          // absent header: Envoy sends no descriptor for this entry, so anonymous requests are not counted here
+          { requestHeaders: { headerName: 'authorization', descriptorKey: RateLimitKeys.credential } },
+        ],
+      });
+  }
+  return out;
+}
+
+/** options.localRatelimit -> the token bucket (Envoy's defaults: one token per fill; Legate's: a 1s fill interval). */
+export function localBucket(local: LocalRatelimit, where: string, problems: Problem[]): RateLimitIR['local'] {
+  const before = problems.length;
+  if (local.maxTokens < 1)
+    problems.push({ code: 'InvalidSpec', message: `${where}.maxTokens: must be at least 1 (0 would deny every request)` });
+  const tokensPerFill = local.tokensPerFill ?? 1;
+  if (tokensPerFill < 1) problems.push({ code: 'InvalidSpec', message: `${where}.tokensPerFill: must be at least 1` });
+  const fillInterval = parseDuration(local.fillInterval ?? '1s');
+  if (fillInterval.seconds * 1000 + (fillInterval.nanos ?? 0) / 1e6 < 50)
+    problems.push({ code: 'InvalidSpec', message: `${where}.fillInterval: must be at least 50ms (Envoy's minimum)` });
+  if (problems.length > before) return undefined;
+  return { maxTokens: local.maxTokens, tokensPerFill, fillInterval };
+}
