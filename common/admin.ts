@@ -9,7 +9,7 @@ import { sendError, sendOk } from './envelope.js';
 import { isLogLevel, type Logger } from './log.js';
 import type { SpanRecorder } from './trace.js';
 
-export const DEFAULT_ADMIN_PORTS = { controller: 9091, extauth: 9092, graphql: 9093 } as const;
+export const DEFAULT_ADMIN_PORTS = { controller: 9091, extauth: 9092, graphql: 9093, ratelimit: 9094 } as const;
 
 export interface AdminOptions {
   component: string;

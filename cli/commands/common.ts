@@ -15,6 +15,8 @@ export const DEFAULTS = {
   apiPort: 9095,
   graphqlPort: 8084,
   extauthPort: 8083,
+  /** Gloo's rate-limit port */
+  ratelimitPort: 18081,
   devPort: 10010,
   stats: DEFAULT_ADMIN_PORTS,
   role: `${LEGATE_NAMESPACE}~gateway-proxy`,

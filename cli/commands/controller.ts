@@ -65,6 +65,11 @@ export const controllerCommand = command({
       default: `127.0.0.1:${DEFAULTS.extauthPort}`,
       description: 'where Envoy reaches the extauth extension',
     },
+    'ratelimit-address': {
+      type: 'hostPort',
+      default: `127.0.0.1:${DEFAULTS.ratelimitPort}`,
+      description: 'where Envoy reaches the ratelimit extension',
+    },
     'stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: 'admin interface port (with START_STATS_SERVER=1)' },
     'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'dev-mode endpoint port (Settings devMode: true)' },
     'wasm-dir': { type: 'string', placeholder: 'DIR', description: 'where the .wasm filters are (default dist/wasm)' },
@@ -126,7 +131,12 @@ export const controllerCommand = command({
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
       defaultGateway: { bindAddress: flags['bind-address'], bindPort: flags['http-port'] },
       defaultSslPort: flags['https-port'],
-      render: { graphql: flags['graphql-address'], extauth: flags['extauth-address'], wasm },
+      render: {
+        graphql: flags['graphql-address'],
+        extauth: flags['extauth-address'],
+        wasm,
+        ratelimit: { service: flags['ratelimit-address'] },
+      },
       wasm: {
         dir: path.resolve(flags['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')),
         source: flags['wasm-source'],

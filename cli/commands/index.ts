@@ -4,6 +4,7 @@ import { bootstrapCommand } from './bootstrap.js';
 import { controllerCommand } from './controller.js';
 import { crdsCommand } from './crds.js';
 import { extauthCommand, graphqlCommand } from './extensions.js';
+import { ratelimitCommand } from './ratelimit.js';
 import { runCommand } from './run.js';
 import { versionCommand } from './version.js';
 
@@ -12,6 +13,7 @@ export const COMMANDS: readonly Command[] = [
   controllerCommand,
   graphqlCommand,
   extauthCommand,
+  ratelimitCommand,
   bootstrapCommand,
   crdsCommand,
   versionCommand,

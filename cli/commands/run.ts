@@ -30,6 +30,7 @@ const runFlags = {
   'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'the controller API, which legatectl reads' },
   'graphql-port': { type: 'port', default: DEFAULTS.graphqlPort, description: 'the graphql extension (ext_proc)' },
   'extauth-port': { type: 'port', default: DEFAULTS.extauthPort, description: 'the extauth extension (ext_authz)' },
+  'ratelimit-port': { type: 'port', default: DEFAULTS.ratelimitPort, description: 'the ratelimit extension (RateLimitService)' },
   'controller-stats-port': {
     type: 'port',
     default: DEFAULTS.stats.controller,
@@ -37,6 +38,16 @@ const runFlags = {
   },
   'extauth-stats-port': { type: 'port', default: DEFAULTS.stats.extauth, description: "extauth's admin interface (START_STATS_SERVER=1)" },
   'graphql-stats-port': { type: 'port', default: DEFAULTS.stats.graphql, description: "graphql's admin interface (START_STATS_SERVER=1)" },
+  'ratelimit-stats-port': {
+    type: 'port',
+    default: DEFAULTS.stats.ratelimit,
+    description: "ratelimit's admin interface (START_STATS_SERVER=1)",
+  },
+  'ratelimit-redis': {
+    type: 'string',
+    placeholder: 'HOST:PORT',
+    description: 'the ratelimit extension keeps its counters in this Redis (default: in memory)',
+  },
   'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'the dev-mode endpoint (Settings devMode: true)' },
   'wasm-source': {
     type: 'choice',
@@ -154,6 +165,7 @@ async function startController(g: Gateway): Promise<string> {
       ...['--config', g.configDir, '--xds-port', String(f['xds-port']), '--api-port', String(f['api-port'])],
       ...['--http-port', String(f['http-port']), '--https-port', String(f['https-port'])],
       ...['--graphql-address', `127.0.0.1:${f['graphql-port']}`, '--extauth-address', `127.0.0.1:${f['extauth-port']}`],
+      ...['--ratelimit-address', `127.0.0.1:${f['ratelimit-port']}`],
       ...['--stats-port', String(f['controller-stats-port']), '--dev-port', String(f['dev-port'])],
       ...['--wasm-source', f['wasm-source'], '--edge-secret-file', path.join(g.stateDir, 'edge-secret')],
     ],
@@ -168,14 +180,18 @@ async function startController(g: Gateway): Promise<string> {
 function startExtensions(g: Gateway): void {
   const f = g.flags;
   const xds = `127.0.0.1:${f['xds-port']}`;
-  for (const [name, port, statsPort, level] of [
-    ['graphql', f['graphql-port'], f['graphql-stats-port'], g.values.graphql?.logLevel],
-    ['extauth', f['extauth-port'], f['extauth-stats-port'], g.values.extauth?.logLevel],
+  const redis = f['ratelimit-redis'];
+  // the ratelimit service always runs (it is small, and idle until a route limits): a RateLimitConfig
+  // applied later needs no restart
+  for (const [name, port, statsPort, level, extra] of [
+    ['graphql', f['graphql-port'], f['graphql-stats-port'], g.values.graphql?.logLevel, []],
+    ['extauth', f['extauth-port'], f['extauth-stats-port'], g.values.extauth?.logLevel, []],
+    ['ratelimit', f['ratelimit-port'], f['ratelimit-stats-port'], g.values.ratelimit?.logLevel, redis ? ['--redis', redis] : []],
   ] as const) {
     g.sup.start({
       name,
       command: process.execPath,
-      args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort)],
+      args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort), ...extra],
       env: logLevelEnv(level),
     });
   }
@@ -243,6 +259,10 @@ function runState(g: Gateway, role: string): RunState {
       graphql: component('graphql', {
         grpc: `127.0.0.1:${f['graphql-port']}`,
         ...(stats ? { admin: `http://127.0.0.1:${f['graphql-stats-port']}` } : {}),
+      }),
+      ratelimit: component('ratelimit', {
+        grpc: `127.0.0.1:${f['ratelimit-port']}`,
+        ...(stats ? { admin: `http://127.0.0.1:${f['ratelimit-stats-port']}` } : {}),
       }),
       ...Object.fromEntries((g.values.processes ?? []).map((p) => [p.name, component(p.name, {})])),
     },

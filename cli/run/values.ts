@@ -14,6 +14,7 @@ const ValuesSchema = z.strictObject({
   controller: z.strictObject({ logLevel: Level.optional() }).optional(),
   graphql: z.strictObject({ logLevel: Level.optional() }).optional(),
   extauth: z.strictObject({ logLevel: Level.optional() }).optional(),
+  ratelimit: z.strictObject({ logLevel: Level.optional() }).optional(),
   proxy: z.strictObject({ logLevel: EnvoyLevel.optional() }).optional(),
   processes: z
     .array(

@@ -1,0 +1,239 @@
+// The rate-limit decision, as Envoy's reference ratelimit service (envoyproxy/ratelimit) makes it:
+//
+// - Descriptor matching: each request descriptor is a list of entries (key, value). The walk starts at
+//   the config named by the first entry (`legate_config=<ns>.<name>`; see common/ratelimit-config.ts);
+//   at each level an entry matches the descriptor `key=value` first, else the descriptor with that key
+//   and no value (the default: any value, each value counted on its own). A limit applies only when
+//   the walk reaches the descriptor of the last entry and it has one; a shorter or longer descriptor
+//   matches nothing. `unlimited` matches and never limits; `shadowMode` counts and reports but never
+//   denies. `legate_basic=<scope>|<n>/<UNIT>` descriptors (options.ratelimitBasic) carry their own limit.
+// - Fixed windows: the counter of a limit with unit U at time t is keyed by window start
+//   floor(t / U) * U and expires at the window's end, so every hit counts in exactly one window.
+// - One store round trip per request: every matched descriptor's counter is incremented at once.
+import { createHash } from 'node:crypto';
+import {
+  RateLimitKeys,
+  UNIT_MS,
+  parseBasicDescriptorValue,
+  parseRateLimitServiceConfig,
+  type DescriptorConfig,
+  type Limit,
+  type RateLimitServiceConfig,
+} from '../../common/ratelimit-config.js';
+
+export interface Entry {
+  key: string;
+  value: string;
+}
+
+/** Counters: increments each key by `addend`, setting its expiry when it is created; returns the new counts. */
+export interface CounterStore {
+  readonly name: string;
+  increment(keys: readonly string[], ttlMs: readonly number[], addend: number): number[] | Promise<number[]>;
+  close(): Promise<void>;
+}
+
+interface Node {
+  limit?: Limit;
+  unlimited: boolean;
+  shadow: boolean;
+  /** by `key\0value`, or `key` for the default */
+  children: Map<string, Node>;
+}
+
+/** What a descriptor matched: a limit (or unlimited), and the counter it counts in. */
+export interface Matched {
+  limit?: Limit;
+  unlimited: boolean;
+  shadow: boolean;
+  /** the counter's key without its window */
+  counter: string;
+}
+
+export type Code = 'OK' | 'OVER_LIMIT';
+
+export interface DescriptorStatus {
+  code: Code;
+  current_limit?: { requests_per_unit: number; unit: Limit['unit'] };
+  limit_remaining?: number;
+  duration_until_reset?: { seconds: number; nanos: number };
+}
+
+export interface Decision {
+  overall: Code;
+  statuses: DescriptorStatus[];
+  /** seconds until the window of the limit that denied ends (for retry-after); 0 when allowed */
+  retryAfterSeconds: number;
+  /** descriptors over their limit in shadow mode (allowed) */
+  shadowed: number;
+}
+
+function build(descriptors: readonly DescriptorConfig[]): Map<string, Node> {
+  const level = new Map<string, Node>();
+  for (const d of descriptors) {
+    const node: Node = { unlimited: d.unlimited === true, shadow: d.shadowMode === true, children: build(d.descriptors ?? []) };
+    if (d.limit) node.limit = d.limit;
+    level.set(d.value === undefined ? d.key : `${d.key}\0${d.value}`, node);
+  }
+  return level;
+}
+
+function counterValue(key: string, value: string): string {
+  // a credential (the authorization header) never becomes part of a key or a log line as it is
+  return key === RateLimitKeys.credential ? createHash('sha256').update(value).digest('base64url').slice(0, 22) : value;
+}
+
+/** Window start (ms since the epoch) of `unit` at `now`: floor(now / unit) * unit. */
+export function windowStart(now: number, unit: Limit['unit']): number {
+  const ms = UNIT_MS[unit];
+  return Math.floor(now / ms) * ms;
+}
+
+export class RateLimiter {
+  private configs = new Map<string, Map<string, Node>>();
+  private summary: Record<string, number> = {};
+
+  constructor(private readonly store: CounterStore) {}
+
+  /** Replaces every config at once (a set from the controller); throws listing problems, keeping the old set. */
+  apply(raw: readonly unknown[]): void {
+    const next = new Map<string, Map<string, Node>>();
+    const problems: string[] = [];
+    const summary: Record<string, number> = {};
+    for (const r of raw) {
+      let c: RateLimitServiceConfig;
+      try {
+        c = parseRateLimitServiceConfig(r);
+      } catch (err) {
+        problems.push(err instanceof Error ? err.message : String(err));
+        continue;
+      }
+      next.set(c.name, build(c.descriptors));
+      summary[c.name] = c.descriptors.length;
+    }
+    if (problems.length) throw new Error(`cannot load RateLimitConfigs: ${problems.join('; ')}`);
+    this.configs = next;
+    this.summary = summary;
+  }
+
+  /** config name -> number of top-level descriptors */
+  configNames(): Record<string, number> {
+    return { ...this.summary };
+  }
+
+  /** What one request descriptor matches (pure); undefined: no limit applies. */
+  match(domain: string, entries: readonly Entry[]): Matched | undefined {
+    const first = entries[0];
+    if (!first) return undefined;
+    let counter = `${domain}|${first.key}=${first.value}`;
+    if (first.key === RateLimitKeys.basic) {
+      const limit = parseBasicDescriptorValue(first.value);
+      if (!limit || entries.length < 2) return undefined;
+      for (let i = 1; i < entries.length; i++) counter += `|${entries[i]!.key}=${counterValue(entries[i]!.key, entries[i]!.value)}`;
+      return { limit, unlimited: false, shadow: false, counter };
+    }
+    if (first.key !== RateLimitKeys.config) return undefined;
+    let level = this.configs.get(first.value);
+    let found: Node | undefined;
+    for (let i = 1; i < entries.length; i++) {
+      const e = entries[i]!;
+      if (!level) return undefined;
+      const node = level.get(`${e.key}\0${e.value}`) ?? level.get(e.key);
+      if (!node) return undefined;
+      counter += `|${e.key}=${counterValue(e.key, e.value)}`;
+      found = i === entries.length - 1 ? node : undefined;
+      level = node.children.size ? node.children : undefined;
+    }
+    if (!found || (!found.limit && !found.unlimited)) return undefined;
+    return { ...(found.limit ? { limit: found.limit } : {}), unlimited: found.unlimited, shadow: found.shadow, counter };
+  }
+
+  /** Decides a request: counts every limited descriptor in its window, then judges each. */
+  decide(domain: string, descriptors: readonly (readonly Entry[])[], addend: number, now: number): Decision | Promise<Decision> {
+    const matched = descriptors.map((d) => this.match(domain, d));
+    const keys: string[] = [];
+    const ttls: number[] = [];
+    const starts: number[] = [];
+    for (const m of matched) {
+      if (!m?.limit || m.unlimited) continue;
+      const start = windowStart(now, m.limit.unit);
+      starts.push(start);
+      keys.push(`${m.counter}|${m.limit.unit}|${start}`);
+      // a little past the window's end, so a clock a few ms apart never sees it vanish early
+      ttls.push(start + UNIT_MS[m.limit.unit] - now + 1000);
+    }
+    if (!keys.length) return { overall: 'OK', statuses: matched.map(() => ({ code: 'OK' })), retryAfterSeconds: 0, shadowed: 0 };
+    const counts = this.store.increment(keys, ttls, addend);
+    return Array.isArray(counts) ? judge(matched, counts, starts, now) : counts.then((c) => judge(matched, c, starts, now));
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+  }
+}
+
+function judge(matched: readonly (Matched | undefined)[], counts: readonly number[], starts: readonly number[], now: number): Decision {
+  let overall = 'OK' as Code;
+  let retryAfterMs = 0;
+  let shadowed = 0;
+  let k = 0;
+  const statuses = matched.map((m): DescriptorStatus => {
+    if (!m?.limit || m.unlimited) return { code: 'OK' };
+    const count = counts[k] ?? 0;
+    const resetMs = starts[k]! + UNIT_MS[m.limit.unit] - now;
+    k++;
+    const over = count > m.limit.requestsPerUnit;
+    if (over && m.shadow) shadowed++;
+    const code: Code = over && !m.shadow ? 'OVER_LIMIT' : 'OK';
+    if (code === 'OVER_LIMIT') {
+      overall = 'OVER_LIMIT';
+      retryAfterMs = Math.max(retryAfterMs, resetMs);
+    }
+    return {
+      code,
+      current_limit: { requests_per_unit: m.limit.requestsPerUnit, unit: m.limit.unit },
+      limit_remaining: Math.max(0, m.limit.requestsPerUnit - count),
+      duration_until_reset: { seconds: Math.floor(resetMs / 1000), nanos: (resetMs % 1000) * 1e6 },
+    };
+  });
+  return { overall, statuses, retryAfterSeconds: overall === 'OVER_LIMIT' ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : 0, shadowed };
+}
+
+/** The in-memory store: one process's counters (the embedded default; not shared between replicas). */
+export class MemoryStore implements CounterStore {
+  readonly name = 'memory';
+  private counts = new Map<string, { n: number; expires: number }>();
+  private timer: NodeJS.Timeout;
+
+  constructor(private readonly now: () => number = Date.now) {
+    this.timer = setInterval(() => this.sweep(), 5000);
+    this.timer.unref();
+  }
+
+  increment(keys: readonly string[], ttlMs: readonly number[], addend: number): number[] {
+    const now = this.now();
+    return keys.map((key, i) => {
+      const c = this.counts.get(key);
+      if (c && c.expires > now) {
+        c.n += addend;
+        return c.n;
+      }
+      this.counts.set(key, { n: addend, expires: now + (ttlMs[i] ?? 1000) });
+      return addend;
+    });
+  }
+
+  size(): number {
+    return this.counts.size;
+  }
+
+  sweep(): void {
+    const now = this.now();
+    for (const [k, c] of this.counts) if (c.expires <= now) this.counts.delete(k);
+  }
+
+  close(): Promise<void> {
+    clearInterval(this.timer);
+    return Promise.resolve();
+  }
+}
