@@ -24,6 +24,8 @@ export interface Sample {
 
 export interface Load {
   samples: Sample[];
+  /** ms since the load started (the clock of Sample.at) */
+  now(): number;
   stop(): Promise<Sample[]>;
 }
 
@@ -81,6 +83,7 @@ export function startLoad(target: LoadTarget | (() => LoadTarget), options: Load
   });
   return {
     samples,
+    now: () => performance.now() - t0,
     stop: async () => {
       stopped = true;
       clearTimeout(stopAt);
@@ -100,4 +103,24 @@ export function byStatus(samples: readonly Sample[]): Record<number, number> {
 export function p99(values: readonly number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
   return Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0);
+}
+
+/**
+ * After a fault at `faultAt`: the failures (answers that are not 200), and the time from the fault to
+ * the first 200 after the last failure (0 when nothing failed).
+ */
+export function recovery(samples: readonly Sample[], faultAt: number): { failures: Sample[]; recoveredMs: number } {
+  const after = samples.filter((s) => s.at >= faultAt).sort((a, b) => a.at - b.at);
+  const failures = after.filter((s) => s.status !== 200);
+  const last = failures.at(-1);
+  if (!last) return { failures, recoveredMs: 0 };
+  const back = after.find((s) => s.at > last.at && s.status === 200);
+  return { failures, recoveredMs: back ? Math.round(back.at - faultAt) : NaN };
+}
+
+/** Whether the last `n` answers are all 200 and at least one failure came before them since `since`. */
+export function recovered(samples: readonly Sample[], since: number, n = 20): boolean {
+  const after = samples.filter((s) => s.at >= since);
+  if (!after.some((s) => s.status !== 200) || after.length < n) return false;
+  return after.slice(-n).every((s) => s.status === 200);
 }
