@@ -37,9 +37,11 @@ export interface Gateway {
     api: number;
     graphql: number;
     extauth: number;
+    ratelimit: number;
     controllerStats: number;
     extauthStats: number;
     graphqlStats: number;
+    ratelimitStats: number;
     dev: number;
   };
   /** Writes (or replaces) a resource file in the watched directory. */
@@ -83,9 +85,11 @@ export async function startGateway(files: Record<string, string> = {}, options: 
     api: await freePort(),
     graphql: await freePort(),
     extauth: await freePort(),
+    ratelimit: await freePort(),
     controllerStats: await freePort(),
     extauthStats: await freePort(),
     graphqlStats: await freePort(),
+    ratelimitStats: await freePort(),
     dev: await freePort(),
   };
   const child: ChildProcess = spawn(
@@ -117,6 +121,10 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       String(ports.extauthStats),
       '--graphql-stats-port',
       String(ports.graphqlStats),
+      '--ratelimit-port',
+      String(ports.ratelimit),
+      '--ratelimit-stats-port',
+      String(ports.ratelimitStats),
       '--dev-port',
       String(ports.dev),
       ...(options.args ?? []),
