@@ -1,0 +1,173 @@
+// Rate limiting end to end: real Envoy (ratelimit and local_ratelimit filters) -> Legate's ratelimit
+// service (in-memory counters, the embedded default), configured by the controller over xDS. N requests
+// pass within a window, the next gets 429 with retry-after and x-ratelimit-* headers; nested descriptors
+// count per header value; other routes are unaffected; ratelimitBasic limits per client address and per
+// credential; localRatelimit's token bucket answers in Envoy itself.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
+import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+
+let gw: Gateway;
+let app: EchoUpstream;
+
+const toApp = 'routeAction: { single: { upstream: { name: app, namespace: legate-system } } }';
+
+function resources(port: number): string {
+  return `apiVersion: legate.dev/v1
+kind: Upstream
+metadata: { name: app, namespace: legate-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${port} }] }
+---
+apiVersion: ratelimit.solo.io/v1alpha1
+kind: RateLimitConfig
+metadata: { name: per-client, namespace: default }
+spec:
+  raw:
+    descriptors:
+      - key: generic_key
+        value: probe
+        rateLimit: { requestsPerUnit: 100000, unit: MINUTE }
+      - key: generic_key
+        value: limited
+        rateLimit: { requestsPerUnit: 3, unit: MINUTE }
+        descriptors:
+          - key: client
+            rateLimit: { requestsPerUnit: 2, unit: MINUTE }
+          - key: client
+            value: vip
+            rateLimit: { unlimited: true }
+    rateLimits:
+      - actions: [{ genericKey: { descriptorValue: limited } }]
+---
+apiVersion: ratelimit.legate.dev/v1alpha1
+kind: RateLimitConfig
+metadata: { name: per-header, namespace: default }
+spec:
+  raw:
+    descriptors:
+      - key: generic_key
+        value: limited
+        descriptors: [{ key: client, rateLimit: { requestsPerUnit: 2, unit: MINUTE } }, { key: client, value: vip, rateLimit: { unlimited: true } }]
+    rateLimits:
+      - actions: [{ genericKey: { descriptorValue: limited } }, { requestHeaders: { headerName: x-client, descriptorKey: client } }]
+---
+apiVersion: ratelimit.legate.dev/v1alpha1
+kind: RateLimitConfig
+metadata: { name: probe, namespace: default }
+spec:
+  raw:
+    descriptors: [{ key: generic_key, value: probe, rateLimit: { requestsPerUnit: 100000, unit: MINUTE } }]
+    rateLimits: [{ actions: [{ genericKey: { descriptorValue: probe } }] }]
+---
+apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: shop, namespace: default }
+spec:
+  virtualHost:
+    domains: ['*']
+    routes:
+      - matchers: [{ prefix: /probe }]
+        ${toApp}
+        options: { rateLimitConfigs: { refs: [{ name: probe }] } }
+      - matchers: [{ prefix: /limited }]
+        ${toApp}
+        options: { rateLimitConfigs: { refs: [{ name: per-client }] } }
+      - matchers: [{ prefix: /client }]
+        ${toApp}
+        options: { rateLimitConfigs: { refs: [{ name: per-header }] } }
+      - matchers: [{ prefix: /basic }]
+        ${toApp}
+        options:
+          ratelimitBasic:
+            anonymousLimits: { requestsPerUnit: 2, unit: MINUTE }
+            authorizedLimits: { requestsPerUnit: 3, unit: MINUTE }
+      - matchers: [{ prefix: /local }]
+        ${toApp}
+        options: { localRatelimit: { maxTokens: 2, tokensPerFill: 1, fillInterval: 3600s } }
+      - matchers: [{ prefix: / }]
+        ${toApp}
+`;
+}
+
+/** Waits, when needed, so that a burst of a few seconds stays inside one MINUTE window. */
+async function freshMinute(): Promise<void> {
+  const into = Date.now() % 60_000;
+  if (into > 45_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200));
+}
+
+async function burst(path: string, n: number, headers?: Record<string, string>): Promise<GatewayResponse[]> {
+  const out: GatewayResponse[] = [];
+  for (let i = 0; i < n; i++) out.push(await gw.request(path, headers ? { headers } : {}));
+  return out;
+}
+
+beforeAll(async () => {
+  app = await startEcho('app');
+  gw = await startGateway({ 'shop.yaml': resources(app.port) });
+  // the service has every config once the probe route's limit shows in the headers
+  await gw.until('/probe', (r) => r.status === 200 && r.headers.get('x-ratelimit-limit') !== null, undefined, 30_000);
+  await freshMinute();
+}, 120_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await app?.close();
+});
+
+describe('rate limiting through Envoy', () => {
+  it('admits N requests in a window, then 429 with retry-after and x-ratelimit-* headers', async () => {
+    const rs = await burst('/limited', 4);
+    expect(rs.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(rs[0]!.headers.get('x-ratelimit-limit')).toMatch(/^3(,|$)/);
+    expect(rs[0]!.headers.get('x-ratelimit-remaining')).toBe('2');
+    expect(Number(rs[0]!.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0);
+    expect(rs[2]!.headers.get('x-ratelimit-remaining')).toBe('0');
+    const denied = rs[3]!;
+    expect(denied.headers.get('x-envoy-ratelimited')).toBe('true');
+    const retry = Number(denied.headers.get('retry-after'));
+    expect(retry).toBeGreaterThanOrEqual(1);
+    expect(retry).toBeLessThanOrEqual(60);
+    expect(denied.headers.get('x-ratelimit-remaining')).toBe('0');
+    // the upstream saw only the admitted ones
+    expect(app.seen.filter((s) => s.path === '/limited')).toHaveLength(3);
+  });
+
+  it('leaves other routes alone', async () => {
+    const rs = await burst('/other', 5);
+    expect(rs.every((r) => r.status === 200)).toBe(true);
+    expect(rs[0]!.headers.get('x-ratelimit-limit')).toBeNull();
+  });
+
+  it('counts each value of a nested descriptor on its own; unlimited values pass', async () => {
+    const a = await burst('/client', 3, { 'x-client': 'alice' });
+    expect(a.map((r) => r.status)).toEqual([200, 200, 429]);
+    const b = await burst('/client', 2, { 'x-client': 'bob' });
+    expect(b.map((r) => r.status)).toEqual([200, 200]);
+    const vip = await burst('/client', 5, { 'x-client': 'vip' });
+    expect(vip.every((r) => r.status === 200)).toBe(true);
+    // without the header Envoy sends no descriptor for the entry: not limited here
+    const none = await burst('/client', 3);
+    expect(none.every((r) => r.status === 200)).toBe(true);
+  });
+
+  it('ratelimitBasic: per client address when anonymous, per credential when authenticated', async () => {
+    const anon = await burst('/basic', 3);
+    expect(anon.map((r) => r.status)).toEqual([200, 200, 429]);
+    const alice = await burst('/basic', 4, { authorization: 'Bearer alice' });
+    expect(alice.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    const bob = await burst('/basic', 1, { authorization: 'Bearer bob' });
+    expect(bob[0]!.status).toBe(200);
+  });
+
+  it('localRatelimit: Envoy answers 429 from its token bucket, without the service', async () => {
+    const rs = await burst('/local', 3);
+    expect(rs.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(rs[2]!.headers.get('x-ratelimit-limit')).toBe('2');
+  });
+
+  it('legatectl check reports the RateLimitConfigs', () => {
+    const r = gw.ctl('check');
+    expect(r.stdout).toContain('Checking RateLimitConfigs... OK');
+  });
+});
