@@ -1,14 +1,42 @@
 // Envoy evaluates regexes with RE2, which rejects some ECMAScript syntax (look-around, back-references).
 // Validate with a real RE2 so a bad regex is a config-time rejection, not an Envoy NACK.
+//
+// re2-wasm compiles each pattern into a fixed 16 MiB WebAssembly heap and frees it only when the
+// wrapper object it keeps on the RE2 instance is deleted, which its RE2 class never does, not even
+// when the pattern is refused. Left alone, a few thousand validations fill the heap and from then on
+// every pattern, good ones included, is "refused" with an out-of-memory message. So every wrapper is
+// deleted after its check (the setter below sees it even when the constructor throws), and patterns
+// are capped in length before compiling (Envoy's own RE2 program-size limit refuses far smaller ones).
 import { RE2 } from 're2-wasm';
+
+/** Longer patterns are refused without compiling. */
+export const MAX_REGEX_LENGTH = 4096;
+
+interface Deletable {
+  delete(): void;
+}
+
+let lastWrapper: Deletable | undefined;
+Object.defineProperty(RE2.prototype, 'wrapper', {
+  configurable: true,
+  set(this: object, value: Deletable) {
+    lastWrapper = value;
+    Object.defineProperty(this, 'wrapper', { value, writable: true, configurable: true });
+  },
+});
 
 /** Returns an error message, or undefined when RE2 accepts the pattern. */
 export function re2Error(pattern: string): string | undefined {
+  if (pattern.length > MAX_REGEX_LENGTH) return `regex is ${pattern.length} characters long, more than ${MAX_REGEX_LENGTH}`;
+  lastWrapper = undefined;
   try {
     new RE2(pattern, 'u');
     return undefined;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    return message.replace(/^Invalid regular expression: \/.*\/u: /, '');
+    return message.replace(/^Invalid regular expression: \/.*\/u: /s, '');
+  } finally {
+    lastWrapper?.delete();
+    lastWrapper = undefined;
   }
 }
