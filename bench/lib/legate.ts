@@ -126,7 +126,7 @@ export async function startLegate(
  */
 export function legateProcesses(gw: Legate): MeasuredProcess[] {
   const out: MeasuredProcess[] = [{ label: 'envoy', role: 'proxy', pid: gw.envoyPid }];
-  for (const name of ['graphql', 'extauth']) {
+  for (const name of ['graphql', 'extauth', 'ratelimit']) {
     const pid = gw.pids[name];
     if (pid) out.push({ label: name, role: 'extension', pid });
   }

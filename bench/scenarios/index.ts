@@ -30,6 +30,7 @@ import {
   graphqlYogaNested,
 } from './graphql.js';
 import { legateRoute } from './legate-route.js';
+import { ratelimitDecisions, ratelimitLocal, ratelimitPlain, ratelimitRemote } from './ratelimit.js';
 import { staticEnvoy } from './static-envoy.js';
 import { wasmEnvoyGraphqlOff, wasmEnvoyGraphqlOn, wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
 import {
@@ -77,7 +78,11 @@ export const SCENARIOS: readonly Scenario[] = [
   wasmEnvoyOff,
   wasmEnvoyGraphqlOn,
   wasmEnvoyGraphqlOff,
+  ratelimitPlain,
+  ratelimitRemote,
+  ratelimitLocal,
   configScale,
   kubeScale,
   authNewTokenWorkers,
+  ratelimitDecisions,
 ];
