@@ -25,10 +25,17 @@ Object.defineProperty(RE2.prototype, 'wrapper', {
   },
 });
 
+/** Frees the wasm memory of the pattern compiled last, if any. */
+function releaseWrapper(): void {
+  const wrapper = lastWrapper;
+  lastWrapper = undefined;
+  wrapper?.delete();
+}
+
 /** Returns an error message, or undefined when RE2 accepts the pattern. */
 export function re2Error(pattern: string): string | undefined {
   if (pattern.length > MAX_REGEX_LENGTH) return `regex is ${pattern.length} characters long, more than ${MAX_REGEX_LENGTH}`;
-  lastWrapper = undefined;
+  releaseWrapper();
   try {
     new RE2(pattern, 'u');
     return undefined;
@@ -36,7 +43,6 @@ export function re2Error(pattern: string): string | undefined {
     const message = err instanceof Error ? err.message : String(err);
     return message.replace(/^Invalid regular expression: \/.*\/u: /s, '');
   } finally {
-    lastWrapper?.delete();
-    lastWrapper = undefined;
+    releaseWrapper();
   }
 }
