@@ -41,9 +41,28 @@ export function parseResources(text: string, file: string, defaultNamespace = 'd
       });
       return;
     }
-    documentResources(doc.toJS({ maxAliasCount: 100 }), origin, defaultNamespace, resources, errors);
+    const value = toValue(doc);
+    if (value instanceof Error) {
+      syntaxError = true;
+      errors.push({ origin, message: `invalid YAML: ${value.message}` });
+      return;
+    }
+    documentResources(value, origin, defaultNamespace, resources, errors);
   });
   return { resources, errors, syntaxError };
+}
+
+/**
+ * A parsed document's value, or the Error that building it threw: the yaml library throws (rather
+ * than reporting a document error) for an alias bomb (more than 100 alias expansions) and could for
+ * other hostile input; one such document must not take the whole source, and the controller, down.
+ */
+function toValue(doc: { toJS(options: { maxAliasCount: number }): unknown }): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
 }
 
 /** One document's value -> its resources (a `List` holds several) or why it holds none. */
@@ -107,13 +126,9 @@ export function parseResourcesReusing(
       if (!Array.isArray(docs) || docs.some((d) => d.errors.length)) return whole();
       entry = { count: docs.length, resources: [], errors: [] };
       for (let i = 0; i < docs.length; i++) {
-        documentResources(
-          docs[i]!.toJS({ maxAliasCount: 100 }),
-          `${file}#${index + i + 1}`,
-          defaultNamespace,
-          entry.resources,
-          entry.errors,
-        );
+        const value = toValue(docs[i]!);
+        if (value instanceof Error) return whole(); // reported there, with the file's document numbers
+        documentResources(value, `${file}#${index + i + 1}`, defaultNamespace, entry.resources, entry.errors);
       }
     }
     documents.set(key, entry);

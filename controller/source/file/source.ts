@@ -63,7 +63,7 @@ export class FileSource implements ResourceSource {
         });
         continue;
       }
-      const parsed = parseResourcesReusing(text, rel, previous?.memo);
+      const parsed = parseSafely(text, rel, previous?.memo);
       // Bad YAML loses nothing: keep what the file held when it last parsed, marked with why.
       const why = parsed.errors[0] ? `${parsed.errors[0].origin}: ${parsed.errors[0].message}` : `${rel} does not load`;
       const resources = parsed.syntaxError
@@ -155,6 +155,16 @@ export class FileSource implements ResourceSource {
       clearInterval(poll);
       if (timer) clearTimeout(timer);
     });
+  }
+}
+
+/** parseResourcesReusing, with anything it throws turned into a load error of the file (never a crash of the watch loop). */
+function parseSafely(text: string, rel: string, memo: DocumentMemo | undefined): ReturnType<typeof parseResourcesReusing> {
+  try {
+    return parseResourcesReusing(text, rel, memo);
+  } catch (err) {
+    const message = `cannot parse: ${err instanceof Error ? err.message : String(err)}`;
+    return { resources: [], errors: [{ origin: rel, message }], syntaxError: true, memo: { documents: new Map() } };
   }
 }
 
