@@ -48,7 +48,9 @@ spec:
     descriptors:
       - key: generic_key
         value: limited
-        descriptors: [{ key: client, rateLimit: { requestsPerUnit: 2, unit: MINUTE } }, { key: client, value: vip, rateLimit: { unlimited: true } }]
+        descriptors:
+          - { key: client, rateLimit: { requestsPerUnit: 2, unit: MINUTE } }
+          - { key: client, value: vip, rateLimit: { unlimited: true } }
     rateLimits:
       - actions: [{ genericKey: { descriptorValue: limited } }, { requestHeaders: { headerName: x-client, descriptorKey: client } }]
 ---
