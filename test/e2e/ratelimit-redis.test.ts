@@ -7,6 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../common/log.js';
+import { RateLimiter } from '../../extensions/ratelimit/limiter.js';
+import { RedisStore } from '../../extensions/ratelimit/redis-store.js';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 import { eventually, freePort, sleep, stopProcess } from './harness/util.js';
@@ -142,6 +145,21 @@ describe.skipIf(!REDIS)('rate limiting with Redis', () => {
     const ttl = Number(redisCli('PTTL', keys[0]!).stdout.trim());
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(61_000);
+  });
+
+  it('two service replicas on one Redis admit exactly the limit under concurrent load', async () => {
+    const logger = createLogger('test', { level: 'error' });
+    const stores = [0, 1].map(() => new RedisStore({ host: '127.0.0.1', port: redisPort, logger, timeoutMs: 2000 }));
+    await Promise.all(stores.map((s) => s.connect()));
+    const replicas = stores.map((s) => new RateLimiter(s));
+    const entries = [
+      { key: 'legate_basic', value: `replicas-${Date.now()}|100/HOUR` },
+      { key: 'client', value: 'c' },
+    ];
+    const now = Date.now();
+    const answers = await Promise.all(Array.from({ length: 400 }, (_, i) => replicas[i % 2]!.decide('legate', [entries], 1, now)));
+    expect(answers.filter((a) => a.overall === 'OK')).toHaveLength(100);
+    await Promise.all(replicas.map((r) => r.close()));
   });
 
   it('Redis slow: denyOnFail false allows within the timeout', async () => {
