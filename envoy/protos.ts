@@ -15,6 +15,8 @@ export const TypeUrls = {
   endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
   listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
   route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  /** SDS: TLS certificates of the ssl listener, by name, so a rotation does not change the listener */
+  secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
 } as const;
 
 /** The files whose types (and their imports) Legate puts on the wire or into Any fields. */

@@ -16,6 +16,7 @@ import type {
   envoy_config_route_v3_RouteAction,
   envoy_config_route_v3_RouteMatch,
   envoy_config_route_v3_VirtualHost,
+  envoy_extensions_transport_sockets_tls_v3_Secret,
   envoy_extensions_filters_network_http_connection_manager_v3_HttpFilter,
   envoy_extensions_transport_sockets_tls_v3_CommonTlsContext,
   envoy_type_matcher_v3_StringMatcher,
@@ -48,4 +49,5 @@ export type RouteMatch = envoy_config_route_v3_RouteMatch;
 export type VirtualHost = envoy_config_route_v3_VirtualHost;
 export type HttpFilter = envoy_extensions_filters_network_http_connection_manager_v3_HttpFilter;
 export type CommonTlsContext = envoy_extensions_transport_sockets_tls_v3_CommonTlsContext;
+export type TlsSecret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type StringMatcher = envoy_type_matcher_v3_StringMatcher;

@@ -37,6 +37,7 @@ export type SkipFilter = envoy_extensions_filters_common_matcher_action_v3_SkipF
 export type HttpProtocolOptions = envoy_extensions_upstreams_http_v3_HttpProtocolOptions;
 export type DownstreamTlsContext = envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext;
 export type UpstreamTlsContext = envoy_extensions_transport_sockets_tls_v3_UpstreamTlsContext;
+export type Secret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
@@ -69,6 +70,7 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions": envoy_extensions_upstreams_http_v3_HttpProtocolOptions;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext": envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext": envoy_extensions_transport_sockets_tls_v3_UpstreamTlsContext;
+  "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": envoy_extensions_transport_sockets_tls_v3_Secret;
   "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog": envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog": envoy_extensions_access_loggers_stream_v3_StderrAccessLog;

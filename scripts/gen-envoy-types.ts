@@ -41,6 +41,7 @@ export const ROOTS = [
   'envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
   'envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
   'envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+  'envoy.extensions.transport_sockets.tls.v3.Secret',
   'envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector',
   'envoy.extensions.access_loggers.stream.v3.StdoutAccessLog',
   'envoy.extensions.access_loggers.stream.v3.StderrAccessLog',

@@ -5,7 +5,7 @@
 import type { KindName } from '../api/kinds.js';
 import type { LegateResource, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/schemas.js';
-import type { Cluster, ClusterLoadAssignment, EnvoyRoute, HttpFilter, Listener, NetworkFilter, VirtualHost } from '../../envoy/typed.js';
+import type { Cluster, ClusterLoadAssignment, EnvoyRoute, HttpFilter, Listener, NetworkFilter, TlsSecret, VirtualHost } from '../../envoy/typed.js';
 import type { ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
 import type { ReportCode } from './reporter.js';
 
@@ -171,6 +171,8 @@ export interface RenderPlugin {
   loadAssignment?(ir: UpstreamIR): ClusterLoadAssignment | undefined;
   /** Extra clusters (e.g. for extension services). */
   extraClusters?(proxy: ProxyIR): Cluster[];
+  /** SDS secrets (TLS certificates referenced by name from listeners). */
+  secrets?(proxy: ProxyIR): TlsSecret[];
 }
 
 export interface Feature {

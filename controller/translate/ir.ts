@@ -110,6 +110,9 @@ export interface RouteIR {
 export interface DownstreamTlsIR {
   certChain: DataSourceIR;
   privateKey: DataSourceIR;
+  /** served over SDS under this name (a Secret's `<namespace>.<name>`), so a new certificate in the same
+   * Secret changes that SDS resource and not the listener; unset (sslFiles): inline in the listener */
+  sdsName?: string;
   /** SNI names this certificate serves; empty = the listener's default certificate. */
   sniDomains: string[];
 }

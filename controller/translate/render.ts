@@ -120,13 +120,18 @@ function render(
     listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
     routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins, vhosts) });
   }
+  const secrets: XdsResource[] = [];
+  for (const p of plugins) for (const s of p.secrets?.(proxy) ?? []) secrets.push({ name: s.name ?? '', resource: s });
   const byName = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
-  return new Map([
+  const snapshot = new Map<string, readonly XdsResource[]>([
     [TypeUrls.cluster, clusters.sort(byName)],
     [TypeUrls.endpoint, endpoints.sort(byName)],
     [TypeUrls.listener, listeners.sort(byName)],
     [TypeUrls.route, routes.sort(byName)],
   ]);
+  // only when some listener needs one: a proxy without TLS certificates serves no secret type at all
+  if (secrets.length > 0) snapshot.set(TypeUrls.secret, secrets.sort(byName));
+  return snapshot;
 }
 
 function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly RenderPlugin[]): Listener {

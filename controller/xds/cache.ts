@@ -90,11 +90,11 @@ export class XdsSnapshotError extends Error {
   }
 }
 
-const PUSH_ORDER: readonly string[] = [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.listener, TypeUrls.route];
+const PUSH_ORDER: readonly string[] = [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.secret, TypeUrls.listener, TypeUrls.route];
 
 /**
- * Sorts type URLs in make-before-break order: clusters, endpoints, listeners, routes, then any other
- * type by name.
+ * Sorts type URLs in make-before-break order: clusters, endpoints, secrets, listeners, routes, then any
+ * other type by name.
  */
 export function orderTypeUrls(typeUrls: Iterable<string>): string[] {
   const rank = (t: string): number => {
