@@ -24,10 +24,15 @@ export function structural(schema: unknown): Schema {
   }
   const out: Schema = {};
   for (const [key, value] of Object.entries(s)) {
-    if (key === '$schema' || key === 'id' || key === '$id') continue;
+    // recursive schemas (RateLimitConfig descriptors) come as $defs + $ref: the $ref became any JSON above
+    if (key === '$schema' || key === 'id' || key === '$id' || key === 'definitions' || key === '$defs') continue;
     if (key === 'additionalProperties') {
       if (value === false) continue;
       out[key] = value === true ? { ...ANY } : structural(value);
+    } else if (key === 'properties' && value && typeof value === 'object' && Object.keys(value).length === 0) {
+      // `{}` objects (e.g. remoteAddress: {}): helm drops an empty `properties` map, so a CRD it applies
+      // would differ from the one `legate crds` applies
+      continue;
     } else if (key === 'properties' && value && typeof value === 'object') {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, structural(sub)]));
     } else if (key === 'items') {

@@ -141,8 +141,8 @@ describe('the Helm chart', () => {
 
   it('renders the components with default values, and what is off is absent', () => {
     const { objects } = renderChart('legate-system');
-    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql']);
-    expect(names(objects, 'Service')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql']);
+    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql', 'ratelimit']);
+    expect(names(objects, 'Service')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql', 'ratelimit']);
     expect(names(objects, 'CustomResourceDefinition')).toEqual([]); // crds/ are installed by helm, not templated
 
     const controller = find(objects, 'Deployment', 'controller');
@@ -151,6 +151,7 @@ describe('the Helm chart', () => {
     expect(c.args).toContain('--xds-host=0.0.0.0');
     expect(c.args).toContain('--extauth-address=extauth.legate-system.svc.cluster.local:8083');
     expect(c.args).toContain('--graphql-address=graphql.legate-system.svc.cluster.local:8084');
+    expect(c.args).toContain('--ratelimit-address=ratelimit.legate-system.svc.cluster.local:18081');
     expect(env(c, 'LOG_LEVEL')).toBe('info');
     expect(env(c, 'START_STATS_SERVER')).toBeUndefined();
     expect(podSpec(controller).serviceAccountName).toBe('legate-controller');
@@ -188,7 +189,7 @@ describe('the Helm chart', () => {
   it('runs every component non-root on a read-only root, with requests and probes on the ports it serves', () => {
     const { objects } = renderChart('legate-system', ['--values', allOnValues]);
     const deployments = objects.filter((o) => o.kind === 'Deployment');
-    expect(deployments).toHaveLength(5);
+    expect(deployments).toHaveLength(6);
     for (const d of deployments) {
       const spec = podSpec(d);
       expect(spec.securityContext?.runAsNonRoot, d.metadata.name).toBe(true);
@@ -225,6 +226,7 @@ describe('the Helm chart', () => {
     for (const [name, port] of [
       ['extauth', DEFAULTS.extauthPort],
       ['graphql', DEFAULTS.graphqlPort],
+      ['ratelimit', DEFAULTS.ratelimitPort],
     ] as const) {
       const c = container(find(objects, 'Deployment', name));
       expect(c.args).toContain(`--port=${port}`);
@@ -237,7 +239,7 @@ describe('the Helm chart', () => {
 
   it('carries every option to the objects: Gloo groups, stats server, dev mode, two proxies, levels', () => {
     const { objects } = renderChart('legate-all', ['--values', allOnValues]);
-    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql', 'public-gw']);
+    expect(names(objects, 'Deployment')).toEqual(['controller', 'extauth', 'gateway-proxy', 'graphql', 'public-gw', 'ratelimit']);
 
     const controller = find(objects, 'Deployment', 'controller');
     const c = container(controller);
@@ -419,6 +421,7 @@ describe('legatectl install / uninstall', () => {
       'deployment.apps/gateway-proxy',
       'deployment.apps/graphql',
       'deployment.apps/public-gw',
+      'deployment.apps/ratelimit',
     ]);
     expect(kube.kubectl(['get', 'settings.legate.dev', 'default', '-n', NS, '-o', 'jsonpath={.spec.writeNamespace}']).stdout).toBe(NS);
     expect(kube.kubectl(['get', 'clusterrole', `legate-controller-${NS}`, '-o', 'name']).status).toBe(0);
