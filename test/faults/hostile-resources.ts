@@ -31,6 +31,9 @@ function rng(seed: number): () => number {
 /** The good VirtualService's domain: fuzzed VirtualServices that claim it must be rejected as conflicts. */
 export const GOOD_DOMAIN = 'good.example.com';
 
+const head = (name: string, kind = 'VirtualService', apiVersion = 'gateway.legate.dev/v1') =>
+  `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: { name: ${name}, namespace: fuzz }\n`;
+
 const vs = (name: string, spec: string) => `apiVersion: gateway.legate.dev/v1
 kind: VirtualService
 metadata: { name: ${name}, namespace: fuzz }
@@ -124,7 +127,7 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
       'alias-bomb',
       (n) => {
         const levels = pick([6, 9, 12]);
-        let text = `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nmetadata: { name: ${n}, namespace: fuzz }\nspec:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n`;
+        let text = `${head(n)}spec:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n`;
         for (let l = 1; l <= levels; l++) text += `  a${l}: &a${l} [${Array.from({ length: 9 }, () => `*a${l - 1}`).join(', ')}]\n`;
         add('alias-bomb', text);
       },
@@ -135,7 +138,7 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
       (n) => {
         const text =
           random() < 0.5
-            ? `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nkind: Upstream\nmetadata: { name: ${n}, namespace: fuzz }\nspec: {}\n`
+            ? `${head(n)}kind: Upstream\nspec: {}\n`
             : vs(n, `  virtualHost:\n    domains: ['${n}.example.com']\n    domains: ['${GOOD_DOMAIN}']\n    routes: []\n`);
         add('duplicate-keys', text);
       },
@@ -175,7 +178,8 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
           'conflicting-domain',
           vs(
             n,
-            `  virtualHost:\n    domains: ['${GOOD_DOMAIN}']\n    routes:\n      - matchers: [{ prefix: / }]\n        directResponseAction: { status: 500, body: stolen }\n`,
+            `  virtualHost:\n    domains: ['${GOOD_DOMAIN}']\n    routes:\n` +
+              `      - matchers: [{ prefix: / }]\n        directResponseAction: { status: 500, body: stolen }\n`,
           ),
           n,
         ),
@@ -200,7 +204,8 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
               n,
               route('{ prefix: /x }').replace(
                 'routes:',
-                'routes:\n      - matchers: [{ prefix: /y }]\n        options: { extauth: { configRef: { name: nope } } }\n        routeAction: 5\n',
+                'routes:\n      - matchers: [{ prefix: /y }]\n' +
+                  '        options: { extauth: { configRef: { name: nope } } }\n        routeAction: 5\n',
               ),
             ),
             n,
@@ -208,7 +213,7 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
         else if (which === 3)
           add(
             'dangling-or-unknown',
-            `apiVersion: legate.dev/v1\nkind: Upstream\nmetadata: { name: ${n}, namespace: fuzz }\nspec:\n  static: { hosts: [{ addr: '::::', port: 99999 }] }\n`,
+            `${head(n, 'Upstream', 'legate.dev/v1')}spec:\n  static: { hosts: [{ addr: '::::', port: 99999 }] }\n`,
             n,
             'Upstream',
           );
@@ -217,12 +222,15 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
             'dangling-or-unknown',
             vs(
               n,
-              `  __proto__: { polluted: true }\n  constructor: { prototype: { polluted: true } }\n  virtualHost: { domains: ['${n}.example.com'], routes: [] }\n`,
+              `  __proto__: { polluted: true }\n  constructor: { prototype: { polluted: true } }\n` +
+                `  virtualHost: { domains: ['${n}.example.com'], routes: [] }\n`,
             ),
             n,
           );
         else {
-          const text = `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nmetadata: { name: "${n}/../../etc", namespace: "fuzz\\u0000x" }\nspec: 5\n`;
+          const text =
+            `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\n` +
+            `metadata: { name: "${n}/../../etc", namespace: "fuzz\\u0000x" }\nspec: 5\n`;
           docs.push({
             file: `fuzz-${String(docs.length).padStart(4, '0')}-dangling-or-unknown.yaml`,
             category: 'dangling-or-unknown',
@@ -243,7 +251,7 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
           `- just\n- a\n- list ${n}\n`,
           `apiVersion: 5\nkind: [VirtualService]\nmetadata: ${n}\n`,
           `kind: VirtualService\nmetadata: { name: ${n} }\n`,
-          `apiVersion: gateway.legate.dev/v1\nkind: VirtualService\nmetadata: { name: ${n}, namespace: fuzz }\nspec: !!js/function 'function(){}'\n`,
+          `${head(n)}spec: !!js/function 'function(){}'\n`,
         ];
         if (which === 4)
           add('not-a-resource', texts[which]!, n); // an unknown tag is a plain string: spec is not an object
