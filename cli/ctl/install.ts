@@ -14,7 +14,7 @@ import { CliError } from './backend.js';
 export const INSTALL_USAGE = `Usage: legatectl install [flags]
 
 Installs Legate (the Helm chart install/helm/legate) into a cluster, or upgrades the release:
-the controller, the gateway proxies (Envoy), extauth, graphql, the CRDs and the Settings.
+the controller, the gateway proxies (Envoy), extauth, graphql, ratelimit, the CRDs and the Settings.
 
 Flags:
   -n, --namespace NS     where Legate runs (default legate-system; created when missing)

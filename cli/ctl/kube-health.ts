@@ -5,7 +5,7 @@ import { CliError } from './errors.js';
 
 /** The labels Legate's pods carry (install/helm, docs/kubernetes.md). */
 export const LABELS = {
-  /** every Legate pod: `legate: <component>` (gateway-proxy, controller, extauth, graphql) */
+  /** every Legate pod: `legate: <component>` (gateway-proxy, controller, extauth, graphql, ratelimit) */
   component: 'legate',
   /** a gateway proxy's name, as in Gloo: `gateway-proxy-id: gateway-proxy` */
   proxyId: 'gateway-proxy-id',
