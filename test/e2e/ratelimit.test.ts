@@ -62,6 +62,17 @@ spec:
     descriptors: [{ key: generic_key, value: probe, rateLimit: { requestsPerUnit: 100000, unit: MINUTE } }]
     rateLimits: [{ actions: [{ genericKey: { descriptorValue: probe } }] }]
 ---
+apiVersion: v1
+kind: Secret
+metadata: { name: client-a, namespace: legate-system }
+stringData: { api-key: key-a }
+---
+apiVersion: enterprise.legate.dev/v1
+kind: AuthConfig
+metadata: { name: apikey, namespace: legate-system }
+spec:
+  configs: [{ apiKeyAuth: { apiKeySecretRefs: [{ name: client-a }] } }]
+---
 apiVersion: gateway.legate.dev/v1
 kind: VirtualService
 metadata: { name: shop, namespace: default }
@@ -84,6 +95,11 @@ spec:
           ratelimitBasic:
             anonymousLimits: { requestsPerUnit: 2, unit: MINUTE }
             authorizedLimits: { requestsPerUnit: 3, unit: MINUTE }
+      - matchers: [{ prefix: /guarded }]
+        ${toApp}
+        options:
+          extauth: { configRef: { name: apikey, namespace: legate-system } }
+          ratelimitBasic: { anonymousLimits: { requestsPerUnit: 2, unit: MINUTE } }
       - matchers: [{ prefix: /local }]
         ${toApp}
         options: { localRatelimit: { maxTokens: 2, tokensPerFill: 1, fillInterval: 3600s } }
@@ -166,6 +182,22 @@ describe('rate limiting through Envoy', () => {
     const rs = await burst('/local', 3);
     expect(rs.map((r) => r.status)).toEqual([200, 200, 429]);
     expect(rs[2]!.headers.get('x-ratelimit-limit')).toBe('2');
+  });
+
+  it('runs after auth by default (denied requests are not counted), before it with rateLimitBeforeAuth', async () => {
+    // extauth has the AuthConfig once a request without the key is 401 (403 while it is unknown)
+    await gw.until('/guarded', (r) => r.status === 401, undefined, 20_000);
+    // ext_authz first: requests without the key are 401 and never reach the rate limit
+    expect((await burst('/guarded', 4)).map((r) => r.status)).toEqual([401, 401, 401, 401]);
+    const keyed = await burst('/guarded', 3, { 'api-key': 'key-a' });
+    expect(keyed.map((r) => r.status)).toEqual([200, 200, 429]);
+    gw.write(
+      'settings.yaml',
+      'apiVersion: legate.dev/v1\nkind: Settings\nmetadata: { name: default, namespace: legate-system }\n' +
+        'spec: { ratelimitServer: { rateLimitBeforeAuth: true } }\n',
+    );
+    // the rate limit now answers first: the exhausted anonymous limit is 429 even without the key
+    await gw.until('/guarded', (r) => r.status === 429, undefined, 20_000);
   });
 
   it('legatectl check reports the RateLimitConfigs', () => {
