@@ -5,7 +5,16 @@
 import type { KindName } from '../api/kinds.js';
 import type { LegateResource, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/schemas.js';
-import type { Cluster, ClusterLoadAssignment, EnvoyRoute, HttpFilter, Listener, NetworkFilter, TlsSecret, VirtualHost } from '../../envoy/typed.js';
+import type {
+  Cluster,
+  ClusterLoadAssignment,
+  EnvoyRoute,
+  HttpFilter,
+  Listener,
+  NetworkFilter,
+  TlsSecret,
+  VirtualHost,
+} from '../../envoy/typed.js';
 import type { ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
 import type { ReportCode } from './reporter.js';
 

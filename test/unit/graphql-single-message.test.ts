@@ -23,7 +23,14 @@ const silent = {
 };
 
 function apiWith(resolutions: GraphQLApiConfig['resolutions']): GraphQLApiConfig {
-  return { name: 'ns.api', version: '1', schemaDefinition: 'type Query { a: String }', enableIntrospection: false, maxDepth: 0, resolutions };
+  return {
+    name: 'ns.api',
+    version: '1',
+    schemaDefinition: 'type Query { a: String }',
+    enableIntrospection: false,
+    maxDepth: 0,
+    resolutions,
+  };
 }
 
 const upstream = { name: 'ns.up', endpoints: [{ address: '127.0.0.1', port: 1 }] };
@@ -34,7 +41,11 @@ describe('headersReadBy', () => {
       'Query|a': {
         rest: {
           upstream,
-          request: { headers: { ':path': '/a/{$headers.X-Tenant}', authorization: '{$headers.authorization}' }, queryParams: {}, body: { who: ['{$headers.x-user }'] } },
+          request: {
+            headers: { ':path': '/a/{$headers.X-Tenant}', authorization: '{$headers.authorization}' },
+            queryParams: {},
+            body: { who: ['{$headers.x-user }'] },
+          },
           response: { setters: {} },
           timeoutMs: 1000,
         },
@@ -78,13 +89,27 @@ describe('processStream on the single-message path', () => {
       write: () => expect.unreachable('no CONTINUE on the single-message path'),
       end: (last) => void (last && ended.push(last)),
     };
-    const handler = processStream(call, () => new Map([['ns.api', engine]]), silent, (...args) => void observed.push(args));
+    const handler = processStream(
+      call,
+      () => new Map([['ns.api', engine]]),
+      silent,
+      (...args) => void observed.push(args),
+    );
     const msg: ProcessingRequestIn = {
       phase: Phase.requestBody,
       headers: [],
       body: Buffer.from('{"query":"{a}"}'),
       endOfStream: true,
-      attributes: ['request.method', 'POST', 'request.path', '/graphql?x=1', "request.headers['content-type']", 'application/json', "request.headers['x-user']", 'ada'],
+      attributes: [
+        'request.method',
+        'POST',
+        'request.path',
+        '/graphql?x=1',
+        "request.headers['content-type']",
+        'application/json',
+        "request.headers['x-user']",
+        'ada',
+      ],
       malformed: false,
     };
     handler.message(msg);

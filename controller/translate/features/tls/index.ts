@@ -91,7 +91,8 @@ function tlsFilterChains(listener: ListenerIR, filters: NetworkFilter[]): Filter
     const key = JSON.stringify([serverNames, sdsName ?? [vh.tls.certChain, vh.tls.privateKey]]);
     if (chains.has(key)) continue;
     const common: CommonTlsContext = { tls_params: TLS_PARAMS, alpn_protocols: ['h2', 'http/1.1'] };
-    if (sdsName !== undefined) common.tls_certificate_sds_secret_configs = [{ name: sdsName, sds_config: { ads: {}, resource_api_version: 'V3' } }];
+    if (sdsName !== undefined)
+      common.tls_certificate_sds_secret_configs = [{ name: sdsName, sds_config: { ads: {}, resource_api_version: 'V3' } }];
     else common.tls_certificates = [{ certificate_chain: dataSource(vh.tls.certChain), private_key: dataSource(vh.tls.privateKey) }];
     const chain: FilterChain = {
       name: tlsFilterChainName(vh.name),
