@@ -261,7 +261,8 @@ const PEERS: Record<PeerKind, Peer & { description: string }> = {
     label: 'graphql-dataloader',
     unavailable: needs('dataloader'),
     description:
-      "the minimal graphql-js server with a per-request DataLoader for /details/{id} (1 + 5 backend calls for nested, as Legate's dedup), one Node process",
+      'the minimal graphql-js server with a per-request DataLoader for /details/{id} ' +
+      "(1 + 5 backend calls for nested, as Legate's dedup), one Node process",
   },
 };
 

@@ -306,7 +306,7 @@ describe('GraphQL over Envoy ext_proc', () => {
     expect((await gw.request('/mocked', post({ query: '{ later }' }))).json()).toEqual({ data: { later: 'done' } });
   });
 
-  it('answers a POST with a body from one ext_proc message carrying the headers the API reads; GET and chunked bodies take the headers path', async () => {
+  it('answers a POST with a body from one ext_proc message with the headers it reads; GET, chunked take the headers path', async () => {
     const singleMessages = async (): Promise<number> => {
       const text = await (await fetch(`http://127.0.0.1:${gw.ports.graphqlStats}/metrics`)).text();
       const m = /^legate_graphql_single_message_requests_total\{api="legate-system\.bookinfo"\} (\d+)$/m.exec(text);
