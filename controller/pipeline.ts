@@ -14,7 +14,7 @@ import {
 } from './api/resources.js';
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
-import { envoyNames } from './translate/names.js';
+import { clusterName, envoyNames, sourceOf } from './translate/names.js';
 import type { RatelimitServer, WasmChecks } from './api/schemas.js';
 import { DEFAULT_RATELIMIT, DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
 import { parseDuration } from './translate/duration.js';
@@ -123,10 +123,12 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
   const all = [...typed, ...discovered];
 
-  const render = withRateLimitServer(
+  const upstreamKeys = new Set(all.filter(isKind('Upstream')).map(keyOf));
+  const { render, warning: ratelimitWarning } = withRateLimitServer(
     withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks),
     settings?.spec.ratelimitServer,
     settings?.metadata.namespace ?? LEGATE_NAMESPACE,
+    (ns, name) => upstreamKeys.has(resourceKey('Upstream', ns, name)),
   );
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
@@ -143,6 +145,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       defaultSslPort: input.options?.defaultSslPort ?? 8443,
     },
   });
+  if (settings && ratelimitWarning)
+    out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message: ratelimitWarning });
 
   const listed = new Map<string, ListedResource>();
   const reportsOf = new Map<string, Report[]>();
@@ -235,23 +239,36 @@ function withSettings(render: RenderOptions, checks: WasmChecks | undefined): Re
 
 /**
  * Settings' ratelimitServer tunes the ratelimit filter; ratelimitServerRef points it at an Upstream's
- * cluster (`<name>_<namespace>`, which must exist) instead of Legate's own service.
+ * cluster instead of Legate's own service. A missing Upstream keeps Legate's own service (Envoy would
+ * refuse a filter naming a cluster it does not have, and with it the listener) and is a warning.
  */
-function withRateLimitServer(render: RenderOptions, server: RatelimitServer | undefined, ns: string): RenderOptions {
-  if (!server) return render;
+function withRateLimitServer(
+  render: RenderOptions,
+  server: RatelimitServer | undefined,
+  ns: string,
+  upstreamExists: (ns: string, name: string) => boolean,
+): { render: RenderOptions; warning?: string } {
+  if (!server) return { render };
   const rl = render.ratelimit ?? DEFAULT_RATELIMIT;
   const ref = server.ratelimitServerRef;
-  return {
+  const refNs = ref?.namespace ?? ns;
+  const found = ref !== undefined && upstreamExists(refNs, ref.name);
+  const warning =
+    ref && !found
+      ? `ratelimitServer.ratelimitServerRef: Upstream ${refNs}.${ref.name} not found; Envoy asks Legate's own service`
+      : undefined;
+  const out: RenderOptions = {
     ...render,
     ratelimit: {
       ...rl,
-      ...(ref ? { serverCluster: `${ref.name}_${ref.namespace ?? ns}` } : {}),
+      ...(ref && found ? { serverCluster: clusterName(refNs, ref.name) } : {}),
       ...(server.requestTimeout !== undefined ? { requestTimeoutMs: durationMs(server.requestTimeout) } : {}),
       ...(server.denyOnFail !== undefined ? { denyOnFail: server.denyOnFail } : {}),
       ...(server.rateLimitBeforeAuth !== undefined ? { beforeAuth: server.rateLimitBeforeAuth } : {}),
       ...(server.enableXRatelimitHeaders !== undefined ? { xRateLimitHeaders: server.enableXRatelimitHeaders } : {}),
     },
   };
+  return warning ? { render: out, warning } : { render: out };
 }
 
 function durationMs(text: string): number {
