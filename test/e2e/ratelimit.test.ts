@@ -62,6 +62,14 @@ spec:
     descriptors: [{ key: generic_key, value: probe, rateLimit: { requestsPerUnit: 100000, unit: MINUTE } }]
     rateLimits: [{ actions: [{ genericKey: { descriptorValue: probe } }] }]
 ---
+apiVersion: ratelimit.legate.dev/v1alpha1
+kind: RateLimitConfig
+metadata: { name: parallel, namespace: default }
+spec:
+  raw:
+    descriptors: [{ key: generic_key, value: parallel, rateLimit: { requestsPerUnit: 10, unit: MINUTE } }]
+    rateLimits: [{ actions: [{ genericKey: { descriptorValue: parallel } }] }]
+---
 apiVersion: v1
 kind: Secret
 metadata: { name: client-a, namespace: legate-system }
@@ -95,6 +103,9 @@ spec:
           ratelimitBasic:
             anonymousLimits: { requestsPerUnit: 2, unit: MINUTE }
             authorizedLimits: { requestsPerUnit: 3, unit: MINUTE }
+      - matchers: [{ prefix: /parallel }]
+        ${toApp}
+        options: { rateLimitConfigs: { refs: [{ name: parallel }] } }
       - matchers: [{ prefix: /guarded }]
         ${toApp}
         options:
@@ -149,6 +160,12 @@ describe('rate limiting through Envoy', () => {
     expect(denied.headers.get('x-ratelimit-remaining')).toBe('0');
     // the upstream saw only the admitted ones
     expect(app.seen.filter((s) => s.path === '/limited')).toHaveLength(3);
+  });
+
+  it('admits exactly N of concurrent requests spread over connections (and Envoy workers)', async () => {
+    const rs = await Promise.all(Array.from({ length: 30 }, () => gw.request('/parallel')));
+    expect(rs.filter((r) => r.status === 200)).toHaveLength(10);
+    expect(rs.filter((r) => r.status === 429)).toHaveLength(20);
   });
 
   it('leaves other routes alone', async () => {
