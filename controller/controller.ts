@@ -17,6 +17,7 @@ import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
 import { runPipeline, type PipelineMemo, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
+import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
@@ -43,6 +44,8 @@ export interface ControllerOptions {
   admin?: { host: string; port: number };
   /** where the dev-mode endpoint listens when Settings has devMode: true */
   devMode?: { host: string; port: number };
+  /** keeps the last accepted version of each resource across restarts (controller/state/accepted.ts) */
+  acceptedFile?: string;
 }
 
 export interface RunningController {
@@ -66,7 +69,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const statuses = new StatusBook([latestStatuses, ...(options.statusSinks ?? [])]);
   let output: PipelineOutput | undefined;
   let source: SourceSnapshot = { resources: [], errors: [] };
-  let lastAccepted = new Map<string, LegateResource>();
+  let lastAccepted = options.acceptedFile ? loadAccepted(options.acceptedFile, log) : new Map<string, LegateResource>();
+  // the versions restored at start, while they are what serves (statuses say so)
+  const restored = new Map(lastAccepted);
+  const acceptedWriter = options.acceptedFile ? new AcceptedWriter(options.acceptedFile, log, lastAccepted) : undefined;
   let lastServed = new Map<string, VirtualHostIR>();
   let memo: PipelineMemo | undefined;
 
@@ -166,7 +172,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         defaultGateway: options.defaultGateway,
       },
     });
+    if (restored.size) noteRestored(out, restored);
     lastAccepted = out.accepted;
+    acceptedWriter?.update(out.accepted);
     lastServed = out.served;
     memo = out.memo;
     output = out;
@@ -262,6 +270,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
 
   const abort = new AbortController();
+  if (restored.size) options.source.seed?.([...restored.values()].map((r) => r.raw));
   options.source.watch(abort.signal, reconcile);
   log.info('watching resources', { source: options.source.description });
 
@@ -272,6 +281,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     current: () => output,
     stop: async () => {
       abort.abort();
+      acceptedWriter?.flush();
       await admin?.stop();
       await devServer?.stop();
       const closed = new Promise<void>((resolve) => api.server.close(() => resolve()));
@@ -281,6 +291,31 @@ export async function startController(options: ControllerOptions): Promise<Runni
     },
   };
 }
+
+/**
+ * A rejected resource served from the version restored at start says so; `restored` forgets what is
+ * no longer served from it (accepted since, or gone).
+ */
+function noteRestored(out: PipelineOutput, restored: Map<string, LegateResource>): void {
+  for (const [key, version] of restored) {
+    const listed = out.listed.get(key);
+    // served from the restored version: it was rejected, or its file does not load since the restart
+    // (the file source then hands over the restored resource, marked)
+    const raw = listed?.resource;
+    const served =
+      out.accepted.get(key) === version || (raw?.loadError !== undefined && raw.spec === version.raw.spec && raw.body === version.raw.body);
+    if (!listed || !served) {
+      restored.delete(key);
+      continue;
+    }
+    const { status } = listed;
+    if (status.state === 'Rejected' && status.reason?.endsWith(SERVING_LAST_ACCEPTED)) {
+      listed.status = { ...status, reason: status.reason.slice(0, -SERVING_LAST_ACCEPTED.length) + RESTORED_NOTE };
+    }
+  }
+}
+
+const SERVING_LAST_ACCEPTED = '(serving the last accepted version)';
 
 // The controller API is loopback-only, but secrets still never leave it: legatectl shows their keys
 // and sizes, and served extension configs show that a client secret is set, not what it is.

@@ -84,6 +84,11 @@ export const controllerCommand = command({
       placeholder: 'PATH',
       description: "keeps the edge cache's secret across restarts (default: a new one each start)",
     },
+    'accepted-file': {
+      type: 'string',
+      placeholder: 'PATH',
+      description: 'keeps the last accepted version of each resource across restarts (rejected at start: the kept one serves)',
+    },
     'wasm-fetch-address': {
       type: 'string',
       placeholder: 'HOST:PORT',
@@ -144,6 +149,7 @@ export const controllerCommand = command({
       },
       ...(statsServerEnabled() ? { admin: { host: flags['admin-host'], port: flags['stats-port'] } } : {}),
       devMode: { host: flags['dev-host'], port: flags['dev-port'] },
+      ...(flags['accepted-file'] ? { acceptedFile: path.resolve(flags['accepted-file']) } : {}),
       logger,
     });
     const stopSource = start();

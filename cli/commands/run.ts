@@ -168,6 +168,7 @@ async function startController(g: Gateway): Promise<string> {
       ...['--ratelimit-address', `127.0.0.1:${f['ratelimit-port']}`],
       ...['--stats-port', String(f['controller-stats-port']), '--dev-port', String(f['dev-port'])],
       ...['--wasm-source', f['wasm-source'], '--edge-secret-file', path.join(g.stateDir, 'edge-secret')],
+      ...['--accepted-file', path.join(g.stateDir, 'accepted.json')],
     ],
     env: logLevelEnv(g.values.controller?.logLevel),
   });

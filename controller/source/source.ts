@@ -23,4 +23,10 @@ export interface ResourceSource {
   watch(signal: AbortSignal, onSnapshot: (snapshot: SourceSnapshot) => void): void;
   /** What keeps the source from being current now (an unreachable API server, a failing watch). */
   problems?(): string[];
+  /**
+   * Before `watch`: the resources read before a restart (the last accepted versions, with their
+   * origins). A source that keeps the last good resources of an origin that stops loading (the file
+   * source) starts from these, so a file that does not load at start still serves what it held.
+   */
+  seed?(resources: readonly RawResource[]): void;
 }

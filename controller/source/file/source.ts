@@ -35,6 +35,22 @@ export class FileSource implements ResourceSource {
     this.description = `directory ${dir}`;
   }
 
+  /**
+   * Seeds each file's last good resources with those read before a restart (origin `<file>#<n>`): a
+   * file that does not parse at the first scan keeps them (marked with why), one that parses replaces
+   * them, one that is gone drops them.
+   */
+  seed(resources: readonly RawResource[]): void {
+    for (const r of resources) {
+      const rel = r.origin.split('#')[0]!;
+      const file = path.resolve(this.dir, rel);
+      if (path.relative(this.dir, file).startsWith('..') || this.files.get(file)?.stamp) continue;
+      const state = this.files.get(file) ?? { stamp: '', resources: [], errors: [] };
+      state.resources.push(r);
+      this.files.set(file, state);
+    }
+  }
+
   /** Reads changed files and returns the merged snapshot (and whether anything changed). */
   scan(): { snapshot: SourceSnapshot; changed: boolean } {
     let changed = false;
