@@ -6,11 +6,11 @@
 // Every answer is an explicit CheckResponse: allowed (status OK + ok_response) or denied (status
 // PERMISSION_DENIED + denied_response 403 with a small JSON body). Failures (unknown config, provider
 // down, internal errors) are denials too, never gRPC errors, so a filter configured with
-// failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why).
-import * as grpc from '@grpc/grpc-js';
+// failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why), the
+// gRPC server by ./check-server.ts (node:http2, not grpc-js: see there why).
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
-import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
+import { loadEnvoyService, lookupService } from '../common/grpc.js';
 import { XdsClient } from '../common/xds-client.js';
 import {
   Authorizer,
@@ -22,6 +22,7 @@ import {
   type Outcome,
 } from './authorizer.js';
 import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
+import { framePrefix, frameMessage, startCheckServer, type CheckServer } from './check-server.js';
 
 export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
 
@@ -125,33 +126,19 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   if (!check) throw new Error(`${AUTHORIZATION_SERVICE}/Check missing from the loaded protos`);
   const responses = encodeResponses(check.responseSerialize as (value: object) => Buffer);
 
-  // Same method, with the fast request parser and the pre-encoded responses.
-  const fastDefinition: grpc.ServiceDefinition = {
-    Check: {
-      ...check,
-      requestDeserialize: parseCheckRequest,
-      responseSerialize: (value: Buffer) => value,
-    } as grpc.MethodDefinition<CheckInput, Buffer>,
-  };
-
   const observe = options.observe;
   let lastMalformedLogAt = 0;
-  const onCheck = (call: grpc.ServerUnaryCall<CheckInput, Buffer>, callback: grpc.sendUnaryData<Buffer>): void => {
-    const input = call.request;
+  /** Decides one Check and hands `answer` the outcome and the edge grant an allow carries (until 0: none). */
+  const decide = (input: CheckInput, answer: (o: Outcome, grant: EdgeGrant) => void): void => {
     const t0 = observe ? performance.now() : 0;
     // an allow may carry how long Envoy's edge cache may reuse it (docs/wasm.md)
     const grant: EdgeGrant = { key: '', until: 0 };
-    const encode = (o: Outcome): Buffer => {
-      if (o !== 'allow' || grant.until === 0) return responses[o];
-      const ms = Math.floor(grant.until - Date.now());
-      return ms > 0 ? encodeAllowWithEdgeGrant(responses.allow, grant.key, ms) : responses.allow;
-    };
     const done = observe
-      ? (o: Outcome): Buffer => {
+      ? (o: Outcome): void => {
           observe(o, input.configId, (performance.now() - t0) / 1000);
-          return encode(o);
+          answer(o, grant);
         }
-      : encode;
+      : (o: Outcome): void => answer(o, grant);
     let outcome: Outcome | Promise<Outcome>;
     if (input.malformed) {
       const now = Date.now();
@@ -169,23 +156,29 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       }
     }
     if (typeof outcome === 'string') {
-      callback(null, done(outcome));
+      done(outcome);
       return;
     }
-    outcome.then(
-      (o) => callback(null, done(o)),
-      (err: unknown) => {
-        log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
-        callback(null, done(authorizer.record('unavailable')));
-      },
-    );
+    outcome.then(done, (err: unknown) => {
+      log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
+      done(authorizer.record('unavailable'));
+    });
   };
 
-  const server = new grpc.Server(EXTENSION_SERVER_OPTIONS);
-  server.addService(fastDefinition, { Check: onCheck as grpc.handleUnaryCall<CheckInput, Buffer> });
-  let bound;
+  // the answers, framed once; an allow with an edge grant is encoded per call
+  const framed = {} as Record<Outcome, Buffer>;
+  for (const o of Object.keys(responses) as Outcome[]) framed[o] = frameMessage(responses[o]);
+  let bound: CheckServer;
   try {
-    bound = await bindServer(server, options.host, options.port);
+    bound = await startCheckServer(options.host, options.port, {
+      handle: (request, reply) =>
+        decide(parseCheckRequest(request), (o, grant) => {
+          if (o !== 'allow' || grant.until === 0) return reply(framed[o]);
+          const ms = Math.floor(grant.until - Date.now());
+          reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(responses.allow, grant.key, ms, 5)) : framed.allow);
+        }),
+      onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),
+    });
   } catch (err) {
     authorizer.stop();
     throw err;

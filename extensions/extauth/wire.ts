@@ -214,9 +214,16 @@ function structStringEntry(key: string, value: string): Buffer {
 /**
  * The allow response plus CheckResponse.dynamic_metadata (field 4, a Struct) saying which config
  * version judged the token and for how many ms the answer holds. `allow` is the pre-encoded allow;
- * protobuf concatenation merges, so appending the field is enough.
+ * protobuf concatenation merges, so appending the field is enough. `reserve`: bytes left in front of
+ * the message (uninitialised), e.g. 5 for the gRPC frame prefix.
  */
-export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: number): Buffer {
+export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: number, reserve = 0): Buffer {
   const struct = Buffer.concat([structStringEntry(EDGE_METADATA.key, key), structStringEntry(EDGE_METADATA.cacheMs, String(cacheMs))]);
-  return Buffer.concat([allow, lengthDelimited(4, struct)]);
+  const tail = lengthDelimited(4, struct);
+  if (reserve === 0) return Buffer.concat([allow, tail]);
+  // `reserve` bytes in front (the gRPC message prefix, filled in by the caller)
+  const out = Buffer.allocUnsafe(reserve + allow.length + tail.length);
+  allow.copy(out, reserve);
+  tail.copy(out, reserve + allow.length);
+  return out;
 }
