@@ -94,6 +94,25 @@ describe('examples (make run)', () => {
     expect(r.json<unknown[]>()).toHaveLength(3);
   });
 
+  it('limits /limited/ to 5 a minute per client (429 with retry-after) and /burst/ to a bucket of 3', async () => {
+    // the ratelimit service has the config once a response carries the limit (it counts as one)
+    const first = await gw.until('/limited/products', (r) => r.headers.get('x-ratelimit-limit') !== null);
+    const statuses = [first.status];
+    let denied;
+    for (let i = 0; i < 6 && !denied; i++) {
+      const r = await gw.request('/limited/products');
+      statuses.push(r.status);
+      if (r.status === 429) denied = r;
+    }
+    // five in a window (a minute boundary in between may allow a few more), then 429
+    expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(denied?.headers.get('retry-after')).toMatch(/^\d+$/);
+    const burst = [];
+    for (let i = 0; i < 4; i++) burst.push((await gw.request('/burst/products')).status);
+    expect(burst).toEqual([200, 200, 200, 429]);
+    expect(gw.ctl('get', 'ratelimitconfigs').stdout).toMatch(/legate-system\s+per-client\s+Accepted/);
+  });
+
   it('lists the example resources as accepted', () => {
     const vs = gw.ctl('get', 'virtualservices');
     expect(vs.stdout).toMatch(/legate-system\s+default\s+Accepted/);
