@@ -102,7 +102,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let devServer: { port: number; stop(): Promise<void> } | undefined;
   let devServerStarting = false;
   const devView = {
-    input: () => ({ resources: source.resources, errors: source.errors }),
+    // as read, but Secrets shown as the API shows them (keys and sizes, never values)
+    input: () => ({
+      resources: source.resources.map((r) => (r.kind === 'Secret' ? { ...r, body: redactSecretBody(r.body) } : r)),
+      errors: source.errors,
+    }),
     ir: () => output?.proxies ?? [],
     roles: () => cache.roles(),
     xds: (role: string) => view.served(role)[role],
