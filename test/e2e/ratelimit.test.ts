@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { eventually } from './harness/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
@@ -220,5 +221,34 @@ describe('rate limiting through Envoy', () => {
   it('legatectl check reports the RateLimitConfigs', () => {
     const r = gw.ctl('check');
     expect(r.stdout).toContain('Checking RateLimitConfigs... OK');
+  });
+
+  it('rejects a RateLimitConfig with an undeclared key, with the reason in status, and serves the rest', async () => {
+    gw.write(
+      'bad.yaml',
+      `apiVersion: ratelimit.legate.dev/v1alpha1
+kind: RateLimitConfig
+metadata: { name: bad, namespace: default }
+spec:
+  raw:
+    descriptors: [{ key: generic_key, value: x, rateLimit: { requestsPerUnit: 0, unit: MINUTE } }]
+    rateLimits: [{ actions: [{ requestHeaders: { headerName: x-user, descriptorKey: user } }] }]
+`,
+    );
+    const status = await eventually('bad to be rejected', () => {
+      const r = gw.ctl('get', 'rlc', 'bad', '-n', 'default', '-o', 'json');
+      if (r.status !== 0) return undefined;
+      const s = (JSON.parse(r.stdout) as { status?: { statuses?: Record<string, { state: string; reason?: string }> } }).status;
+      const mine = s?.statuses?.['legate-system'];
+      return mine?.state === 'Rejected' ? mine : undefined;
+    });
+    expect(status.reason).toContain('requestsPerUnit: must be at least 1');
+    expect(status.reason).toContain('descriptor key "user" is not declared');
+    expect(gw.ctl('check').stdout).toContain('Checking RateLimitConfigs... 1 Errors!');
+    // the other configs keep serving: the probe's limit still applies, other routes pass
+    const probe = await gw.request('/probe');
+    expect(probe.status).toBe(200);
+    expect(probe.headers.get('x-ratelimit-limit')).toMatch(/^100000/);
+    expect((await gw.request('/other')).status).toBe(200);
   });
 });
