@@ -1,6 +1,7 @@
 // The control-plane admin interface every Legate component serves when START_STATS_SERVER is set
 // (spec 4.3): an index page, GET/PUT /logging, Prometheus /metrics, CPU and heap profiles on demand,
 // recent trace spans. JSON answers use the envelope {status, data, error}.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { Session } from 'node:inspector';
 import type { AddressInfo } from 'node:net';
@@ -20,6 +21,30 @@ export interface AdminOptions {
   spans: SpanRecorder;
   /** extra JSON endpoints: path -> data */
   extra?: Record<string, () => unknown>;
+  /**
+   * What a write (PUT /logging) must carry as `Authorization: Bearer <token>` when `host` is not a
+   * loopback address (default: LEGATE_ADMIN_TOKEN). Beyond loopback without a token, writes are refused.
+   */
+  writeToken?: string;
+}
+
+/** Whether binding `host` keeps a server reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** Why a write is refused (status and message), or undefined when it may go ahead. */
+export function adminWriteRefusal(
+  host: string,
+  token: string | undefined,
+  authorization: string | undefined,
+): [number, string] | undefined {
+  if (isLoopbackHost(host)) return undefined;
+  if (!token) return [403, 'writes are refused: this admin interface is bound beyond loopback and no LEGATE_ADMIN_TOKEN is set'];
+  const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  if (!given || !timingSafeEqual(digest(given), digest(token))) return [401, 'writes need Authorization: Bearer <LEGATE_ADMIN_TOKEN>'];
+  return undefined;
 }
 
 export interface RunningAdmin {
@@ -112,6 +137,8 @@ export async function startAdminServer(o: AdminOptions): Promise<RunningAdmin> {
       if (url.pathname === '/logging') {
         if (method === 'GET') return sendOk(res, { level: o.logger.level });
         if (method !== 'PUT' && method !== 'POST') return sendError(res, 405, `method ${method} not allowed on /logging (use GET or PUT)`);
+        const refused = adminWriteRefusal(o.host, o.writeToken ?? process.env['LEGATE_ADMIN_TOKEN'], req.headers.authorization);
+        if (refused) return sendError(res, ...refused);
         const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
         if (type !== 'application/json') return sendError(res, 415, 'Content-Type must be application/json');
         let body: unknown;
