@@ -26,6 +26,9 @@ export interface RequestRejection {
   missingQuery?: true;
 }
 
+/** Refuses malformed UTF-8 instead of turning it into U+FFFD (which would then run as part of a query). */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
 function isUtf8Charset(value: string): boolean {
   const v = value.trim().replace(/^"|"$/g, '').toLowerCase();
   return v === 'utf-8' || v === 'utf8';
@@ -147,10 +150,15 @@ export function paramsFromPost(contentType: string | undefined, body: Buffer, ma
   }
   if (body.length > maxBodyBytes) return { status: 413, message: `Payload Too Large: the request body exceeds ${maxBodyBytes} bytes.` };
   if (body.length === 0) return { status: 400, message: 'Missing body: a POST must carry a JSON object with a "query".' };
+  let text: string;
+  try {
+    // (a leading BOM is dropped by the decoder)
+    text = strictUtf8.decode(body);
+  } catch {
+    return { status: 400, message: 'Malformed body: the request body is not valid UTF-8.' };
+  }
   let parsed: unknown;
   try {
-    let text = body.toString('utf8');
-    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     parsed = JSON.parse(text);
   } catch {
     return { status: 400, message: 'Malformed JSON: the request body does not parse as JSON.' };

@@ -122,6 +122,42 @@ export const DEFAULT_COMPILE_AFTER = 1;
 const DOCUMENT_CACHE_MAX_CHARS = 8 * 1024 * 1024;
 /** Parser token limit: a guard against pathological documents before validation even starts. */
 const MAX_TOKENS = 20_000;
+/** Bracket nesting ({ [ () a document may have: graphql-js parses recursively, so a deeper document would
+ * be refused only by a stack overflow. Far above any real operation (and above maxDepth settings). */
+const MAX_NESTING = 256;
+const BLOCK_QUOTE = '"""';
+
+/** The deepest bracket nesting of a document, outside strings and comments; one pass, no allocation. */
+export function nestingOf(text: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b || c === 0x5b || c === 0x28) {
+      if (++depth > max) max = depth;
+    } else if (c === 0x7d || c === 0x5d || c === 0x29) {
+      if (depth > 0) depth--;
+    } else if (c === 0x23) {
+      // a comment runs to the end of the line
+      while (i + 1 < text.length && text.charCodeAt(i + 1) !== 0x0a && text.charCodeAt(i + 1) !== 0x0d) i++;
+    } else if (c === 0x22) {
+      if (text.startsWith(BLOCK_QUOTE, i)) {
+        // a block string ends at the next unescaped """ (escaped as \""")
+        let end = text.indexOf(BLOCK_QUOTE, i + 3);
+        while (end > 0 && text.charCodeAt(end - 1) === 0x5c) end = text.indexOf(BLOCK_QUOTE, end + 3);
+        i = end < 0 ? text.length : end + 2;
+      } else {
+        // a string ends at the next unescaped quote or at the end of the line (then the parser refuses it)
+        i++;
+        while (i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a) {
+          if (text.charCodeAt(i) === 0x5c) i++;
+          i++;
+        }
+      }
+    }
+  }
+  return max;
+}
 
 /** Config-time problems, as the engine sees them (an empty list means createEngine will accept the config). */
 export function checkApiConfig(config: GraphQLApiConfig): string[] {
@@ -289,6 +325,14 @@ class GraphQLEngine implements Engine {
       return failed;
     }
     this.counters.validations++;
+    const nesting = nestingOf(query);
+    if (nesting > MAX_NESTING) {
+      const entry = {
+        errors: [new GraphQLError(`Syntax Error: the document nests ${nesting} levels deep, over the limit of ${MAX_NESTING}.`)],
+      };
+      this.failures.set(query, entry);
+      return entry;
+    }
     let document: DocumentNode;
     try {
       document = parse(query, { maxTokens: MAX_TOKENS });
