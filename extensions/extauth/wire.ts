@@ -211,19 +211,63 @@ function structStringEntry(key: string, value: string): Buffer {
   return lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(key, 'utf8')), lengthDelimited(2, v)]));
 }
 
+/** The Struct entry naming the judged config version, per key (a handful of configs; cleared if it grows). */
+const keyEntries = new Map<string, Buffer>();
+const MAX_KEY_ENTRIES = 1024;
+/** The start of the cache-ms entry's body: Struct.fields entry key `legate_cache_ms`, then the Value (field 2). */
+const MS_ENTRY_HEAD = Buffer.concat([lengthDelimited(1, Buffer.from(EDGE_METADATA.cacheMs, 'latin1')), Buffer.from([0x12])]);
+
+function writeVarint(out: Buffer, at: number, n: number): number {
+  while (n > 0x7f) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  out[at++] = n;
+  return at;
+}
+
+function varintLength(n: number): number {
+  let len = 1;
+  while (n > 0x7f) {
+    len++;
+    n = Math.floor(n / 128);
+  }
+  return len;
+}
+
 /**
  * The allow response plus CheckResponse.dynamic_metadata (field 4, a Struct) saying which config
  * version judged the token and for how many ms the answer holds. `allow` is the pre-encoded allow;
  * protobuf concatenation merges, so appending the field is enough. `reserve`: bytes left in front of
  * the message (uninitialised), e.g. 5 for the gRPC frame prefix.
+ *
+ * On every allowed Check with a grant (with the edge cache off, every allowed request), so it writes one
+ * buffer: the key's entry is encoded once per key, the ms entry in place (was ~6 µs with a Buffer per
+ * field and concatenations, now a fraction of a µs).
  */
 export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: number, reserve = 0): Buffer {
-  const struct = Buffer.concat([structStringEntry(EDGE_METADATA.key, key), structStringEntry(EDGE_METADATA.cacheMs, String(cacheMs))]);
-  const tail = lengthDelimited(4, struct);
-  if (reserve === 0) return Buffer.concat([allow, tail]);
-  // `reserve` bytes in front (the gRPC message prefix, filled in by the caller)
-  const out = Buffer.allocUnsafe(reserve + allow.length + tail.length);
-  allow.copy(out, reserve);
-  tail.copy(out, reserve + allow.length);
+  let keyEntry = keyEntries.get(key);
+  if (keyEntry === undefined) {
+    keyEntry = structStringEntry(EDGE_METADATA.key, key);
+    if (keyEntries.size >= MAX_KEY_ENTRIES) keyEntries.clear();
+    keyEntries.set(key, keyEntry);
+  }
+  const digits = String(cacheMs); // ASCII
+  // Value{string_value = 3: digits}
+  const valueLen = 1 + varintLength(digits.length) + digits.length;
+  const msBodyLen = MS_ENTRY_HEAD.length + varintLength(valueLen) + valueLen;
+  const structLen = keyEntry.length + 1 + varintLength(msBodyLen) + msBodyLen;
+  const out = Buffer.allocUnsafe(reserve + allow.length + 1 + varintLength(structLen) + structLen);
+  let at = reserve + allow.copy(out, reserve);
+  out[at++] = (4 << 3) | 2;
+  at = writeVarint(out, at, structLen);
+  at += keyEntry.copy(out, at);
+  out[at++] = (1 << 3) | 2;
+  at = writeVarint(out, at, msBodyLen);
+  at += MS_ENTRY_HEAD.copy(out, at);
+  at = writeVarint(out, at, valueLen);
+  out[at++] = (3 << 3) | 2;
+  at = writeVarint(out, at, digits.length);
+  at += out.latin1Write(digits, at);
   return out;
 }

@@ -160,6 +160,33 @@ describe('encoded CheckResponses', () => {
     });
   });
 
+  it('an edge grant is encoded as the field-by-field encoding would, for long keys and large values, with a reserved prefix', () => {
+    // reference: each field a Buffer, concatenated (the encoder before it wrote one buffer in place)
+    const varint = (n: number): number[] => {
+      const out: number[] = [];
+      while (n > 0x7f) {
+        out.push((n & 0x7f) | 0x80);
+        n = Math.floor(n / 128);
+      }
+      return [...out, n];
+    };
+    const ld = (field: number, body: Buffer): Buffer => Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(body.length)]), body]);
+    const entry = (k: string, v: string): Buffer => ld(1, Buffer.concat([ld(1, Buffer.from(k)), ld(2, ld(3, Buffer.from(v)))]));
+    for (const key of ['a', 'legate-system.oauth@0123abcd', 'k'.repeat(127), 'k'.repeat(128), `ns.${'n'.repeat(300)}@v`]) {
+      for (const ms of [1, 127, 128, 59_999, 1_000_000_000_000]) {
+        const expected = Buffer.concat([
+          responses.allow,
+          ld(4, Buffer.concat([entry(EDGE_METADATA.key, key), entry(EDGE_METADATA.cacheMs, String(ms))])),
+        ]);
+        expect(encodeAllowWithEdgeGrant(responses.allow, key, ms).equals(expected), `${key.length} ${ms}`).toBe(true);
+        const framed = encodeAllowWithEdgeGrant(responses.allow, key, ms, 5);
+        expect(framed.subarray(5).equals(expected), `${key.length} ${ms} reserved`).toBe(true);
+      }
+      const r = decodeResponse(encodeAllowWithEdgeGrant(responses.allow, key, 42));
+      expect(r['dynamic_metadata'].fields[EDGE_METADATA.key].stringValue).toBe(key);
+    }
+  });
+
   it('every denial is PERMISSION_DENIED with a 403 (401 for API keys) and a JSON body naming only an error code', () => {
     for (const reason of DENY_REASONS) {
       const r = decodeResponse(responses[reason]);
