@@ -94,7 +94,22 @@ export const runCommand = command({
       const envoy = startEnvoy(gateway, role, envoyPath);
       startExtraProcesses(gateway);
       await waitForHttp(`http://127.0.0.1:${flags['admin-port']}/ready`, 30_000, () => envoy.exitCode === null);
-      fs.writeFileSync(runStatePath(stateDir), JSON.stringify(runState(gateway, role), null, 2));
+      const state = runState(gateway, role);
+      const writeState = (): void => {
+        // write-then-rename: legatectl may be reading it
+        const tmp = `${runStatePath(stateDir)}.tmp`;
+        fs.writeFileSync(tmp, JSON.stringify({ ...state, components: runState(gateway, role).components }, null, 2));
+        fs.renameSync(tmp, runStatePath(stateDir));
+      };
+      writeState();
+      // a component restarted after a crash has a new pid, which legatectl check looks for
+      gateway.sup.onRestart = () => {
+        try {
+          writeState();
+        } catch (err) {
+          logger.error('cannot update run.json', { error: err });
+        }
+      };
       process.stdout.write(banner(gateway));
     } catch (err) {
       await shutdown();

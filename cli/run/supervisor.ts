@@ -26,6 +26,8 @@ interface Managed {
 export class Supervisor {
   private readonly procs = new Map<string, Managed>();
   private stopping = false;
+  /** Called after a crashed process was started again (it has a new pid). */
+  onRestart: ((name: string) => void) | undefined;
 
   constructor(
     private readonly logDir: string,
@@ -72,7 +74,9 @@ export class Supervisor {
       m.restarts.push(now);
       const delay = 250 * 2 ** (m.restarts.length - 1);
       setTimeout(() => {
-        if (!this.stopping) this.launch(m);
+        if (this.stopping) return;
+        this.launch(m);
+        this.onRestart?.(m.spec.name);
       }, delay).unref();
     });
     return child;

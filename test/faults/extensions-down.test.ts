@@ -8,7 +8,7 @@ import { eventually, sleep } from '../e2e/harness/util.js';
 import { figure } from './figures.js';
 import { GRAPHQL_ANSWER, GRAPHQL_QUERY, bearer, gatewayConfig, startFakeProvider, type FakeProvider } from './fixtures.js';
 import { byStatus, recovered, recovery, startLoad, type Load, type Sample } from './load.js';
-import { componentPid, rssMiB, waitForComponent } from './procs.js';
+import { componentPid, rssMiB, runState, waitForComponent } from './procs.js';
 
 const ITEM = 'extension-down';
 let gw: Gateway;
@@ -130,5 +130,10 @@ describe('extension services killed under load', () => {
     expect(delays[2]!).toBeGreaterThan(delays[0]!);
     // and it serves again
     await gw.until('/secure/x', (r) => r.status === 200, { headers: bearer() }, 30_000);
+    // run.json names the live processes, so legatectl check does not report the restarted ones dead
+    await eventually('run.json to name the new extauth', () => (runState(gw).components['extauth']?.pid === pid ? true : undefined), 5000);
+    expect(runState(gw).components['graphql']?.pid).toBe(componentPid(gw, 'graphql'));
+    const check = gw.ctl('check');
+    expect(check.stdout + check.stderr).not.toContain('is not running');
   });
 });
