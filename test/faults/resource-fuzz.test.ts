@@ -20,8 +20,9 @@ let app: EchoUpstream;
 
 beforeAll(async () => {
   app = await startEcho('app');
-  gw = await startGateway({
-    'good.yaml': `
+  gw = await startGateway(
+    {
+      'good.yaml': `
 apiVersion: legate.dev/v1
 kind: Upstream
 metadata: { name: app, namespace: legate-system }
@@ -38,7 +39,9 @@ spec:
       - matchers: [{ prefix: / }]
         routeAction: { single: { upstream: { name: app, namespace: legate-system } } }
 `,
-  });
+    },
+    { env: { START_STATS_SERVER: '1' } },
+  );
   await gw.until('/ok', (r) => r.status === 200, { host: GOOD_DOMAIN }, 30_000);
 });
 
@@ -46,6 +49,12 @@ afterAll(async () => {
   await gw?.stop();
   await app?.close();
 });
+
+async function heapUsedMiB(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${gw.ports.controllerStats}/metrics`)).text();
+  const bytes = Number(/^legate_controller_nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1]);
+  return Math.round(bytes / 1024 / 102.4) / 10;
+}
 
 interface ApiStatus {
   kind: string;
@@ -89,6 +98,7 @@ describe('resource fuzz', () => {
     const docs = hostileDocuments(COUNT);
     const pid = componentPid(gw, 'controller')!;
     const rssBefore = rssMiB(pid);
+    const heapBefore = await heapUsedMiB();
     let rssMax = rssBefore;
     const load = startLoad({ port: gw.ports.http, path: '/ok', host: GOOD_DOMAIN }, { connections: 2, maxMs: 300_000 });
     const wrong: string[] = [];
@@ -118,6 +128,7 @@ describe('resource fuzz', () => {
     );
     const samples = await load.stop();
     const rssAfter = rssMiB(pid);
+    const heapAfter = await heapUsedMiB();
     const failed = samples.filter((s) => s.status !== 200);
 
     figure(ITEM, 'documents', docs.length);
@@ -127,6 +138,7 @@ describe('resource fuzz', () => {
     figure(ITEM, 'controller RSS after each batch', rssAfterBatch.join(', '), 'MiB');
     figure(ITEM, 'good route: requests / failed', `${samples.length} / ${failed.length}`);
     figure(ITEM, 'controller RSS before / max / after', `${rssBefore} / ${rssMax} / ${rssAfter}`, 'MiB');
+    figure(ITEM, 'controller heap used before / after (fuzzed files removed)', `${heapBefore} / ${heapAfter}`, 'MiB');
     expect(wrong).toEqual([]);
     expect(byStatus(failed)).toEqual({});
     expect(componentPid(gw, 'controller')).toBe(pid);
