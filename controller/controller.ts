@@ -29,7 +29,7 @@ export interface ControllerOptions {
   source: ResourceSource;
   /** where statuses go besides the controller API (e.g. the Kubernetes status subresource) */
   statusSinks?: readonly StatusSink[];
-  xds: { host: string; port: number };
+  xds: { host: string; port: number; tls?: { cert: Buffer; key: Buffer; ca: Buffer } };
   api: { host: string; port: number };
   writeNamespace?: string;
   defaultGateway: { bindAddress: string; bindPort: number };
@@ -244,7 +244,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     connections: () => ads.connections(),
   };
 
-  const { port: xdsPort } = await ads.start({ host: options.xds.host, port: options.xds.port });
+  const { port: xdsPort } = await ads.start({
+    host: options.xds.host,
+    port: options.xds.port,
+    ...(options.xds.tls ? { tls: options.xds.tls } : {}),
+  });
   log.info('xDS server listening', { address: `${options.xds.host}:${xdsPort}` });
   let api: { server: http.Server; port: number };
   try {

@@ -95,6 +95,11 @@ export const controllerCommand = command({
       description: 'with --wasm-source remote: where Envoys fetch the filters (default: the API address; a Service name on Kubernetes)',
     },
     'xds-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the xDS server binds' },
+    'xds-tls': {
+      type: 'string',
+      placeholder: 'DIR',
+      description: 'mutual TLS on xDS: DIR holds tls.crt, tls.key and the ca.crt client certificates must chain to',
+    },
     'api-host': {
       type: 'string',
       default: '127.0.0.1',
@@ -131,7 +136,7 @@ export const controllerCommand = command({
     const ctl = await startController({
       source,
       statusSinks,
-      xds: { host: flags['xds-host'], port: flags['xds-port'] },
+      xds: { host: flags['xds-host'], port: flags['xds-port'], ...(flags['xds-tls'] ? { tls: readXdsTls(flags['xds-tls']) } : {}) },
       api: { host: flags['api-host'], port: flags['api-port'] },
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
       defaultGateway: { bindAddress: flags['bind-address'], bindPort: flags['http-port'] },
@@ -161,6 +166,18 @@ export const controllerCommand = command({
     return 0;
   },
 });
+
+/** The xDS server's certificate, key and client CA from a directory laid out as a Kubernetes TLS Secret. */
+function readXdsTls(dir: string): { cert: Buffer; key: Buffer; ca: Buffer } {
+  const read = (name: string): Buffer => {
+    try {
+      return fs.readFileSync(path.join(dir, name));
+    } catch {
+      throw new UsageError(`--xds-tls: cannot read ${path.join(dir, name)} (the directory needs tls.crt, tls.key and ca.crt)`);
+    }
+  };
+  return { cert: read('tls.crt'), key: read('tls.key'), ca: read('ca.crt') };
+}
 
 /** Where resources come from, and where statuses go besides the controller API. */
 function resourceSource(

@@ -12,6 +12,7 @@ import { renderBootstrap } from '../../controller/bootstrap/bootstrap.js';
 import { UsageError, command, type FlagValues } from '../flags.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, processAlive, readRunState, runStatePath, type RunState } from '../paths.js';
 import { Supervisor } from '../run/supervisor.js';
+import { ensureXdsTls, type XdsTlsDirs } from '../run/xds-tls.js';
 import { readValues, type RunValues } from '../run/values.js';
 import { DEFAULTS, waitForSignal } from './common.js';
 
@@ -61,6 +62,11 @@ const runFlags = {
     description: 'logs, run.json, the bootstrap (default LEGATE_STATE_DIR, else ./.legate)',
   },
   envoy: { type: 'string', placeholder: 'PATH', description: 'the Envoy binary (default LEGATE_ENVOY, else .venv/bin/envoy)' },
+  'xds-tls': {
+    type: 'boolean',
+    default: false,
+    description: 'mutual TLS between the controller and Envoy and the extensions (certificates made in <state-dir>/xds-tls)',
+  },
 } as const;
 
 type RunFlags = FlagValues<typeof runFlags>;
@@ -81,7 +87,16 @@ export const runCommand = command({
     const logDir = path.join(stateDir, 'logs');
     fs.mkdirSync(logDir, { recursive: true });
     const logger = createLogger('run');
-    const gateway: Gateway = { flags, configDir, stateDir, logDir, values: readValues(configDir), sup: new Supervisor(logDir, logger) };
+    const xdsTls = flags['xds-tls'] ? ensureXdsTls(stateDir) : undefined;
+    const gateway: Gateway = {
+      flags,
+      configDir,
+      stateDir,
+      logDir,
+      values: readValues(configDir),
+      sup: new Supervisor(logDir, logger),
+      ...(xdsTls ? { xdsTls } : {}),
+    };
 
     const shutdown = async (): Promise<void> => {
       logger.info('stopping all components');
@@ -162,6 +177,8 @@ interface Gateway {
   logDir: string;
   values: RunValues;
   sup: Supervisor;
+  /** with --xds-tls */
+  xdsTls?: XdsTlsDirs;
 }
 
 function logLevelEnv(level: string | undefined): Record<string, string> {
@@ -184,6 +201,7 @@ async function startController(g: Gateway): Promise<string> {
       ...['--stats-port', String(f['controller-stats-port']), '--dev-port', String(f['dev-port'])],
       ...['--wasm-source', f['wasm-source'], '--edge-secret-file', path.join(g.stateDir, 'edge-secret')],
       ...['--accepted-file', path.join(g.stateDir, 'accepted.json')],
+      ...(g.xdsTls ? ['--xds-tls', g.xdsTls.server] : []),
     ],
     env: logLevelEnv(g.values.controller?.logLevel),
   });
@@ -208,7 +226,7 @@ function startExtensions(g: Gateway): void {
       name,
       command: process.execPath,
       args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort), ...extra],
-      env: logLevelEnv(level),
+      env: { ...logLevelEnv(level), ...(g.xdsTls ? { LEGATE_XDS_TLS: g.xdsTls.client } : {}) },
     });
   }
 }
@@ -221,6 +239,7 @@ function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: nu
     xdsPort: g.flags['xds-port'],
     adminHost: '127.0.0.1',
     adminPort: g.flags['admin-port'],
+    ...(g.xdsTls ? { xdsTlsDir: g.xdsTls.client } : {}),
   });
   fs.writeFileSync(bootstrapFile, bootstrap);
   return g.sup.start({

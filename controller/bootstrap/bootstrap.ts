@@ -9,6 +9,8 @@ export interface BootstrapOptions {
   xdsPort: number;
   adminHost: string;
   adminPort: number;
+  /** mutual TLS to the controller: a directory with ca.crt, tls.crt and tls.key (legate run --xds-tls) */
+  xdsTlsDir?: string;
 }
 
 export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
@@ -48,6 +50,7 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
             },
           },
           upstream_connection_options: { tcp_keepalive: {} },
+          ...(o.xdsTlsDir ? { transport_socket: xdsTransportSocket(o.xdsTlsDir, o.xdsHost) } : {}),
           load_assignment: {
             cluster_name: 'xds_cluster',
             endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: o.xdsHost, port_value: o.xdsPort } } } }] }],
@@ -67,6 +70,26 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
           },
         },
       ],
+    },
+  };
+}
+
+/** Envoy presents tls.crt and checks the controller's certificate against ca.crt and the xDS host. */
+function xdsTransportSocket(dir: string, host: string): Record<string, unknown> {
+  const file = (name: string) => ({ filename: `${dir.replace(/\/$/, '')}/${name}` });
+  const isIp = /^[\d.]+$/.test(host) || host.includes(':');
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+      ...(isIp ? {} : { sni: host }),
+      common_tls_context: {
+        tls_certificates: [{ certificate_chain: file('tls.crt'), private_key: file('tls.key') }],
+        validation_context: {
+          trusted_ca: file('ca.crt'),
+          match_typed_subject_alt_names: [{ san_type: isIp ? 'IP_ADDRESS' : 'DNS', matcher: { exact: host } }],
+        },
+      },
     },
   };
 }

@@ -44,6 +44,8 @@ export interface AdsServerOptions {
 }
 
 export interface ListenOptions {
+  /** mutual TLS (PEM): the server's certificate and key, and the CA every client certificate must chain to */
+  tls?: { cert: Buffer; key: Buffer; ca: Buffer };
   /** Default 127.0.0.1. */
   host?: string;
   /** 0 picks a free port. Default 9977. */
@@ -120,7 +122,10 @@ export class AdsServer {
     }
     const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
     const bound = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+      const credentials = listen.tls
+        ? grpc.ServerCredentials.createSsl(listen.tls.ca, [{ cert_chain: listen.tls.cert, private_key: listen.tls.key }], true)
+        : grpc.ServerCredentials.createInsecure();
+      server.bindAsync(address, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     }).catch((error: unknown) => {
       server.forceShutdown();
       throw error;

@@ -2,6 +2,8 @@
 // role, hands every full set to `apply`, ACKs it, or NACKs it when `apply` throws, and reconnects
 // with backoff. Until the first set arrives and after losing the controller, the last applied config
 // stays in use (fail closed comes from the services: an unknown config denies).
+import fs from 'node:fs';
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from './grpc.js';
@@ -49,7 +51,7 @@ export class XdsClient {
       loadEnvoyService('envoy/service/discovery/v3/ads.proto'),
       'envoy.service.discovery.v3.AggregatedDiscoveryService',
     );
-    this.client = new Ads(this.options.address, grpc.credentials.createInsecure(), {
+    this.client = new Ads(this.options.address, xdsCredentials(process.env['LEGATE_XDS_TLS']), {
       'grpc.keepalive_time_ms': 30000,
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2000,
@@ -136,4 +138,15 @@ export class XdsClient {
       });
     }
   }
+}
+
+/**
+ * Credentials for the xDS connection: plaintext, or mutual TLS when `dir` (LEGATE_XDS_TLS, which
+ * `legate run --xds-tls` sets) holds `ca.crt` (the controller's certificate must chain to it) and this
+ * client's `tls.crt` and `tls.key`, as a Kubernetes TLS Secret mounts them.
+ */
+export function xdsCredentials(dir: string | undefined): grpc.ChannelCredentials {
+  if (!dir) return grpc.credentials.createInsecure();
+  const read = (name: string): Buffer => fs.readFileSync(path.join(dir, name));
+  return grpc.credentials.createSsl(read('ca.crt'), read('tls.key'), read('tls.crt'));
 }
