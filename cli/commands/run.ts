@@ -205,7 +205,8 @@ async function startController(g: Gateway): Promise<string> {
     ],
     env: logLevelEnv(g.values.controller?.logLevel),
   });
-  await waitForHttp(`http://127.0.0.1:${f['api-port']}/healthz`, 15_000, () => ctl.exitCode === null);
+  // (30 s: on a loaded 2-core machine five Node processes and Envoy start at once)
+  await waitForHttp(`http://127.0.0.1:${f['api-port']}/healthz`, 30_000, () => ctl.exitCode === null);
   // The proxy's role follows the write namespace, which a Settings resource may change (Gloo's
   // manifests use gloo-system): ask the controller which roles it serves.
   return servedRole(f['api-port']);
