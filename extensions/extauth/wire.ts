@@ -268,6 +268,6 @@ export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: nu
   at = writeVarint(out, at, valueLen);
   out[at++] = (3 << 3) | 2;
   at = writeVarint(out, at, digits.length);
-  at += out.latin1Write(digits, at);
+  out.write(digits, at, 'latin1');
   return out;
 }
