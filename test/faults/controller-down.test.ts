@@ -10,7 +10,7 @@ import { byStatus, p99, startLoad } from './load.js';
 import { componentPid, envoyStats, envoyVersions, rssMiB, waitForComponent } from './procs.js';
 
 const ITEM = 'controller-down';
-const STOPPED_MS = Number(process.env['LEGATE_FAULTS_CONTROLLER_STOP_S'] ?? 10) * 1000;
+const STOPPED_MS = Number(process.env['LEGATE_FAULTS_CONTROLLER_STOP_S'] ?? 30) * 1000;
 // what would change if Envoy applied a different config
 const CHURN = new RegExp(
   '^(listener_manager\\.(listener_added|listener_modified|listener_removed|lds\\.update_rejected)' +
