@@ -5,14 +5,15 @@
 // descriptor's status (Envoy turns them into x-ratelimit-* headers) and `retry-after`. When the store
 // fails (Redis down or slow), the call fails with UNAVAILABLE: Envoy's failure_mode_deny (Settings
 // denyOnFail) decides, and the reason is logged (at most once a second) and counted.
-import * as grpc from '@grpc/grpc-js';
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
-import { EXTENSION_SERVER_OPTIONS, bindServer, loadEnvoyService, lookupService } from '../common/grpc.js';
+import { loadEnvoyService, lookupService } from '../common/grpc.js';
+import { GrpcStatus, frameMessage, startUnaryServer } from '../common/unary-server.js';
 import { XdsClient } from '../common/xds-client.js';
 import { RateLimiter, type CounterStore, type Decision, type Entry } from './limiter.js';
 
 const SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
+const SHOULD_RATE_LIMIT_PATH = `/${SERVICE}/ShouldRateLimit`;
 
 export type Outcome = 'ok' | 'over_limit' | 'error';
 
@@ -78,14 +79,16 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
   });
 
   const pkg = loadEnvoyService('envoy/service/ratelimit/v3/rls.proto');
-  const definition = lookupService(pkg, SERVICE).service;
+  // proto-loader's codec for the one method; the calls are served by the minimal unary server
+  // (extensions/common/unary-server.ts: grpc-js's per-call work was most of a decision's CPU)
+  const method = lookupService(pkg, SERVICE).service['ShouldRateLimit']!;
   const observe = options.observe;
   let lastErrorLogAt = 0;
 
-  const onCall = (call: grpc.ServerUnaryCall<RateLimitRequest, object>, callback: grpc.sendUnaryData<object>): void => {
+  const onCall = (request: Buffer, reply: (framed: Buffer) => void, failCall: (code: number, message: string) => void): void => {
     const t0 = performance.now();
     stats.calls++;
-    const req = call.request;
+    const req = method.requestDeserialize(request) as RateLimitRequest;
     const descriptors: Entry[][] = (req.descriptors ?? []).map((d) =>
       (d.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' })),
     );
@@ -97,13 +100,13 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
         log.error('rate-limit decision failed; Envoy applies denyOnFail', { error: err instanceof Error ? err.message : String(err) });
       }
       observe?.('error', (performance.now() - t0) / 1000, 0);
-      callback({ code: grpc.status.UNAVAILABLE, details: 'rate-limit store unavailable' });
+      failCall(GrpcStatus.UNAVAILABLE, 'rate-limit store unavailable');
     };
     const done = (d: Decision): void => {
       if (d.overall === 'OVER_LIMIT') stats.overLimit++;
       stats.shadowed += d.shadowed;
       observe?.(d.overall === 'OVER_LIMIT' ? 'over_limit' : 'ok', (performance.now() - t0) / 1000, d.shadowed);
-      callback(null, toResponse(d));
+      reply(frameMessage(method.responseSerialize(toResponse(d))));
     };
     let decision: Decision | Promise<Decision>;
     try {
@@ -116,9 +119,12 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     else done(decision);
   };
 
-  const server = new grpc.Server(EXTENSION_SERVER_OPTIONS);
-  server.addService(definition, { ShouldRateLimit: onCall as grpc.handleUnaryCall<RateLimitRequest, object> });
-  const bound = await bindServer(server, options.host, options.port);
+  const bound = await startUnaryServer(options.host, options.port, {
+    path: SHOULD_RATE_LIMIT_PATH,
+    name: 'ShouldRateLimit',
+    handle: onCall,
+    onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+  });
   log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
     store: options.store.name,

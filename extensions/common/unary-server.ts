@@ -1,0 +1,226 @@
+// A minimal gRPC server for one unary method, straight on node:http2: extauth's
+// envoy.service.auth.v3.Authorization/Check and ratelimit's RateLimitService/ShouldRateLimit (the graphql
+// service does the same for its ext_proc stream, extensions/graphql/extproc-server.ts).
+//
+// Why not grpc-js: these are called once per protected or rate-limited request, and grpc-js's per-call
+// work (server interceptor chain, Metadata objects, a deadline timer, an object-mode stream, promise-based
+// message decoding, a copy of every message into a framed buffer) was a large share of the process's
+// CPU next to a cached decision, which is a hash and a map lookup. Here a call is the http2 stream and
+// a closure: the request message is unframed from the DATA chunk (usually one, no copy), handed to the
+// handler as bytes, and the answer (protobuf bytes, usually pre-encoded) is framed and written with the
+// response headers and the OK trailers, or the call fails with a status.
+//
+// What it implements of gRPC over HTTP/2 (what Envoy's gRPC client uses): POST with content-type
+// application/grpc[+proto], one length-prefixed message (uncompressed: Envoy does not compress, and this
+// server advertises no grpc-accept-encoding), response headers, one message, trailers with grpc-status.
+// Other paths get UNIMPLEMENTED, other content types 415, a compressed message UNIMPLEMENTED, a message
+// over MAX_MESSAGE_BYTES RESOURCE_EXHAUSTED, no message or several INTERNAL / UNIMPLEMENTED as grpc-js
+// answers them. The grpc-timeout deadline is not enforced here: Envoy enforces it itself.
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+
+/** Largest request message accepted (grpc-js's default receive limit). */
+export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** google.rpc.Code values used here */
+export const GrpcStatus = { OK: 0, UNIMPLEMENTED: 12, INTERNAL: 13, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+
+/**
+ * Answers one call. `request`: the message's bytes (valid during the call only if kept by reference
+ * into the DATA chunk; the handler must not hold on to it after `reply`). `reply` takes the response
+ * as a framed message (frameMessage(), or bytes encoded after 5 reserved bytes and framePrefix()); a
+ * reply after the client went away is dropped.
+ */
+export type UnaryHandler = (request: Buffer, reply: (framed: Buffer) => void, fail: (code: number, message: string) => void) => void;
+
+export interface UnaryServerOptions {
+  /** the method's path, e.g. `/envoy.service.auth.v3.Authorization/Check` */
+  path: string;
+  /** the method's name in error reports (`<name> handler`) */
+  name: string;
+  handle: UnaryHandler;
+  /** a stream, session or handler failed in a way worth logging */
+  onError?(what: string, err: unknown): void;
+}
+
+export interface UnaryServer {
+  port: number;
+  /** Stops accepting connections, asks open sessions to finish (GOAWAY) and closes them after graceMs. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Fills in the 5-byte gRPC message prefix (uncompressed, length) of a buffer encoded with 5 reserved bytes. */
+export function framePrefix(buf: Buffer): Buffer {
+  buf[0] = 0;
+  buf.writeUInt32BE(buf.length - 5, 1);
+  return buf;
+}
+
+/** A message framed for the wire: a new buffer with the prefix and the bytes. */
+export function frameMessage(message: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(message.length + 5);
+  message.copy(out, 5);
+  return framePrefix(out);
+}
+
+const RESPONSE_HEADERS = Object.freeze({ ':status': 200, 'content-type': 'application/grpc' });
+const RESPONSE_OPTIONS = Object.freeze({ waitForTrailers: true });
+const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
+
+function sendOkTrailers(this: http2.ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
+function trailersOnly(stream: http2.ServerHttp2Stream, code: number, message: string, httpStatus = 200): void {
+  if (stream.headersSent || stream.destroyed) return;
+  stream.respond(
+    { ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) },
+    { endStream: true },
+  );
+}
+
+function isGrpcContentType(ct: string | string[] | undefined): boolean {
+  return typeof ct === 'string' && (ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'));
+}
+
+/** One call: the request's DATA chunks until the client half-closes, then one answer. */
+class Call {
+  /** the first chunk, and any more when the message spans several DATA frames */
+  private first: Buffer | undefined;
+  private more: Buffer[] | undefined;
+  private length = 0;
+  private done = false;
+  readonly reply = (framed: Buffer): void => {
+    const stream = this.stream;
+    if (stream.destroyed || stream.headersSent) return;
+    stream.respond(RESPONSE_HEADERS, RESPONSE_OPTIONS);
+    stream.once('wantTrailers', sendOkTrailers);
+    stream.end(framed);
+  };
+
+  /** a failed call: trailers only, with the status (dropped after the client went away or an answer) */
+  readonly fail = (code: number, message: string): void => {
+    trailersOnly(this.stream, code, message);
+  };
+
+  constructor(
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly handle: UnaryHandler,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  onData(chunk: Buffer): void {
+    if (this.done) return;
+    this.length += chunk.length;
+    if (this.first === undefined) this.first = chunk;
+    else (this.more ??= []).push(chunk);
+    // refuse an oversized message as soon as its prefix says so (or as much has arrived)
+    const declared = this.first.length >= 5 ? this.first.readUInt32BE(1) : 0;
+    if (declared > MAX_MESSAGE_BYTES || this.length > MAX_MESSAGE_BYTES + 5) {
+      const size = Math.max(declared, this.length - 5);
+      this.refuse(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${size} vs. ${MAX_MESSAGE_BYTES})`);
+    }
+  }
+
+  onEnd(): void {
+    if (this.done) return;
+    this.done = true;
+    const stream = this.stream;
+    if (stream.aborted || stream.destroyed) return;
+    const buf = this.more === undefined ? this.first : Buffer.concat([this.first!, ...this.more], this.length);
+    if (buf === undefined || buf.length < 5) {
+      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'received no request message');
+      return;
+    }
+    const len = buf.readUInt32BE(1);
+    if (len > MAX_MESSAGE_BYTES) {
+      trailersOnly(stream, GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${MAX_MESSAGE_BYTES})`);
+      return;
+    }
+    if (buf[0] !== 0) {
+      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'compressed messages are not supported');
+      return;
+    }
+    if (buf.length !== 5 + len) {
+      trailersOnly(
+        stream,
+        buf.length < 5 + len ? GrpcStatus.INTERNAL : GrpcStatus.UNIMPLEMENTED,
+        buf.length < 5 + len ? 'the stream ended inside a message' : 'received a second request message',
+      );
+      return;
+    }
+    this.first = undefined;
+    this.more = undefined;
+    try {
+      this.handle(buf.subarray(5), this.reply, this.fail);
+    } catch (err) {
+      this.onError(err);
+      trailersOnly(stream, GrpcStatus.INTERNAL, 'internal error');
+    }
+  }
+
+  private refuse(code: number, message: string): void {
+    this.done = true;
+    this.first = undefined;
+    this.more = undefined;
+    trailersOnly(this.stream, code, message);
+  }
+}
+
+export function startUnaryServer(host: string, port: number, options: UnaryServerOptions): Promise<UnaryServer> {
+  const server = http2.createServer({
+    // as grpc-js sets them: no session memory cap (a refused stream is a failed request), large header blocks
+    maxSessionMemory: Number.MAX_SAFE_INTEGER,
+    maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
+    settings: { maxConcurrentStreams: 100_000 },
+  });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const onError = options.onError ?? (() => undefined);
+  const onHandlerError = (err: unknown): void => onError(`${options.name} handler`, err);
+  const handle = options.handle;
+  const methodPath = options.path;
+
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+    session.on('error', (err) => onError('http2 session', err));
+  });
+  server.on('stream', (stream, headers) => {
+    stream.on('error', noop); // a client that resets its stream is not this server's error
+    if (headers[':path'] !== methodPath) {
+      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(headers[':path'])}`);
+      return;
+    }
+    if (!isGrpcContentType(headers['content-type'])) {
+      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'unsupported content-type', 415);
+      return;
+    }
+    const call = new Call(stream, handle, onHandlerError);
+    stream.on('data', (chunk: Buffer) => call.onData(chunk));
+    stream.on('end', () => call.onEnd());
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      server.on('error', (err) => onError('http2 server', err));
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        stop: (graceMs = 2000) =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => {
+              for (const s of sessions) s.destroy();
+            }, graceMs);
+            server.close(() => {
+              clearTimeout(timer);
+              done();
+            });
+            for (const s of sessions) s.close();
+          }),
+      });
+    });
+  });
+}
+
+function noop(): void {}
