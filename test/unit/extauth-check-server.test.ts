@@ -12,7 +12,15 @@ const Authorization = lookupService(loadEnvoyService('envoy/service/auth/v3/exte
 const check = Authorization.service['Check']!;
 
 let server: CheckServer;
-let client: grpc.Client & Record<string, any>;
+/** What these tests read of a CheckResponse (proto-loader, keepCase). */
+interface CheckResponseOut {
+  status: { code: number };
+  ok_response?: { headers: { header: { key: string; value: string } }[] };
+}
+type CheckCallback = (err: grpc.ServiceError | null, res: CheckResponseOut) => void;
+type CheckClient = grpc.Client & { Check(req: object, done: CheckCallback): void };
+
+let client: CheckClient;
 const errors: string[] = [];
 
 const request = (authorization: string, configId = 'ns.cfg'): object => ({
@@ -43,7 +51,7 @@ beforeAll(async () => {
     },
     onError: (what) => errors.push(what),
   });
-  client = new Authorization(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+  client = new Authorization(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as CheckClient;
 });
 
 afterAll(async () => {
@@ -51,8 +59,8 @@ afterAll(async () => {
   await server?.stop(500);
 });
 
-function call(req: object): Promise<{ err: grpc.ServiceError | null; res: any }> {
-  return new Promise((resolve) => client['Check'](req, (err: grpc.ServiceError | null, res: any) => resolve({ err, res })));
+function call(req: object): Promise<{ err: grpc.ServiceError | null; res: CheckResponseOut }> {
+  return new Promise((resolve) => client.Check(req, (err, res) => resolve({ err, res })));
 }
 
 /** Writes `bytes` to a new raw HTTP/2 stream in the given pieces, then half-closes; resolves with the
@@ -102,13 +110,13 @@ describe('extauth Check server', () => {
     const ok = await call(request('Bearer good', 'a.b'));
     expect(ok.err).toBeNull();
     expect(ok.res.status.code).toBe(0);
-    expect(ok.res.ok_response.headers[0].header).toMatchObject({ key: 'x-config', value: 'a.b' });
+    expect(ok.res.ok_response!.headers[0]!.header).toMatchObject({ key: 'x-config', value: 'a.b' });
     const denied = await call(request('Bearer bad'));
     expect(denied.err).toBeNull();
     expect(denied.res.status.code).toBe(7);
     const many = await Promise.all(Array.from({ length: 50 }, (_, i) => call(request(i % 2 ? 'Bearer later' : 'Bearer good', `c.${i}`))));
     expect(many.every((m) => m.err === null && m.res.status.code === 0)).toBe(true);
-    expect(many.map((m) => m.res.ok_response.headers[0].header.value)).toEqual(Array.from({ length: 50 }, (_, i) => `c.${i}`));
+    expect(many.map((m) => m.res.ok_response!.headers[0]!.header.value)).toEqual(Array.from({ length: 50 }, (_, i) => `c.${i}`));
   });
 
   it('reassembles a request cut anywhere across DATA frames (a long token)', async () => {
