@@ -16,14 +16,20 @@
 // Other paths get UNIMPLEMENTED, other content types 415, a compressed message UNIMPLEMENTED, a message
 // over MAX_MESSAGE_BYTES RESOURCE_EXHAUSTED, no message or several INTERNAL / UNIMPLEMENTED as grpc-js
 // answers them. The grpc-timeout deadline is not enforced here: Envoy enforces it itself.
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type http2 from 'node:http2';
+import {
+  GrpcStatus,
+  MAX_MESSAGE_BYTES,
+  RESPONSE_HEADERS,
+  RESPONSE_OPTIONS,
+  acceptCall,
+  listenGrpcHttp2,
+  sendOkTrailers,
+  trailersOnly,
+  type GrpcHttp2Server,
+} from './grpc-http2.js';
 
-/** Largest request message accepted (grpc-js's default receive limit). */
-export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
-
-/** google.rpc.Code values used here */
-export const GrpcStatus = { OK: 0, UNIMPLEMENTED: 12, INTERNAL: 13, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from './grpc-http2.js';
 
 /**
  * Answers one call. `request`: the message's bytes (valid during the call only if kept by reference
@@ -43,45 +49,7 @@ export interface UnaryServerOptions {
   onError?(what: string, err: unknown): void;
 }
 
-export interface UnaryServer {
-  port: number;
-  /** Stops accepting connections, asks open sessions to finish (GOAWAY) and closes them after graceMs. */
-  stop(graceMs?: number): Promise<void>;
-}
-
-/** Fills in the 5-byte gRPC message prefix (uncompressed, length) of a buffer encoded with 5 reserved bytes. */
-export function framePrefix(buf: Buffer): Buffer {
-  buf[0] = 0;
-  buf.writeUInt32BE(buf.length - 5, 1);
-  return buf;
-}
-
-/** A message framed for the wire: a new buffer with the prefix and the bytes. */
-export function frameMessage(message: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(message.length + 5);
-  message.copy(out, 5);
-  return framePrefix(out);
-}
-
-const RESPONSE_HEADERS = Object.freeze({ ':status': 200, 'content-type': 'application/grpc' });
-const RESPONSE_OPTIONS = Object.freeze({ waitForTrailers: true });
-const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
-
-function sendOkTrailers(this: http2.ServerHttp2Stream): void {
-  this.sendTrailers(OK_TRAILERS);
-}
-
-function trailersOnly(stream: http2.ServerHttp2Stream, code: number, message: string, httpStatus = 200): void {
-  if (stream.headersSent || stream.destroyed) return;
-  stream.respond(
-    { ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) },
-    { endStream: true },
-  );
-}
-
-function isGrpcContentType(ct: string | string[] | undefined): boolean {
-  return typeof ct === 'string' && (ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'));
-}
+export type UnaryServer = GrpcHttp2Server;
 
 /** One call: the request's DATA chunks until the client half-closes, then one answer. */
 class Call {
@@ -168,58 +136,18 @@ class Call {
 }
 
 export function startUnaryServer(host: string, port: number, options: UnaryServerOptions): Promise<UnaryServer> {
-  const server = http2.createServer({
-    // as grpc-js sets them: no session memory cap (a refused stream is a failed request), large header blocks
-    maxSessionMemory: Number.MAX_SAFE_INTEGER,
-    maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
-    settings: { maxConcurrentStreams: 100_000 },
-  });
-  const sessions = new Set<http2.ServerHttp2Session>();
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError(`${options.name} handler`, err);
-  const handle = options.handle;
-  const methodPath = options.path;
-
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err) => onError('http2 session', err));
-  });
-  server.on('stream', (stream, headers) => {
-    stream.on('error', noop); // a client that resets its stream is not this server's error
-    if (headers[':path'] !== methodPath) {
-      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(headers[':path'])}`);
-      return;
-    }
-    if (!isGrpcContentType(headers['content-type'])) {
-      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'unsupported content-type', 415);
-      return;
-    }
-    const call = new Call(stream, handle, onHandlerError);
-    stream.on('data', (chunk: Buffer) => call.onData(chunk));
-    stream.on('end', () => call.onEnd());
-  });
-
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      server.on('error', (err) => onError('http2 server', err));
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        stop: (graceMs = 2000) =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => {
-              for (const s of sessions) s.destroy();
-            }, graceMs);
-            server.close(() => {
-              clearTimeout(timer);
-              done();
-            });
-            for (const s of sessions) s.close();
-          }),
-      });
-    });
+  const { handle, path } = options;
+  return listenGrpcHttp2(host, port, {
+    onError,
+    onStream(stream, headers) {
+      stream.on('error', noop); // a client that resets its stream is not this server's error
+      if (!acceptCall(stream, headers, path)) return;
+      const call = new Call(stream, handle, onHandlerError);
+      stream.on('data', (chunk: Buffer) => call.onData(chunk));
+      stream.on('end', () => call.onEnd());
+    },
   });
 }
 

@@ -17,17 +17,23 @@
 // with grpc-status. Other paths get UNIMPLEMENTED, other content types 415, a compressed message
 // UNIMPLEMENTED, a message over MAX_MESSAGE_BYTES RESOURCE_EXHAUSTED, as grpc-js answers them. The
 // grpc-timeout deadline is not enforced here: Envoy enforces it (and its message_timeout) itself.
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type http2 from 'node:http2';
+import {
+  GrpcStatus,
+  MAX_MESSAGE_BYTES,
+  RESPONSE_HEADERS,
+  RESPONSE_OPTIONS,
+  acceptCall,
+  listenGrpcHttp2,
+  sendOkTrailers,
+  trailersOnly,
+  type GrpcHttp2Server,
+} from '../common/grpc-http2.js';
 import { decodeProcessingRequest, type ProcessingRequestIn } from './wire.js';
 
+export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from '../common/grpc-http2.js';
+
 export const PROCESS_PATH = '/envoy.service.ext_proc.v3.ExternalProcessor/Process';
-
-/** Largest ProcessingRequest accepted (grpc-js's default receive limit). */
-export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
-
-/** google.rpc.Code values used here */
-export const GrpcStatus = { OK: 0, INTERNAL: 13, UNIMPLEMENTED: 12, RESOURCE_EXHAUSTED: 8 } as const;
 
 /** The server side of one Process stream, as the handler sees it. */
 export interface ProcessCall {
@@ -48,20 +54,6 @@ export interface ProcessStreamHandler {
   error(): void;
 }
 
-/** Fills in the 5-byte gRPC message prefix (uncompressed, length) of a buffer encoded with 5 reserved bytes. */
-export function framePrefix(buf: Buffer): Buffer {
-  buf[0] = 0;
-  buf.writeUInt32BE(buf.length - 5, 1);
-  return buf;
-}
-
-/** A message framed for the wire: a new buffer with the prefix and the bytes. */
-export function frameMessage(message: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(message.length + 5);
-  message.copy(out, 5);
-  return framePrefix(out);
-}
-
 export interface ExtProcServerOptions {
   maxConcurrentStreams?: number;
   /** called for each new Process stream */
@@ -70,30 +62,11 @@ export interface ExtProcServerOptions {
   onError?(what: string, err: unknown): void;
 }
 
-export interface ExtProcServer {
-  port: number;
-  /** Stops accepting connections, asks open sessions to finish (GOAWAY) and closes them after graceMs. */
-  stop(graceMs?: number): Promise<void>;
-}
+export type ExtProcServer = GrpcHttp2Server;
 
-const RESPONSE_HEADERS = Object.freeze({ ':status': 200, 'content-type': 'application/grpc' });
-const RESPONSE_OPTIONS = Object.freeze({ waitForTrailers: true });
-const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
-
-/** 'wantTrailers' listener of a stream ended with OK. (Envoy then resets the stream, INTERNAL_ERROR, which
- * node:http2 reports as an error we ignore. Closing the stream first with RST_STREAM(NO_ERROR) once the
- * trailers are out avoids that error object but costs as much: a write per stream. Measured, not kept.) */
-function sendOkTrailers(this: http2.ServerHttp2Stream): void {
-  this.sendTrailers(OK_TRAILERS);
-}
-
-function trailersOnly(stream: http2.ServerHttp2Stream, code: number, message: string, httpStatus = 200): void {
-  if (stream.headersSent || stream.destroyed) return;
-  stream.respond(
-    { ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) },
-    { endStream: true },
-  );
-}
+// (After an immediate response Envoy resets the stream, INTERNAL_ERROR. Closing the stream first with
+// RST_STREAM(NO_ERROR) once the trailers are out avoids node:http2's error object but costs as much: a
+// write per stream. Measured, not kept; destroyWithoutStack below makes the error cheap instead.)
 
 class Call implements ProcessCall {
   handler: ProcessStreamHandler | undefined;
@@ -222,70 +195,28 @@ class Call implements ProcessCall {
 }
 
 export function startExtProcServer(host: string, port: number, options: ExtProcServerOptions): Promise<ExtProcServer> {
-  const server = http2.createServer({
-    // as grpc-js sets them: no session memory cap (a refused stream is a failed request), large header blocks
-    maxSessionMemory: Number.MAX_SAFE_INTEGER,
-    maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
-    settings: { maxConcurrentStreams: options.maxConcurrentStreams ?? 100_000 },
-  });
-  const sessions = new Set<http2.ServerHttp2Session>();
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError('ext_proc stream handler', err);
-
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err) => onError('http2 session', err));
-  });
-  server.on('stream', (stream, headers) => {
-    stream.on('error', noop); // resets (Envoy resets each stream after an immediate response) are expected
-    streamDestroy ??= stream.destroy;
-    stream.destroy = destroyWithoutStack;
-    if (headers[':path'] !== PROCESS_PATH) {
-      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(headers[':path'])}`);
-      return;
-    }
-    const ct = headers['content-type'];
-    if (
-      typeof ct !== 'string' ||
-      !(ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'))
-    ) {
-      trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'unsupported content-type', 415);
-      return;
-    }
-    const call = new Call(stream, headers, onHandlerError);
-    try {
-      call.handler = options.open(call);
-    } catch (err) {
-      onHandlerError(err);
-      call.fail(GrpcStatus.INTERNAL, 'internal error');
-      return;
-    }
-    stream.on('data', (chunk: Buffer) => call.onData(chunk));
-    stream.on('end', () => call.onEnd());
-    stream.on('close', () => call.onError());
-  });
-
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      server.on('error', (err) => onError('http2 server', err));
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        stop: (graceMs = 2000) =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => {
-              for (const s of sessions) s.destroy();
-            }, graceMs);
-            server.close(() => {
-              clearTimeout(timer);
-              done();
-            });
-            for (const s of sessions) s.close();
-          }),
-      });
-    });
+  return listenGrpcHttp2(host, port, {
+    ...(options.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: options.maxConcurrentStreams } : {}),
+    onError,
+    onStream(stream, headers) {
+      stream.on('error', noop); // resets (Envoy resets each stream after an immediate response) are expected
+      streamDestroy ??= stream.destroy;
+      stream.destroy = destroyWithoutStack;
+      if (!acceptCall(stream, headers, PROCESS_PATH)) return;
+      const call = new Call(stream, headers, onHandlerError);
+      try {
+        call.handler = options.open(call);
+      } catch (err) {
+        onHandlerError(err);
+        call.fail(GrpcStatus.INTERNAL, 'internal error');
+        return;
+      }
+      stream.on('data', (chunk: Buffer) => call.onData(chunk));
+      stream.on('end', () => call.onEnd());
+      stream.on('close', () => call.onError());
+    },
   });
 }
 
