@@ -16,7 +16,7 @@ import { envoyPath } from './lib/legate.js';
 import { findLoadTool, tempWorkDir } from './lib/load.js';
 import { closeClient, waitFor } from './lib/net.js';
 import { aggregate, measureTogether, type Round } from './lib/measure.js';
-import { hasTaskset, installCleanupHandlers, isInterrupted, startProcess, stopAll } from './lib/procs.js';
+import { cpuSeconds, hasTaskset, installCleanupHandlers, isInterrupted, startProcess, stopAll } from './lib/procs.js';
 import { render, type RunInfo } from './lib/report.js';
 import {
   ScenarioSkipped,
@@ -207,6 +207,7 @@ async function main(): Promise<number> {
       if (slot) slot.push(l);
       else slots.push([l]);
     }
+    await untilIdle(ready.flatMap((l) => l.target!.processes.map((p) => p.pid)));
     let repeats = 0;
     try {
       // A round during which other work took more than `quietPct` of a core is measured again, once,
@@ -318,6 +319,30 @@ async function main(): Promise<number> {
   fs.writeFileSync(path.join(outDir, 'latest.json'), JSON.stringify({ info, settings, scenarios: records }, null, 2) + '\n');
   log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'latest.md'))} and latest.json`);
   return records.every((r) => r.ok) ? 0 : 1;
+}
+
+/**
+ * Waits until the measured processes are idle (together under 5% of a core over a second, at most 60 s):
+ * a freshly started `legate run` spends seconds of CPU loading its extensions after its routes are
+ * served, and on the one server core that would land in the first round of whichever scenario came first.
+ */
+async function untilIdle(pids: number[]): Promise<void> {
+  const unique = [...new Set(pids)];
+  const total = (): number => unique.reduce((a, pid) => a + (fs.existsSync(`/proc/${pid}`) ? cpuSeconds(pid) : 0), 0);
+  const t0 = performance.now();
+  let before = total();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = total();
+    const pct = (now - before) * 100;
+    before = now;
+    if (pct < 5) break;
+    if (performance.now() - t0 > 60_000) {
+      log(`the servers never went idle (${pct.toFixed(0)}% of a core in the last second): measuring anyway`);
+      return;
+    }
+  }
+  log(`servers idle after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 async function startUpstream(cpus: string | undefined): Promise<Upstream> {

@@ -36,7 +36,10 @@ export function fixedAddressDiscovery(host: string): Pick<Cluster, 'type' | 'dns
   return isIP(host) === 0 ? { type: 'STRICT_DNS', dns_lookup_family: 'V4_PREFERRED' } : { type: 'STATIC' };
 }
 
-/** A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request). */
+/**
+ * A cluster for a Legate extension service (gRPC: HTTP/2, generous limits: one stream per request, one
+ * connection kept for good: the services' HTTP/2 server has no reset limit that would call for recycling).
+ */
 export function extensionCluster(name: string, address: ServiceAddress): Cluster {
   return {
     name,
@@ -47,10 +50,6 @@ export function extensionCluster(name: string, address: ServiceAddress): Cluster
         'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
         {
           explicit_http_config: { http2_protocol_options: {} },
-          // Envoy resets each ext_proc stream after an immediate response; Node's HTTP/2 server sends
-          // GOAWAY after 1000 resets on one connection (rapid-reset protection, CVE-2023-44487) and
-          // refuses the streams in flight. New connections well before that keep every request whole.
-          common_http_protocol_options: { max_requests_per_connection: 500 },
         },
       ),
     },

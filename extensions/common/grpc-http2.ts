@@ -1,10 +1,10 @@
-// What the extension services' minimal gRPC servers on node:http2 share (extensions/common/unary-server.ts
-// for extauth's Check and ratelimit's ShouldRateLimit, extensions/graphql/extproc-server.ts for ext_proc):
-// message framing, trailers-only answers, the content-type check, and the server with its sessions,
-// listen and graceful stop. Why not grpc-js: see unary-server.ts.
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
-
+// What the extension services' minimal gRPC servers share (extensions/common/unary-server.ts for
+// extauth's Check and ratelimit's ShouldRateLimit, extensions/graphql/extproc-server.ts for ext_proc):
+// message framing, the pre-encoded response headers and trailers, trailers-only answers and the path
+// and content-type check, on Legate's small HTTP/2 server (./h2/server.ts). Why neither grpc-js nor
+// node:http2: see unary-server.ts.
+import { encodeHeaders } from './h2/hpack.js';
+import type { H2Server, H2ServerStream } from './h2/server.js';
 /** Largest request message accepted (grpc-js's default receive limit). */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
@@ -25,25 +25,37 @@ export function frameMessage(message: Buffer): Buffer {
   return framePrefix(out);
 }
 
-export const RESPONSE_HEADERS = Object.freeze({ ':status': 200, 'content-type': 'application/grpc' });
-export const RESPONSE_OPTIONS = Object.freeze({ waitForTrailers: true });
-const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
+/** `:status 200`, `content-type: application/grpc`, as an HPACK block */
+export const RESPONSE_HEADERS = encodeHeaders([
+  [':status', '200'],
+  ['content-type', 'application/grpc'],
+]);
+/** `grpc-status: 0`, as an HPACK block */
+export const OK_TRAILERS = encodeHeaders([['grpc-status', '0']]);
 
-/** 'wantTrailers' listener of a stream ended with OK. */
-export function sendOkTrailers(this: http2.ServerHttp2Stream): void {
-  this.sendTrailers(OK_TRAILERS);
+/** Trailers with a failed call's status. */
+export function statusTrailers(code: number, message: string): Buffer {
+  return encodeHeaders([
+    ['grpc-status', String(code)],
+    ['grpc-message', encodeURI(message)],
+  ]);
 }
 
-/** Ends a stream that has sent nothing yet with a status alone (headers and trailers in one frame). */
-export function trailersOnly(stream: http2.ServerHttp2Stream, code: number, message: string, httpStatus = 200): void {
-  if (stream.headersSent || stream.destroyed) return;
+/** Ends a stream that has sent nothing yet with a status alone (headers and trailers in one block). */
+export function trailersOnly(stream: H2ServerStream, code: number, message: string, httpStatus = 200): void {
+  if (stream.headersSent || stream.closed) return;
   stream.respond(
-    { ':status': httpStatus, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURI(message) },
-    { endStream: true },
+    encodeHeaders([
+      [':status', String(httpStatus)],
+      ['content-type', 'application/grpc'],
+      ['grpc-status', String(code)],
+      ['grpc-message', encodeURI(message)],
+    ]),
+    true,
   );
 }
 
-export function isGrpcContentType(ct: string | string[] | undefined): boolean {
+export function isGrpcContentType(ct: string | undefined): boolean {
   return typeof ct === 'string' && (ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'));
 }
 
@@ -51,68 +63,17 @@ export function isGrpcContentType(ct: string | string[] | undefined): boolean {
  * Answers what is not a call of `path` (UNIMPLEMENTED, or 415 for another content type) and returns
  * false; true when the stream is a call to serve.
  */
-export function acceptCall(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, path: string): boolean {
-  if (headers[':path'] !== path) {
-    trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(headers[':path'])}`);
+export function acceptCall(stream: H2ServerStream, path: string): boolean {
+  const callPath = stream.header(':path');
+  if (callPath !== path) {
+    trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(callPath)}`);
     return false;
   }
-  if (!isGrpcContentType(headers['content-type'])) {
+  if (!isGrpcContentType(stream.header('content-type'))) {
     trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'unsupported content-type', 415);
     return false;
   }
   return true;
 }
 
-export interface GrpcHttp2Server {
-  port: number;
-  /** Stops accepting connections, asks open sessions to finish (GOAWAY) and closes them after graceMs. */
-  stop(graceMs?: number): Promise<void>;
-}
-
-/** Listens with `onStream` for every stream; session and server failures go to `onError`. */
-export function listenGrpcHttp2(
-  host: string,
-  port: number,
-  options: {
-    maxConcurrentStreams?: number;
-    onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void;
-    onError(what: string, err: unknown): void;
-  },
-): Promise<GrpcHttp2Server> {
-  const server = http2.createServer({
-    // as grpc-js sets them: no session memory cap (a refused stream is a failed request), large header blocks
-    maxSessionMemory: Number.MAX_SAFE_INTEGER,
-    maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
-    settings: { maxConcurrentStreams: options.maxConcurrentStreams ?? 100_000 },
-  });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const onError = options.onError;
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', (err) => onError('http2 session', err));
-  });
-  server.on('stream', options.onStream);
-
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      server.on('error', (err) => onError('http2 server', err));
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        stop: (graceMs = 2000) =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => {
-              for (const s of sessions) s.destroy();
-            }, graceMs);
-            server.close(() => {
-              clearTimeout(timer);
-              done();
-            });
-            for (const s of sessions) s.close();
-          }),
-      });
-    });
-  });
-}
+export type GrpcHttp2Server = H2Server;

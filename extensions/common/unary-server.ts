@@ -1,14 +1,16 @@
-// A minimal gRPC server for one unary method, straight on node:http2: extauth's
-// envoy.service.auth.v3.Authorization/Check and ratelimit's RateLimitService/ShouldRateLimit (the graphql
-// service does the same for its ext_proc stream, extensions/graphql/extproc-server.ts).
+// A minimal gRPC server for one unary method: extauth's envoy.service.auth.v3.Authorization/Check and
+// ratelimit's RateLimitService/ShouldRateLimit, on Legate's own small HTTP/2 server
+// (extensions/common/h2/server.ts). (The graphql service's ext_proc stream is still on node:http2,
+// extensions/graphql/extproc-server.ts.)
 //
-// Why not grpc-js: these are called once per protected or rate-limited request, and grpc-js's per-call
-// work (server interceptor chain, Metadata objects, a deadline timer, an object-mode stream, promise-based
-// message decoding, a copy of every message into a framed buffer) was a large share of the process's
-// CPU next to a cached decision, which is a hash and a map lookup. Here a call is the http2 stream and
-// a closure: the request message is unframed from the DATA chunk (usually one, no copy), handed to the
-// handler as bytes, and the answer (protobuf bytes, usually pre-encoded) is framed and written with the
-// response headers and the OK trailers, or the call fails with a status.
+// Why not grpc-js, nor node:http2: these are called once per protected or rate-limited request. grpc-js's
+// per-call work (server interceptor chain, Metadata objects, a deadline timer, an object-mode stream,
+// promise-based message decoding, a copy of every message into a framed buffer) and then node:http2's
+// (a Duplex per stream, header objects built and validated both ways, trailers from a setImmediate) were
+// most of the process's CPU next to a decision, which is a hash and a map lookup. Here a call is a
+// small stream object and a closure: the request message is unframed from the DATA payload (usually
+// one, no copy), handed to the handler as bytes, and the answer (protobuf bytes, usually pre-encoded) is
+// framed and sent with pre-encoded response headers and OK trailers, or the call fails with a status.
 //
 // What it implements of gRPC over HTTP/2 (what Envoy's gRPC client uses): POST with content-type
 // application/grpc[+proto], one length-prefixed message (uncompressed: Envoy does not compress, and this
@@ -16,18 +18,16 @@
 // Other paths get UNIMPLEMENTED, other content types 415, a compressed message UNIMPLEMENTED, a message
 // over MAX_MESSAGE_BYTES RESOURCE_EXHAUSTED, no message or several INTERNAL / UNIMPLEMENTED as grpc-js
 // answers them. The grpc-timeout deadline is not enforced here: Envoy enforces it itself.
-import type http2 from 'node:http2';
 import {
   GrpcStatus,
   MAX_MESSAGE_BYTES,
+  OK_TRAILERS,
   RESPONSE_HEADERS,
-  RESPONSE_OPTIONS,
   acceptCall,
-  listenGrpcHttp2,
-  sendOkTrailers,
   trailersOnly,
   type GrpcHttp2Server,
 } from './grpc-http2.js';
+import { listenH2, type H2ServerStream, type H2StreamHandler } from './h2/server.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from './grpc-http2.js';
 
@@ -52,7 +52,7 @@ export interface UnaryServerOptions {
 export type UnaryServer = GrpcHttp2Server;
 
 /** One call: the request's DATA chunks until the client half-closes, then one answer. */
-class Call {
+class Call implements H2StreamHandler {
   /** the first chunk, and any more when the message spans several DATA frames */
   private first: Buffer | undefined;
   private more: Buffer[] | undefined;
@@ -60,10 +60,10 @@ class Call {
   private done = false;
   readonly reply = (framed: Buffer): void => {
     const stream = this.stream;
-    if (stream.destroyed || stream.headersSent) return;
-    stream.respond(RESPONSE_HEADERS, RESPONSE_OPTIONS);
-    stream.once('wantTrailers', sendOkTrailers);
-    stream.end(framed);
+    if (stream.closed || stream.headersSent) return;
+    stream.respond(RESPONSE_HEADERS);
+    stream.write(framed);
+    stream.end(OK_TRAILERS);
   };
 
   /** a failed call: trailers only, with the status (dropped after the client went away or an answer) */
@@ -72,7 +72,7 @@ class Call {
   };
 
   constructor(
-    private readonly stream: http2.ServerHttp2Stream,
+    private readonly stream: H2ServerStream,
     private readonly handle: UnaryHandler,
     private readonly onError: (err: unknown) => void,
   ) {}
@@ -94,8 +94,10 @@ class Call {
     if (this.done) return;
     this.done = true;
     const stream = this.stream;
-    if (stream.aborted || stream.destroyed) return;
+    if (stream.closed) return;
     const buf = this.more === undefined ? this.first : Buffer.concat([this.first!, ...this.more], this.length);
+    this.first = undefined;
+    this.more = undefined;
     if (buf === undefined || buf.length < 5) {
       trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, 'received no request message');
       return;
@@ -117,14 +119,18 @@ class Call {
       );
       return;
     }
-    this.first = undefined;
-    this.more = undefined;
     try {
       this.handle(buf.subarray(5), this.reply, this.fail);
     } catch (err) {
       this.onError(err);
       trailersOnly(stream, GrpcStatus.INTERNAL, 'internal error');
     }
+  }
+
+  onAbort(): void {
+    this.done = true;
+    this.first = undefined;
+    this.more = undefined;
   }
 
   private refuse(code: number, message: string): void {
@@ -139,16 +145,11 @@ export function startUnaryServer(host: string, port: number, options: UnaryServe
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError(`${options.name} handler`, err);
   const { handle, path } = options;
-  return listenGrpcHttp2(host, port, {
+  return listenH2(host, port, {
     onError,
-    onStream(stream, headers) {
-      stream.on('error', noop); // a client that resets its stream is not this server's error
-      if (!acceptCall(stream, headers, path)) return;
-      const call = new Call(stream, handle, onHandlerError);
-      stream.on('data', (chunk: Buffer) => call.onData(chunk));
-      stream.on('end', () => call.onEnd());
+    onStream(stream) {
+      if (!acceptCall(stream, path)) return undefined;
+      return new Call(stream, handle, onHandlerError);
     },
   });
 }
-
-function noop(): void {}

@@ -1,15 +1,17 @@
 // A minimal gRPC server for the one method the graphql service serves,
-// envoy.service.ext_proc.v3.ExternalProcessor/Process, straight on node:http2.
+// envoy.service.ext_proc.v3.ExternalProcessor/Process, on Legate's small HTTP/2 server
+// (extensions/common/h2/server.ts).
 //
-// Why not grpc-js: Envoy opens one ext_proc stream per GraphQL request, with two messages each way, and
-// grpc-js's per-stream and per-message work (interceptor chain, Metadata objects, a deadline timer, an
-// object-mode Duplex, promise-based message decoding, a copy of every message into a framed buffer)
-// cost more CPU than executing a cached query. Measured on the benchmark's flat query with the same
-// codec on both: ~225 µs of this process's CPU per request on grpc-js, ~175 µs here. (For extauth's
-// unary Check the difference was ~10%, and it stays on grpc-js.)
-// Here a stream is the http2 stream plus one small object: messages are unframed from the DATA chunks
-// (usually one message per chunk, no copy) and handed to the handler as ready-decoded ProcessingRequests
-// (./wire.ts); answers are framed protobuf bytes written as they are.
+// Why not grpc-js: Envoy opens one ext_proc stream per GraphQL request, with a message or two each way,
+// and grpc-js's per-stream and per-message work (interceptor chain, Metadata objects, a deadline timer,
+// an object-mode Duplex, promise-based message decoding, a copy of every message into a framed buffer)
+// cost more CPU than executing a cached query (~225 µs of this process's CPU per flat request, against
+// ~175 µs on node:http2). Why not node:http2 either: see extensions/common/unary-server.ts; besides,
+// Envoy resets each stream once it has the answer, which node:http2 turned into an error object per
+// request and, past 1,000 resets on a connection, a GOAWAY (its rapid-reset protection).
+// Here a stream is one small object: messages are unframed from the DATA payloads (usually one message
+// per payload, no copy) and handed to the handler as ready-decoded ProcessingRequests (./wire.ts);
+// answers are framed protobuf bytes sent as they are, with pre-encoded headers and trailers.
 //
 // What it implements of gRPC over HTTP/2 (what Envoy's gRPC client uses): POST with
 // content-type application/grpc[+proto], length-prefixed messages (uncompressed: Envoy does not compress,
@@ -17,18 +19,17 @@
 // with grpc-status. Other paths get UNIMPLEMENTED, other content types 415, a compressed message
 // UNIMPLEMENTED, a message over MAX_MESSAGE_BYTES RESOURCE_EXHAUSTED, as grpc-js answers them. The
 // grpc-timeout deadline is not enforced here: Envoy enforces it (and its message_timeout) itself.
-import type http2 from 'node:http2';
 import {
   GrpcStatus,
   MAX_MESSAGE_BYTES,
+  OK_TRAILERS,
   RESPONSE_HEADERS,
-  RESPONSE_OPTIONS,
   acceptCall,
-  listenGrpcHttp2,
-  sendOkTrailers,
+  statusTrailers,
   trailersOnly,
   type GrpcHttp2Server,
 } from '../common/grpc-http2.js';
+import { listenH2, type H2ServerStream, type H2StreamHandler } from '../common/h2/server.js';
 import { decodeProcessingRequest, type ProcessingRequestIn } from './wire.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from '../common/grpc-http2.js';
@@ -64,11 +65,7 @@ export interface ExtProcServerOptions {
 
 export type ExtProcServer = GrpcHttp2Server;
 
-// (After an immediate response Envoy resets the stream, INTERNAL_ERROR. Closing the stream first with
-// RST_STREAM(NO_ERROR) once the trailers are out avoids node:http2's error object but costs as much: a
-// write per stream. Measured, not kept; destroyWithoutStack below makes the error cheap instead.)
-
-class Call implements ProcessCall {
+class Call implements ProcessCall, H2StreamHandler {
   handler: ProcessStreamHandler | undefined;
   /** a message arriving in several DATA chunks: its parts so far, their length, and the whole length when known */
   private parts: Buffer[] = [];
@@ -78,19 +75,17 @@ class Call implements ProcessCall {
   private failed = false;
 
   constructor(
-    private readonly stream: http2.ServerHttp2Stream,
-    private readonly headers: http2.IncomingHttpHeaders,
+    private readonly stream: H2ServerStream,
     private readonly onError_: (err: unknown) => void,
   ) {}
 
   metadata(name: string): string {
-    const v = this.headers[name];
-    return typeof v === 'string' ? v : Array.isArray(v) ? (v[0] ?? '') : '';
+    return this.stream.header(name) ?? '';
   }
 
   write(frame: Buffer): void {
-    if (this.ended || this.failed || this.stream.destroyed) return;
-    if (!this.stream.headersSent) this.stream.respond(RESPONSE_HEADERS, RESPONSE_OPTIONS);
+    if (this.ended || this.failed || this.stream.closed) return;
+    if (!this.stream.headersSent) this.stream.respond(RESPONSE_HEADERS);
     this.stream.write(frame);
   }
 
@@ -98,17 +93,16 @@ class Call implements ProcessCall {
     if (this.ended || this.failed) return;
     this.ended = true;
     const stream = this.stream;
-    if (stream.destroyed) return;
+    if (stream.closed) return;
     if (!stream.headersSent) {
       if (last === undefined) {
         trailersOnly(stream, GrpcStatus.OK, '');
         return;
       }
-      stream.respond(RESPONSE_HEADERS, RESPONSE_OPTIONS);
+      stream.respond(RESPONSE_HEADERS);
     }
-    stream.once('wantTrailers', sendOkTrailers);
-    if (last === undefined) stream.end();
-    else stream.end(last);
+    if (last !== undefined) stream.write(last);
+    stream.end(OK_TRAILERS);
   }
 
   /** Ends the stream with an error status (as grpc-js does for a bad message). */
@@ -116,11 +110,9 @@ class Call implements ProcessCall {
     if (this.ended || this.failed) return;
     this.failed = true;
     const stream = this.stream;
-    if (stream.destroyed) return;
-    if (!stream.headersSent) trailersOnly(stream, code, message);
-    else {
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(code), 'grpc-message': encodeURI(message) }));
-      stream.end();
+    if (!stream.closed) {
+      if (!stream.headersSent) trailersOnly(stream, code, message);
+      else stream.end(statusTrailers(code, message));
     }
     this.handler?.error();
   }
@@ -159,7 +151,7 @@ class Call implements ProcessCall {
         this.onHandlerError(err);
         return;
       }
-      if (this.failed || this.stream.destroyed) return;
+      if (this.failed || this.stream.closed) return;
     }
     if (at < buf.length) {
       const rest = at === 0 ? buf : buf.subarray(at);
@@ -178,8 +170,6 @@ class Call implements ProcessCall {
 
   onEnd(): void {
     if (this.failed) return;
-    // a reset before we ended our side also ends the readable side: that is a failure, not a half-close
-    if (this.stream.aborted) return this.onError();
     if (this.partsLength > 0) {
       this.fail(GrpcStatus.INTERNAL, 'the stream ended inside a message');
       return;
@@ -187,7 +177,8 @@ class Call implements ProcessCall {
     this.handler!.end();
   }
 
-  onError(): void {
+  /** the stream was reset or the connection went away */
+  onAbort(): void {
     if (this.ended || this.failed) return;
     this.failed = true;
     this.handler?.error();
@@ -197,47 +188,20 @@ class Call implements ProcessCall {
 export function startExtProcServer(host: string, port: number, options: ExtProcServerOptions): Promise<ExtProcServer> {
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError('ext_proc stream handler', err);
-  return listenGrpcHttp2(host, port, {
+  return listenH2(host, port, {
     ...(options.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: options.maxConcurrentStreams } : {}),
     onError,
-    onStream(stream, headers) {
-      stream.on('error', noop); // resets (Envoy resets each stream after an immediate response) are expected
-      streamDestroy ??= stream.destroy;
-      stream.destroy = destroyWithoutStack;
-      if (!acceptCall(stream, headers, PROCESS_PATH)) return;
-      const call = new Call(stream, headers, onHandlerError);
+    onStream(stream) {
+      if (!acceptCall(stream, PROCESS_PATH)) return undefined;
+      const call = new Call(stream, onHandlerError);
       try {
         call.handler = options.open(call);
       } catch (err) {
         onHandlerError(err);
         call.fail(GrpcStatus.INTERNAL, 'internal error');
-        return;
+        return undefined;
       }
-      stream.on('data', (chunk: Buffer) => call.onData(chunk));
-      stream.on('end', () => call.onEnd());
-      stream.on('close', () => call.onError());
+      return call;
     },
   });
-}
-
-function noop(): void {}
-
-/** Http2Stream's destroy(), taken from the first stream (the class is not exported). */
-let streamDestroy: ((this: http2.ServerHttp2Stream, err?: Error) => http2.ServerHttp2Stream) | undefined;
-
-/**
- * Envoy resets every stream once it has the immediate response (RST_STREAM INTERNAL_ERROR, trailers sent
- * or not); node:http2 turns that into an ERR_HTTP2_STREAM_ERROR in destroy(), and Node's stream destroy
- * reads its `stack` at once: capturing and formatting a stack trace per request, for an error this
- * server ignores, cost ~7% of the process's CPU on the nested benchmark query. destroy() runs that
- * synchronously, so it is run with stack traces off.
- */
-function destroyWithoutStack(this: http2.ServerHttp2Stream, err?: Error): http2.ServerHttp2Stream {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return streamDestroy!.call(this, err);
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
 }

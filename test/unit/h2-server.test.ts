@@ -1,0 +1,168 @@
+// Legate's minimal HTTP/2 server (extensions/common/h2/server.ts) against node:http2's client (nghttp2):
+// answers with headers, data and trailers; many streams on one connection; flow control both ways with
+// bodies larger than the windows; CONTINUATION; the HPACK dynamic table across requests; resets, PING,
+// GOAWAY on stop, and a client that is not HTTP/2.
+import http2 from 'node:http2';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
+import { listenH2, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
+
+const aborted: string[] = [];
+let server: H2Server;
+let client: http2.ClientHttp2Session;
+
+/** Echo: answers with the request's headers as JSON in a header, the body (or `size` bytes of it), and trailers. */
+function serve(stream: H2ServerStream): ReturnType<Parameters<typeof listenH2>[2]['onStream']> {
+  const chunks: Buffer[] = [];
+  const path = stream.header(':path') ?? '';
+  if (path === '/refuse') {
+    stream.respond(encodeHeaders([[':status', '403']]), true);
+    return undefined;
+  }
+  return {
+    onData: (c) => void chunks.push(Buffer.from(c)),
+    onEnd() {
+      const body = Buffer.concat(chunks);
+      const size = Number(new URL(path, 'http://x').searchParams.get('size') ?? '-1');
+      const answer = () => {
+        stream.respond(
+          encodeHeaders([
+            [':status', '200'],
+            ['x-request-headers', JSON.stringify(stream.headers.filter(([k]) => !k.startsWith(':') && k.startsWith('x-')))],
+            ['x-body-bytes', String(body.length)],
+          ]),
+        );
+        stream.write(size >= 0 ? Buffer.alloc(size, 0x61) : body);
+        stream.end(encodeHeaders([['x-done', 'yes']]));
+      };
+      if (path.startsWith('/later')) setTimeout(answer, 20);
+      else answer();
+    },
+    onAbort: () => void aborted.push(path),
+  };
+}
+
+function call(
+  headers: http2.OutgoingHttpHeaders,
+  body?: Buffer,
+  session = client,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: Buffer; trailers: http2.IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':method': 'POST', ...headers });
+    const chunks: Buffer[] = [];
+    let resHeaders: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    req.on('response', (h) => (resHeaders = h));
+    req.on('trailers', (t) => (trailers = t));
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve({ status: Number(resHeaders[':status']), headers: resHeaders, body: Buffer.concat(chunks), trailers }));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  server = await listenH2('127.0.0.1', 0, { onStream: serve, onError: (what, err) => console.error(what, err) });
+  client = http2.connect(`http://127.0.0.1:${server.port}`);
+});
+
+afterAll(async () => {
+  client?.close();
+  await server?.stop(500);
+});
+
+describe('h2 server', () => {
+  it('answers headers, data and trailers', async () => {
+    const r = await call({ ':path': '/echo', 'x-a': 'one' }, Buffer.from('hello'));
+    expect(r.status).toBe(200);
+    expect(JSON.parse(String(r.headers['x-request-headers']))).toEqual([['x-a', 'one']]);
+    expect(r.body.toString()).toBe('hello');
+    expect(r.trailers['x-done']).toBe('yes');
+  });
+
+  it('serves many streams at once on one connection, also answered on later ticks', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => call({ ':path': i % 3 ? '/echo' : '/later', 'x-i': String(i) }, Buffer.from(`body-${i}`))),
+    );
+    results.forEach((r, i) => {
+      expect(r.body.toString()).toBe(`body-${i}`);
+      expect(JSON.parse(String(r.headers['x-request-headers']))).toEqual([['x-i', String(i)]]);
+    });
+  });
+
+  it('keeps the HPACK dynamic table in step with the client over many requests', async () => {
+    for (let i = 0; i < 50; i++) {
+      const r = await call({ ':path': '/echo', 'x-same': 'a fairly long value that the client indexes', 'x-changing': `v${i % 7}` });
+      expect(JSON.parse(String(r.headers['x-request-headers']))).toEqual([
+        ['x-same', 'a fairly long value that the client indexes'],
+        ['x-changing', `v${i % 7}`],
+      ]);
+    }
+  });
+
+  it('sends a body larger than the client windows (flow control) and takes one larger than a frame', async () => {
+    const big = await call({ ':path': '/echo?size=300000' });
+    expect(big.body.length).toBe(300_000);
+    expect(big.trailers['x-done']).toBe('yes');
+    const upload = Buffer.alloc(1_000_000, 7);
+    const r = await call({ ':path': '/echo?size=3' }, upload);
+    expect(r.headers['x-body-bytes']).toBe('1000000');
+  });
+
+  it('reads a header block split over CONTINUATION frames', async () => {
+    const long = 'x'.repeat(40_000);
+    const r = await call({ ':path': '/echo', 'x-long': long });
+    expect(JSON.parse(String(r.headers['x-request-headers']))).toEqual([['x-long', long]]);
+  });
+
+  it('answers before the request ends, and tells the client of a reset', async () => {
+    const refused = await call({ ':path': '/refuse' }, Buffer.from('ignored'));
+    expect(refused.status).toBe(403);
+    const req = client.request({ ':method': 'POST', ':path': '/later-reset' });
+    req.write('partial');
+    await new Promise((r) => setTimeout(r, 50));
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(aborted).toContain('/later-reset');
+    // the connection still serves
+    expect((await call({ ':path': '/echo' }, Buffer.from('ok'))).body.toString()).toBe('ok');
+  });
+
+  it('answers PING', async () => {
+    const ms = await new Promise<number>((resolve, reject) => client.ping((err, d) => (err ? reject(err) : resolve(d))));
+    expect(ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('closes a connection that does not start with the HTTP/2 preface', async () => {
+    const sock = net.connect(server.port, '127.0.0.1');
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    sock.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise<void>((resolve) => sock.on('close', () => resolve()));
+    const all = Buffer.concat(got);
+    // our SETTINGS, then a GOAWAY (type 7) with PROTOCOL_ERROR
+    let off = 0;
+    const types: number[] = [];
+    while (off + 9 <= all.length) {
+      types.push(all[off + 3]!);
+      off += 9 + all.readUIntBE(off, 3);
+    }
+    expect(types[0]).toBe(4);
+    expect(types).toContain(7);
+  });
+
+  it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {
+    const s2 = await listenH2('127.0.0.1', 0, { onStream: serve, onError: () => undefined });
+    const c2 = http2.connect(`http://127.0.0.1:${s2.port}`);
+    await call({ ':path': '/echo' }, Buffer.from('warm'), c2);
+    const goaway = new Promise<void>((resolve) => c2.on('goaway', () => resolve()));
+    const inFlight = call({ ':path': '/later' }, Buffer.from('late'), c2);
+    await new Promise((r) => setTimeout(r, 5));
+    const stopped = s2.stop(2000);
+    await goaway;
+    expect((await inFlight).body.toString()).toBe('late');
+    await stopped;
+    c2.close();
+  });
+});
