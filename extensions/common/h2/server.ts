@@ -502,7 +502,12 @@ class Connection {
     }
     const out = this.out;
     this.out = [];
-    this.socket.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+    // a peer that stops reading stops being read: what we owe it waits in the socket, bounded by the
+    // socket's high-water mark, instead of growing with every request it keeps sending
+    if (!this.socket.write(out.length === 1 ? out[0]! : Buffer.concat(out)) && !this.socket.isPaused()) {
+      this.socket.pause();
+      this.socket.once('drain', () => this.socket.resume());
+    }
   }
 
   private queueWindowUpdate(streamId: number, inc: number): void {
@@ -640,6 +645,8 @@ class Connection {
     this.flush();
     this.closed = true;
     this.socket.end();
+    // a peer that does not close its side after our GOAWAY is cut off
+    setTimeout(() => this.socket.destroy(), 1000).unref();
     this.abortAll();
   }
 
