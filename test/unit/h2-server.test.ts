@@ -152,6 +152,41 @@ describe('h2 server', () => {
     expect(types).toContain(7);
   });
 
+  /** Sends raw frames after the preface and returns the GOAWAY error code the server answers with. */
+  async function goawayCodeFor(frames: Buffer[]): Promise<number | undefined> {
+    const sock = net.connect(server.port, '127.0.0.1');
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames]));
+    await new Promise<void>((resolve) => sock.on('close', () => resolve()));
+    const all = Buffer.concat(got);
+    for (let off = 0; off + 9 <= all.length; off += 9 + all.readUIntBE(off, 3))
+      if (all[off + 3] === 7) return all.readUInt32BE(off + 9 + 4);
+    return undefined;
+  }
+  const frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer => {
+    const h = Buffer.alloc(9);
+    h.writeUIntBE(payload.length, 0, 3);
+    h[3] = type;
+    h[4] = flags;
+    h.writeUInt32BE(stream, 5);
+    return Buffer.concat([h, payload]);
+  };
+
+  it('answers protocol violations with GOAWAY and the RFC code', async () => {
+    // DATA on stream 0: PROTOCOL_ERROR
+    expect(await goawayCodeFor([frame(0, 0, 0, Buffer.from('x'))])).toBe(1);
+    // an HPACK index beyond both tables: COMPRESSION_ERROR
+    expect(await goawayCodeFor([frame(1, 0x5, 1, Buffer.from([0xff, 0x7f]))])).toBe(9);
+    // a frame larger than the 16 KiB we accept: FRAME_SIZE_ERROR
+    expect(await goawayCodeFor([frame(0, 0, 1, Buffer.alloc(20_000))])).toBe(6);
+    // a header block that never ends (CONTINUATION flood): ENHANCE_YOUR_CALM
+    const cont = Array.from({ length: 6 }, () => frame(9, 0, 1, Buffer.alloc(16_000, 0x40)));
+    expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), ...cont])).toBe(11);
+    // a frame other than CONTINUATION inside a header block: PROTOCOL_ERROR
+    expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), frame(6, 0, 0, Buffer.alloc(8))])).toBe(1);
+  });
+
   it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {
     const s2 = await listenH2('127.0.0.1', 0, { onStream: serve, onError: () => undefined });
     const c2 = http2.connect(`http://127.0.0.1:${s2.port}`);
