@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
 import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { freePort, waitFor } from '../lib/net.js';
-import { startProcess, type Started } from '../lib/procs.js';
+import { cpuSeconds, startProcess, type Started } from '../lib/procs.js';
 import { upstreamYaml, vsWithRoutesYaml } from '../lib/resources.js';
 import { acquire } from '../lib/servers.js';
 import { ScenarioSkipped, type BenchContext, type Figure, type FiguresScenario, type LoadScenario } from '../lib/types.js';
@@ -154,7 +154,7 @@ async function startService(ctx: BenchContext, label: string, redis?: number): P
   return { proc, port };
 }
 
-async function startRedis(ctx: BenchContext): Promise<{ port: number; stop(): Promise<void> }> {
+async function startRedis(ctx: BenchContext): Promise<{ port: number; pid: number; stop(): Promise<void> }> {
   const bin = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
   if (!bin) throw new ScenarioSkipped('redis-server is not installed (make setup installs it)');
   const port = await freePort();
@@ -169,7 +169,7 @@ async function startRedis(ctx: BenchContext): Promise<{ port: number; stop(): Pr
     () => (spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG' ? true : undefined),
     { timeoutMs: 10_000 },
   );
-  return { port, stop: () => proc.stop() };
+  return { port, pid: proc.pid, stop: () => proc.stop() };
 }
 
 /** Decisions per second with `concurrency` calls in flight for `seconds`, over the given clients in turn. */
@@ -178,7 +178,7 @@ async function decisionsPerSecond(
   seconds: number,
   concurrency: number,
   value: string,
-): Promise<{ rate: number; ok: number }> {
+): Promise<{ rate: number; ok: number; done: number }> {
   const end = Date.now() + seconds * 1000;
   let done = 0;
   let ok = 0;
@@ -196,7 +196,7 @@ async function decisionsPerSecond(
   };
   const t0 = Date.now();
   await Promise.all(Array.from({ length: concurrency }, worker));
-  return { rate: done / ((Date.now() - t0) / 1000), ok };
+  return { rate: done / ((Date.now() - t0) / 1000), ok, done };
 }
 
 /** Admitted per 1-second window (by the second in which the answer arrived, ±1 window at the edges). */
@@ -240,20 +240,48 @@ export const ratelimitDecisions: FiguresScenario = {
   async run(ctx) {
     const seconds = Math.max(2, ctx.settings.durationS);
     const figures: Figure[] = [];
+    // The grpc-js client in this process limits decisions/s; the servers' CPU per decision says what
+    // one core of them would serve.
+    const perDecision = async (pids: number[], run: () => Promise<{ done: number }>): Promise<number> => {
+      const before = pids.map(cpuSeconds);
+      const { done } = await run();
+      return (pids.reduce((a, pid, i) => a + cpuSeconds(pid) - before[i]!, 0) / done) * 1e6;
+    };
+    const capacity = (us: number): string => `~${Math.round(1e6 / us).toLocaleString('en-US')} decisions/s per core`;
     const mem = await startService(ctx, 'ratelimit (memory)');
     const memClient = client(mem.port);
-    const m = await decisionsPerSecond([memClient], seconds, 32, 'bench|1000000000/SECOND');
+    let m = { rate: 0, ok: 0, done: 0 };
+    const memUs = await perDecision(
+      [mem.proc.pid],
+      async () => (m = await decisionsPerSecond([memClient], seconds, 32, 'bench|1000000000/SECOND')),
+    );
     memClient.close();
     await mem.proc.stop();
     figures.push({ name: 'decisions/s, in-memory counters', value: Math.round(m.rate), unit: '/s' });
+    figures.push({
+      name: 'service CPU per decision, in-memory counters',
+      value: Number(memUs.toFixed(1)),
+      unit: 'µs',
+      note: capacity(memUs),
+    });
 
     const redis = await startRedis(ctx);
     const a = await startService(ctx, 'ratelimit (redis, a)', redis.port);
     const b = await startService(ctx, 'ratelimit (redis, b)', redis.port);
     const ca = client(a.port);
     const cb = client(b.port);
-    const r = await decisionsPerSecond([ca], seconds, 32, 'bench|1000000000/SECOND');
+    let r = { rate: 0, ok: 0, done: 0 };
+    const redisUs = await perDecision(
+      [a.proc.pid, redis.pid],
+      async () => (r = await decisionsPerSecond([ca], seconds, 32, 'bench|1000000000/SECOND')),
+    );
     figures.push({ name: 'decisions/s, Redis counters (one replica)', value: Math.round(r.rate), unit: '/s' });
+    figures.push({
+      name: 'service + redis-server CPU per decision, Redis counters',
+      value: Number(redisUs.toFixed(1)),
+      unit: 'µs',
+      note: capacity(redisUs),
+    });
     const two = await decisionsPerSecond([ca, cb], seconds, 32, 'bench2|1000000000/SECOND');
     figures.push({ name: 'decisions/s, Redis counters (two replicas, one Redis)', value: Math.round(two.rate), unit: '/s' });
     const boundary = await boundaryError([ca, cb], Math.max(3, seconds), 200, 32);
