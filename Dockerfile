@@ -31,6 +31,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin/ ./bin/
 COPY --from=build /src/dist/legate.js /src/dist/legatectl.js ./dist/
+COPY --from=build /src/dist/chunks/ ./dist/chunks/
 COPY --from=build /src/dist/wasm/*.wasm ./dist/wasm/
 # for `legatectl install` run from the image
 COPY install/helm/legate/ ./install/helm/legate/

@@ -4,16 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { statsServerEnabled } from '../../common/admin.js';
 import { VERSION } from '../../common/version.js';
-import { startController } from '../../controller/controller.js';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../common/log.js';
-import { FileSource } from '../../controller/source/file/source.js';
-import { LeaderElection } from '../../controller/source/kubernetes/leader.js';
-import { KubeSource } from '../../controller/source/kubernetes/source.js';
 import type { ResourceSource } from '../../controller/source/source.js';
 import type { StatusSink } from '../../controller/status/book.js';
-import { KubeStatusSink } from '../../controller/status/kubernetes.js';
-import { DEFAULT_WASM_OPTIONS } from '../../controller/translate/features/wasm/index.js';
 import { loadOrCreateEdgeSecret } from '../edge-secret.js';
 import { UsageError, command, toHostPort } from '../flags.js';
 import { packageRoot } from '../paths.js';
@@ -121,8 +114,11 @@ export const controllerCommand = command({
     'log-level': LOG_LEVEL_FLAG,
   },
   async run(flags) {
+    // loaded here, not at the top: the other commands' processes never load the controller (cli/commands/index.ts)
+    const { startController } = await import('../../controller/controller.js');
+    const { DEFAULT_WASM_OPTIONS } = await import('../../controller/translate/features/wasm/index.js');
     const logger = componentLogger('controller', flags['log-level']);
-    const { source, statusSinks, start } = resourceSource(flags, logger);
+    const { source, statusSinks, start } = await resourceSource(flags, logger);
     const edgeSecretFile = flags['edge-secret-file'];
     const wasmFetchAddress = flags['wasm-fetch-address'];
     if (wasmFetchAddress && flags['wasm-source'] !== 'remote') throw new UsageError('--wasm-fetch-address needs --wasm-source remote');
@@ -180,7 +176,7 @@ function readXdsTls(dir: string): { cert: Buffer; key: Buffer; ca: Buffer } {
 }
 
 /** Where resources come from, and where statuses go besides the controller API. */
-function resourceSource(
+async function resourceSource(
   flags: {
     source: string;
     config: string | undefined;
@@ -191,12 +187,17 @@ function resourceSource(
     'lease-duration': number;
   },
   logger: Logger,
-): { source: ResourceSource; statusSinks: StatusSink[]; start: () => () => void } {
+): Promise<{ source: ResourceSource; statusSinks: StatusSink[]; start: () => () => void }> {
   if (flags.source === 'file') {
     if (!flags.config) throw new UsageError('--config DIR is required (or --source kubernetes)');
     if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
+    const { FileSource } = await import('../../controller/source/file/source.js');
     return { source: new FileSource(path.resolve(flags.config), logger.child('source')), statusSinks: [], start: () => () => undefined };
   }
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { LeaderElection } = await import('../../controller/source/kubernetes/leader.js');
+  const { KubeSource } = await import('../../controller/source/kubernetes/source.js');
+  const { KubeStatusSink } = await import('../../controller/status/kubernetes.js');
   const kubeConfig = new KubeConfig();
   if (flags.kubeconfig) kubeConfig.loadFromFile(flags.kubeconfig);
   else kubeConfig.loadFromDefault();

@@ -1,10 +1,7 @@
 // `legate graphql` and `legate extauth`: the extension services, each its own process (a Deployment
 // on Kubernetes), fed over xDS by the controller.
 import { VERSION } from '../../common/version.js';
-import { extauthMetrics } from '../../extensions/extauth/metrics.js';
-import { startExtauthService, type RunningExtauthService } from '../../extensions/extauth/service.js';
-import { graphqlMetrics } from '../../extensions/graphql/metrics.js';
-import { startGraphQLService } from '../../extensions/graphql/service.js';
+import type { RunningExtauthService } from '../../extensions/extauth/service.js';
 import { command, type FlagValues } from '../flags.js';
 import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
 
@@ -26,6 +23,9 @@ export const graphqlCommand = command({
   summary: 'run the GraphQL extension (Envoy ext_proc service)',
   flags: graphqlFlags,
   async run(flags: FlagValues<typeof graphqlFlags>) {
+    // loaded here, not at the top: each process loads only its own service (see cli/commands/index.ts)
+    const { graphqlMetrics } = await import('../../extensions/graphql/metrics.js');
+    const { startGraphQLService } = await import('../../extensions/graphql/service.js');
     const logger = componentLogger('graphql', flags['log-level']);
     const admin = componentAdmin('graphql', flags['stats-port']);
     let apis = (): Record<string, string> => ({});
@@ -47,6 +47,8 @@ export const extauthCommand = command({
   summary: 'run the access-token extension (Envoy ext_authz service)',
   flags: extauthFlags,
   async run(flags: FlagValues<typeof extauthFlags>) {
+    const { extauthMetrics } = await import('../../extensions/extauth/metrics.js');
+    const { startExtauthService } = await import('../../extensions/extauth/service.js');
     const logger = componentLogger('extauth', flags['log-level']);
     const admin = componentAdmin('extauth', flags['stats-port']);
     // the metrics read the service's stats once it exists

@@ -1,4 +1,8 @@
 // The `legate` commands, in the order help lists them (an explicit list; nothing registers itself).
+// A command's module holds its name, flags and run(); run() imports the heavy modules it needs (the
+// controller, a service) itself, so that each process loads only its own: an extension process then
+// starts in ~0.4 s of CPU and ~95 MB instead of ~1.4 s and ~190 MB (the build splits those imports into
+// chunks, scripts/build.mjs).
 import type { Command } from '../flags.js';
 import { bootstrapCommand } from './bootstrap.js';
 import { controllerCommand } from './controller.js';

@@ -2,10 +2,7 @@
 // on Kubernetes), fed over xDS by the controller. Counters in memory by default, or in Redis
 // (`--redis host:port`) so that replicas share them.
 import { VERSION } from '../../common/version.js';
-import { MemoryStore, type CounterStore } from '../../extensions/ratelimit/limiter.js';
-import { ratelimitMetrics } from '../../extensions/ratelimit/metrics.js';
-import { RedisStore } from '../../extensions/ratelimit/redis-store.js';
-import { startRatelimitService } from '../../extensions/ratelimit/service.js';
+import type { CounterStore } from '../../extensions/ratelimit/limiter.js';
 import { UsageError, command, type FlagValues } from '../flags.js';
 import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
 
@@ -24,6 +21,11 @@ export const ratelimitCommand = command({
   summary: 'run the rate-limit extension (Envoy RateLimitService)',
   flags,
   async run(f: FlagValues<typeof flags>) {
+    // loaded here, not at the top: each process loads only its own service (see cli/commands/index.ts)
+    const { MemoryStore } = await import('../../extensions/ratelimit/limiter.js');
+    const { ratelimitMetrics } = await import('../../extensions/ratelimit/metrics.js');
+    const { RedisStore } = await import('../../extensions/ratelimit/redis-store.js');
+    const { startRatelimitService } = await import('../../extensions/ratelimit/service.js');
     const logger = componentLogger('ratelimit', f['log-level']);
     const admin = componentAdmin('ratelimit', f['stats-port']);
     let store: CounterStore;

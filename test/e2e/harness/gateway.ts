@@ -182,6 +182,13 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       req.end();
     });
 
+  const componentLog = (component: string): string => {
+    try {
+      return fs.readFileSync(path.join(stateDir, 'logs', `${component}.log`), 'utf8');
+    } catch {
+      return '';
+    }
+  };
   return {
     dir: configDir,
     stateDir,
@@ -194,15 +201,29 @@ export async function startGateway(files: Record<string, string> = {}, options: 
     },
     remove: (file) => fs.rmSync(path.join(configDir, file), { force: true }),
     request,
-    until: (p, check, options, timeoutMs = 15_000) =>
-      eventually(
-        `${p} to satisfy the check`,
-        async () => {
-          const r = await request(p, options);
-          return check(r) ? r : undefined;
-        },
-        timeoutMs,
-      ),
+    until: async (p, check, options, timeoutMs = 15_000) => {
+      let last: GatewayResponse | undefined;
+      try {
+        return await eventually(
+          `${p} to satisfy the check`,
+          async () => {
+            const r = await request(p, options);
+            last = r;
+            return check(r) ? r : undefined;
+          },
+          timeoutMs,
+        );
+      } catch (err) {
+        // say what the gateway kept answering, and what each component logged last (a flake under load is
+        // diagnosed from this alone)
+        const tail = (c: string): string => componentLog(c).trimEnd().split('\n').slice(-5).join('\n');
+        throw new Error(
+          `${err instanceof Error ? err.message : String(err)}; last answer: ${last ? `${last.status} ${last.text.slice(0, 300)}` : 'none'}\n` +
+            ['controller', 'extauth', 'ratelimit', 'graphql'].map((c) => `--- ${c} log (last lines):\n${tail(c)}`).join('\n'),
+          { cause: err },
+        );
+      }
+    },
     ctl: (...args) => {
       const r = spawnSync(process.execPath, [LEGATECTL, ...args], {
         encoding: 'utf8',
@@ -211,13 +232,7 @@ export async function startGateway(files: Record<string, string> = {}, options: 
       });
       return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
     },
-    log: (component) => {
-      try {
-        return fs.readFileSync(path.join(stateDir, 'logs', `${component}.log`), 'utf8');
-      } catch {
-        return '';
-      }
-    },
+    log: componentLog,
     stop,
   };
 }
