@@ -217,8 +217,9 @@ export async function startGateway(files: Record<string, string> = {}, options: 
         // say what the gateway kept answering, and what each component logged last (a flake under load is
         // diagnosed from this alone)
         const tail = (c: string): string => componentLog(c).trimEnd().split('\n').slice(-5).join('\n');
+        const answer = last ? `${last.status} ${last.text.slice(0, 300)}` : 'none';
         throw new Error(
-          `${err instanceof Error ? err.message : String(err)}; last answer: ${last ? `${last.status} ${last.text.slice(0, 300)}` : 'none'}\n` +
+          `${err instanceof Error ? err.message : String(err)}; last answer: ${answer}\n` +
             ['controller', 'extauth', 'ratelimit', 'graphql'].map((c) => `--- ${c} log (last lines):\n${tail(c)}`).join('\n'),
           { cause: err },
         );
