@@ -414,8 +414,10 @@ class Connection {
     }
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
     this.streams.set(streamId, stream);
+    // a request without a body is complete already: an answer from onStream must not reset it
+    if (endStream) stream.remoteEnded = true;
     stream.handler = this.options.onStream(stream);
-    if (endStream && !stream.closed) this.remoteEnd(stream);
+    if (endStream && !stream.closed) stream.handler?.onEnd();
   }
 
   private remoteEnd(stream: H2ServerStream): void {
