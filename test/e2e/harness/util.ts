@@ -1,14 +1,25 @@
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port free to listen on, for a process the test starts. Taken below Linux's ephemeral range
+ * (32768-60999): a port the kernel hands out for listen(0) is also what it hands out as the source port
+ * of outgoing connections, and with many tests connecting in parallel one of them took such a port
+ * between this check and the process binding it ("port(s) in use").
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port found in 20000-31999');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
