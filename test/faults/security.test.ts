@@ -81,11 +81,15 @@ function ipv6(hex: string): string {
 const isLoopback = (address: string) => address.startsWith('127.') || address.startsWith('[::1]');
 
 describe('security', () => {
-  it('binds every port to loopback except the gateway listeners', () => {
+  it('binds every port to loopback except the gateway listeners', async () => {
     const exposed: Record<string, string[]> = {};
     for (const component of ['controller', 'extauth', 'graphql', 'envoy'] as const) {
-      const sockets = listening(componentPid(gw, component)!);
-      expect(sockets.length).toBeGreaterThan(0);
+      // legate run is ready once the controller and Envoy are; an extension may still be starting
+      const sockets = await eventually(`${component} to listen`, () => {
+        const pid = componentPid(gw, component);
+        const s = pid === undefined ? [] : listening(pid);
+        return s.length > 0 ? s : undefined;
+      });
       // (Envoy opens one socket per worker on a listener: the same address twice)
       const wide = [...new Set(sockets.filter((s) => !isLoopback(s)))];
       if (wide.length) exposed[component] = wide;
