@@ -55,7 +55,7 @@ export function trailersOnly(stream: H2ServerStream, code: number, message: stri
   );
 }
 
-export function isGrpcContentType(ct: string | undefined): boolean {
+function isGrpcContentType(ct: string | undefined): boolean {
   return typeof ct === 'string' && (ct === 'application/grpc' || ct.startsWith('application/grpc+') || ct.startsWith('application/grpc;'));
 }
 

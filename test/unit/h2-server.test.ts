@@ -6,7 +6,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
-import { listenH2, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
+import { frameHeader, listenH2, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
 
 const aborted: string[] = [];
 let server: H2Server;
@@ -164,14 +164,8 @@ describe('h2 server', () => {
       if (all[off + 3] === 7) return all.readUInt32BE(off + 9 + 4);
     return undefined;
   }
-  const frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer => {
-    const h = Buffer.alloc(9);
-    h.writeUIntBE(payload.length, 0, 3);
-    h[3] = type;
-    h[4] = flags;
-    h.writeUInt32BE(stream, 5);
-    return Buffer.concat([h, payload]);
-  };
+  const frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer =>
+    Buffer.concat([frameHeader(payload.length, type, flags, stream), payload]);
 
   it('answers protocol violations with GOAWAY and the RFC code', async () => {
     // DATA on stream 0: PROTOCOL_ERROR

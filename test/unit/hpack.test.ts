@@ -12,6 +12,7 @@ import {
   canonicalHuffmanCodes,
   encodeHeaders,
 } from '../../extensions/common/h2/hpack.js';
+import { frameHeader } from '../../extensions/common/h2/server.js';
 
 type Field = [string, string];
 
@@ -500,14 +501,8 @@ describe('encodeHeaders', () => {
 
 describe('against nghttp2 (node:http2)', () => {
   /** Frames on a raw connection: 9-byte header, then payload. */
-  function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-    const h = Buffer.alloc(9);
-    h.writeUIntBE(payload.length, 0, 3);
-    h[3] = type;
-    h[4] = flags;
-    h.writeUInt32BE(stream, 5);
-    return Buffer.concat([h, payload]);
-  }
+  const frame = (type: number, flags: number, stream: number, payload: Buffer): Buffer =>
+    Buffer.concat([frameHeader(payload.length, type, flags, stream), payload]);
 
   it('decodes the blocks of its requests (Huffman, dynamic table) and it decodes ours', async () => {
     const blocks: Buffer[] = [];

@@ -51,7 +51,6 @@ export const H2Error = {
   ENHANCE_YOUR_CALM: 11,
 } as const;
 
-const SETTINGS_HEADER_TABLE_SIZE = 1;
 const SETTINGS_ENABLE_PUSH = 2;
 const SETTINGS_MAX_CONCURRENT_STREAMS = 3;
 const SETTINGS_INITIAL_WINDOW_SIZE = 4;
@@ -147,12 +146,6 @@ export class H2ServerStream {
     if (trailers) this.conn.sendTrailers(this, trailers);
     else this.conn.sendData(this, Buffer.alloc(0), true);
   }
-
-  /** Resets the stream (RST_STREAM with the code). */
-  reset(code: number = H2Error.CANCEL): void {
-    if (this.closed) return;
-    this.conn.resetStream(this, code, true);
-  }
 }
 
 class ConnectionError extends Error {
@@ -164,7 +157,8 @@ class ConnectionError extends Error {
   }
 }
 
-function frameHeader(length: number, type: number, flags: number, streamId: number): Buffer {
+/** The 9-byte header of a frame (RFC 9113 4.1); exported for tests that speak raw HTTP/2. */
+export function frameHeader(length: number, type: number, flags: number, streamId: number): Buffer {
   const b = Buffer.allocUnsafe(9);
   b.writeUIntBE(length, 0, 3);
   b[3] = type;
@@ -220,10 +214,6 @@ class Connection {
     socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
     socket.on('error', () => undefined); // a peer that goes away is not an error; 'close' follows
     socket.on('close', () => this.onSocketClose());
-  }
-
-  get openStreams(): number {
-    return this.streams.size;
   }
 
   /** GOAWAY (NO_ERROR): no new streams; the connection closes when the open ones are done. */
@@ -454,8 +444,7 @@ class Connection {
       } else if (id === SETTINGS_ENABLE_PUSH) {
         if (value > 1) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'bad enable push');
       }
-      // HEADER_TABLE_SIZE: we never index what we send, so the peer's table size does not matter to us
-      void SETTINGS_HEADER_TABLE_SIZE;
+      // (HEADER_TABLE_SIZE: we never index what we send, so the peer's table size does not matter to us)
     }
     this.queue(frameHeader(0, FrameType.SETTINGS, ACK, 0));
     this.unblock();
@@ -616,7 +605,7 @@ class Connection {
     }
   }
 
-  resetStream(stream: H2ServerStream, code: number, send: boolean): void {
+  private resetStream(stream: H2ServerStream, code: number, send: boolean): void {
     if (stream.closed) return;
     if (send) this.resetId(stream.id, code);
     stream.remoteEnded = true; // no second reset from closeStream
