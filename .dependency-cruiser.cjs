@@ -22,9 +22,16 @@ module.exports = {
     {
       name: 'api-is-the-bottom',
       severity: 'error',
-      comment: 'controller/api is the bottom layer of the controller',
+      comment: 'controller/api is the bottom layer of the controller (it composes the option schemas features own)',
       from: { path: '^controller/api/' },
-      to: { path: '^controller/', pathNot: '^controller/api/' },
+      to: { path: '^controller/', pathNot: ['^controller/api/', '^controller/translate/features/[^/]+/schema\\.ts$'] },
+    },
+    {
+      name: 'feature-schemas-are-leaves',
+      severity: 'error',
+      comment: "a feature's schema.ts (composed by controller/api) uses only the api's building blocks",
+      from: { path: '^controller/translate/features/[^/]+/schema\\.ts$' },
+      to: { path: '^(controller|common|envoy)/', pathNot: '^controller/api/(primitives|schemas)\\.ts$' },
     },
     {
       name: 'translate-is-pure',
@@ -59,7 +66,10 @@ module.exports = {
       severity: 'error',
       comment: 'code outside a feature uses it through its index.ts (or the list, features/index.ts)',
       from: { path: '^', pathNot: ['^controller/translate/features/', '^test/', '^bench/'] },
-      to: { path: '^controller/translate/features/', pathNot: '^controller/translate/features/(index|[^/]+/index)\\.ts$' },
+      to: {
+        path: '^controller/translate/features/',
+        pathNot: ['^controller/translate/features/(index|[^/]+/index)\\.ts$', '^controller/translate/features/[^/]+/schema\\.ts$'],
+      },
     },
     {
       name: 'common-depends-on-none',

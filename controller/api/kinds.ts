@@ -15,8 +15,8 @@ import {
   ServiceBodySchema,
   SettingsSpecSchema,
   UpstreamSpecSchema,
-  VirtualServiceSpecSchema,
 } from './schemas.js';
+import { VirtualServiceSpecSchema } from './routes.js';
 
 interface KindInfo {
   group: string;

@@ -52,12 +52,12 @@ export function validateResource(raw: RawResource): ValidationResult {
   if (info.spec) {
     if (raw.spec === undefined) return { ok: false, reason: 'spec: required' };
     const parsed = (info.spec as z.ZodType).safeParse(raw.spec);
-    if (!parsed.success) return { ok: false, reason: formatIssues('spec', parsed.error) };
+    if (!parsed.success) return { ok: false, reason: formatIssues('spec', parsed.error, info.spec) };
     return { ok: true, resource: { ...base, kind, spec: parsed.data } as LegateResource };
   }
   if (info.body) {
     const parsed = (info.body as z.ZodType).safeParse(raw.spec === undefined ? raw.body : { ...raw.body, spec: raw.spec });
-    if (!parsed.success) return { ok: false, reason: formatIssues('', parsed.error) };
+    if (!parsed.success) return { ok: false, reason: formatIssues('', parsed.error, info.body) };
     return { ok: true, resource: { ...base, kind, spec: parsed.data } as LegateResource };
   }
   return { ok: true, resource: { ...base, kind, spec: raw.spec } as LegateResource };

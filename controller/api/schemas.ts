@@ -3,192 +3,22 @@
 // unchanged; see docs/resources.md for what each field does in Legate.
 import { z } from 'zod';
 
-export const DURATION_PATTERN = /^(\d+(\.\d+)?)(ms|s|m|h)$/;
-const Duration = z.string().regex(DURATION_PATTERN, 'expected a duration such as "15s", "1.5s" or "250ms"');
+import { Duration, Name, ResourceRefSchema } from './primitives.js';
 
-const Name = z.string().min(1, 'must not be empty');
+export { formatIssues } from './issues.js';
 
-export const ResourceRefSchema = z.strictObject({ name: Name, namespace: z.string().optional() });
-export type ResourceRef = z.infer<typeof ResourceRefSchema>;
+export { DURATION_PATTERN, ResourceRefSchema, type ResourceRef } from './primitives.js';
 
-// ---- VirtualService ----
-
-const HeaderMatcherSchema = z.strictObject({
-  name: Name,
-  value: z.string().optional(),
-  regex: z.boolean().optional(),
-  invertMatch: z.boolean().optional(),
-});
-export type HeaderMatcher = z.infer<typeof HeaderMatcherSchema>;
-
-const QueryParameterMatcherSchema = z.strictObject({
-  name: Name,
-  value: z.string().optional(),
-  regex: z.boolean().optional(),
-});
-export type QueryParameterMatcher = z.infer<typeof QueryParameterMatcherSchema>;
-
-const MatcherSchema = z
-  .strictObject({
-    prefix: z.string().optional(),
-    exact: z.string().optional(),
-    regex: z.string().optional(),
-    caseSensitive: z.boolean().optional(),
-    headers: z.array(HeaderMatcherSchema).optional(),
-    queryParameters: z.array(QueryParameterMatcherSchema).optional(),
-    methods: z.array(Name).optional(),
-  })
-  .refine((m) => [m.prefix, m.exact, m.regex].filter((v) => v !== undefined).length <= 1, {
-    message: 'set at most one of prefix, exact, regex',
-  });
-export type Matcher = z.infer<typeof MatcherSchema>;
-
-const KubeDestinationSchema = z.strictObject({
-  ref: ResourceRefSchema,
-  port: z.number().int().min(1).max(65535),
-});
-
-export const DestinationSchema = z
-  .strictObject({
-    upstream: ResourceRefSchema.optional(),
-    kube: KubeDestinationSchema.optional(),
-  })
-  .refine((d) => (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
-export type Destination = z.infer<typeof DestinationSchema>;
-
-const RouteActionSchema = z
-  .strictObject({
-    single: DestinationSchema.optional(),
-    multi: z
-      .strictObject({
-        destinations: z
-          .array(z.strictObject({ destination: DestinationSchema, weight: z.number().int().min(0).optional() }))
-          .min(1, 'needs at least one destination'),
-      })
-      .optional(),
-  })
-  .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) === 1, { message: 'set exactly one of single, multi' });
-export type RouteAction = z.infer<typeof RouteActionSchema>;
-
-const DirectResponseActionSchema = z.strictObject({
-  status: z.number().int().min(200).max(599),
-  body: z.string().optional(),
-});
-
-export const REDIRECT_CODES = ['MOVED_PERMANENTLY', 'FOUND', 'SEE_OTHER', 'TEMPORARY_REDIRECT', 'PERMANENT_REDIRECT'] as const;
-
-const RedirectActionSchema = z
-  .strictObject({
-    hostRedirect: z.string().optional(),
-    portRedirect: z.number().int().min(1).max(65535).optional(),
-    pathRedirect: z.string().optional(),
-    prefixRewrite: z.string().optional(),
-    httpsRedirect: z.boolean().optional(),
-    stripQuery: z.boolean().optional(),
-    responseCode: z.enum(REDIRECT_CODES).optional(),
-  })
-  .refine((r) => !(r.pathRedirect !== undefined && r.prefixRewrite !== undefined), {
-    message: 'set at most one of pathRedirect, prefixRewrite',
-  });
-export type RedirectAction = z.infer<typeof RedirectActionSchema>;
-
-const RetriesSchema = z.strictObject({
-  retryOn: z.string().optional(),
-  numRetries: z.number().int().min(0).optional(),
-  perTryTimeout: Duration.optional(),
-});
-
-const ExtauthOptionsSchema = z
-  .strictObject({
-    configRef: ResourceRefSchema.optional(),
-    disable: z.boolean().optional(),
-    customAuth: z.strictObject({ contextExtensions: z.record(z.string(), z.string()).optional(), name: z.string().optional() }).optional(),
-  })
-  .refine((e) => [e.configRef, e.disable, e.customAuth].filter((x) => x !== undefined).length === 1, {
-    message: 'set exactly one of configRef, disable, customAuth',
-  });
-export type ExtauthOptions = z.infer<typeof ExtauthOptionsSchema>;
-
-// ---- Rate limiting (options and RateLimitConfig ratelimit.legate.dev/v1alpha1) ----
+// ---- Rate limits (RateLimitConfig, and the options in features/ratelimit/schema.ts) ----
 
 /** A limit: Gloo's (and Envoy's ratelimit service's) `{requestsPerUnit, unit}`; units are checked in translation. */
-const RateLimitValueSchema = z.strictObject({
+export const RateLimitValueSchema = z.strictObject({
   requestsPerUnit: z.number().int().min(0).optional(),
   unit: z.string().optional(),
   /** Envoy's reference service: the descriptor matches but is never limited */
   unlimited: z.boolean().optional(),
 });
 export type RateLimitValue = z.infer<typeof RateLimitValueSchema>;
-
-/** `options.ratelimitBasic` (Gloo's IngressRateLimit): per client address, or per credential when authenticated. */
-const RatelimitBasicSchema = z.strictObject({
-  anonymousLimits: RateLimitValueSchema.optional(),
-  authorizedLimits: RateLimitValueSchema.optional(),
-});
-export type RatelimitBasic = z.infer<typeof RatelimitBasicSchema>;
-
-/** `options.localRatelimit`: Envoy's local_ratelimit token bucket, per Envoy. */
-const LocalRatelimitSchema = z.strictObject({
-  maxTokens: z.number().int().min(0),
-  tokensPerFill: z.number().int().min(0).optional(),
-  fillInterval: Duration.optional(),
-});
-export type LocalRatelimit = z.infer<typeof LocalRatelimitSchema>;
-
-const RateLimitOptionsFields = {
-  rateLimitConfigs: z.strictObject({ refs: z.array(ResourceRefSchema).min(1, 'needs at least one ref') }).optional(),
-  ratelimitBasic: RatelimitBasicSchema.optional(),
-  localRatelimit: LocalRatelimitSchema.optional(),
-};
-
-const RouteOptionsSchema = z.strictObject({
-  extauth: ExtauthOptionsSchema.optional(),
-  ...RateLimitOptionsFields,
-  prefixRewrite: z.string().optional(),
-  timeout: Duration.optional(),
-  retries: RetriesSchema.optional(),
-});
-export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
-
-const RouteSchema = z
-  .strictObject({
-    name: z.string().optional(),
-    matchers: z.array(MatcherSchema).optional(),
-    routeAction: RouteActionSchema.optional(),
-    directResponseAction: DirectResponseActionSchema.optional(),
-    redirectAction: RedirectActionSchema.optional(),
-    graphqlApiRef: ResourceRefSchema.optional(),
-    // Gloo 1.10's name for graphqlApiRef
-    graphqlSchemaRef: ResourceRefSchema.optional(),
-    options: RouteOptionsSchema.optional(),
-  })
-  .refine(
-    (r) =>
-      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined)
-        .length === 1,
-    { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
-  );
-export type Route = z.infer<typeof RouteSchema>;
-
-const VirtualHostOptionsSchema = z.strictObject({ extauth: ExtauthOptionsSchema.optional(), ...RateLimitOptionsFields });
-
-export const VirtualServiceSpecSchema = z.strictObject({
-  displayName: z.string().optional(),
-  virtualHost: z.strictObject({
-    domains: z.array(z.string().min(1)).optional(),
-    routes: z.array(RouteSchema).optional(),
-    options: VirtualHostOptionsSchema.optional(),
-  }),
-  sslConfig: z
-    .strictObject({
-      secretRef: ResourceRefSchema.optional(),
-      sslFiles: z.strictObject({ tlsCert: z.string(), tlsKey: z.string() }).optional(),
-      sniDomains: z.array(z.string()).optional(),
-    })
-    .refine((s) => (s.secretRef ? 1 : 0) + (s.sslFiles ? 1 : 0) === 1, { message: 'set exactly one of secretRef, sslFiles' })
-    .optional(),
-});
-export type VirtualServiceSpec = z.infer<typeof VirtualServiceSpecSchema>;
 
 // ---- Gateway ----
 
@@ -349,24 +179,6 @@ export const SecretBodySchema = z.looseObject({
   stringData: z.record(z.string(), z.string()).optional(),
 });
 export type SecretBody = z.infer<typeof SecretBodySchema>;
-
-/** Formats zod issues as `path: message` lines, the way they appear in a resource's status. */
-export function formatIssues(prefix: string, error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const base = [prefix, ...issue.path.map(String)].filter(Boolean);
-      let path = '';
-      for (const segment of base) path += /^\d+$/.test(segment) ? `[${segment}]` : path ? `.${segment}` : segment;
-      if (issue.code === 'unrecognized_keys') {
-        return issue.keys.map((k) => `${path ? path + '.' : ''}${k}: unknown field`).join('; ');
-      }
-      if (issue.code === 'invalid_type') {
-        return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`;
-      }
-      return `${path}: ${issue.message}`;
-    })
-    .join('; ');
-}
 
 // ---- GraphQLApi (graphql.legate.dev/v1beta1) and the flat GraphQLSchema (v1alpha1) ----
 

@@ -1,4 +1,4 @@
-import { DURATION_PATTERN } from '../api/schemas.js';
+import { DURATION_PATTERN } from '../api/primitives.js';
 import type { DurationIR } from './ir.js';
 
 const unitNanos: Record<string, number> = { ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };

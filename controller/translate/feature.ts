@@ -4,7 +4,7 @@
 // (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
 import type { KindName } from '../api/kinds.js';
 import type { LegateResource, VirtualService } from '../api/resources.js';
-import type { Route } from '../api/schemas.js';
+import type { Route } from '../api/routes.js';
 import type {
   Cluster,
   ClusterLoadAssignment,

@@ -1,6 +1,6 @@
 // Route matchers, both stages: Gloo matchers -> MatcherIR (stage 1, regexes checked with RE2) and
 // MatcherIR -> Envoy RouteMatch (stage 2). Core, not a feature: every route has matchers.
-import type { Matcher } from '../api/schemas.js';
+import type { Matcher } from '../api/routes.js';
 import type { HeaderMatcher, RouteMatch, StringMatcher } from '../../envoy/typed.js';
 import type { Problem } from './feature.js';
 import type { MatcherIR, StringMatchIR } from './ir.js';

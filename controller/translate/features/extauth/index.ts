@@ -1,7 +1,7 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
 // `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, or none).
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
-import type { ExtauthOptions } from '../../../api/schemas.js';
+import type { ExtauthOptions } from './schema.js';
 import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';

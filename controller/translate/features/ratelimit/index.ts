@@ -3,7 +3,7 @@
 // -> the Envoy actions and token buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
 import type { VirtualService } from '../../../api/resources.js';
-import type { RouteOptions } from '../../../api/schemas.js';
+import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitIR, RouteActionIR } from '../../ir.js';
 import { nsName } from '../../names.js';
@@ -12,7 +12,7 @@ import { basicRateLimits, localBucket, translateRateLimitConfig, type ResolvedRa
 
 export { DEFAULT_RATELIMIT_TIMEOUT_MS, type RateLimitRenderOptions } from './render.js';
 
-type RateLimitOptions = Pick<RouteOptions, 'rateLimitConfigs' | 'ratelimitBasic' | 'localRatelimit'>;
+type RateLimitOptions = RateLimitOptionFields;
 
 export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
   return {

@@ -16,13 +16,12 @@ import {
 import type { RateLimitConfig } from '../../../api/resources.js';
 import {
   RATE_LIMIT_ACTION_KINDS,
-  type LocalRatelimit,
   type RateLimitAction,
   type RateLimitDescriptor,
   type RateLimitHeaderMatcher,
   type RateLimitValue,
-  type RatelimitBasic,
 } from '../../../api/schemas.js';
+import type { LocalRatelimit, RatelimitBasic } from './schema.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem } from '../../feature.js';
 import type { RateLimitActionIR, RateLimitIR } from '../../ir.js';

@@ -1,6 +1,7 @@
 // Stage 1 for routing: route actions (to upstreams or Services, direct responses, redirects) and the
 // route options that shape forwarding (prefix rewrite, retries).
-import type { Destination, Route } from '../../../api/schemas.js';
+import type { Route } from '../../../api/routes.js';
+import type { Destination } from './schema.js';
 import { parseDuration } from '../../duration.js';
 import type { BindSink, FeatureBinding, Problem, ResolveContext, RouteSite } from '../../feature.js';
 import type { RouteActionIR, RouteIR, WeightedClusterIR } from '../../ir.js';

@@ -1,0 +1,144 @@
+// The routing kinds' schemas, composed from the parts each feature owns: a Route (matchers, one
+// action, options), the VirtualService and RouteTable that hold routes, UpstreamGroup, and the
+// VirtualHostOption / RouteOption kinds. Each feature folder declares the option fields it renders
+// (features/<name>/schema.ts); what Gloo has and Legate refuses is listed at the end, with why.
+import { z } from 'zod';
+import { extauthOptions } from '../translate/features/extauth/schema.js';
+import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
+import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
+import {
+  DestinationSchema,
+  DirectResponseActionSchema,
+  RedirectActionSchema,
+  routeActionSchema,
+  routingRouteOptions,
+} from '../translate/features/routing/schema.js';
+import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
+
+export { DestinationSchema, REDIRECT_CODES, type Destination, type RedirectAction } from '../translate/features/routing/schema.js';
+export type { ExtauthOptions } from '../translate/features/extauth/schema.js';
+export type { LocalRatelimit, RateLimitOptions, RatelimitBasic } from '../translate/features/ratelimit/schema.js';
+
+// ---- Matchers (the core's: every route has them) ----
+
+const HeaderMatcherSchema = z.strictObject({
+  name: Name,
+  value: z.string().optional(),
+  regex: z.boolean().optional(),
+  invertMatch: z.boolean().optional(),
+});
+export type HeaderMatcher = z.infer<typeof HeaderMatcherSchema>;
+
+const QueryParameterMatcherSchema = z.strictObject({
+  name: Name,
+  value: z.string().optional(),
+  regex: z.boolean().optional(),
+});
+export type QueryParameterMatcher = z.infer<typeof QueryParameterMatcherSchema>;
+
+const MatcherSchema = z
+  .strictObject({
+    prefix: z.string().optional(),
+    exact: z.string().optional(),
+    regex: z.string().optional(),
+    caseSensitive: z.boolean().optional(),
+    headers: z.array(HeaderMatcherSchema).optional(),
+    queryParameters: z.array(QueryParameterMatcherSchema).optional(),
+    methods: z.array(Name).optional(),
+  })
+  .refine((m) => [m.prefix, m.exact, m.regex].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of prefix, exact, regex',
+  });
+export type Matcher = z.infer<typeof MatcherSchema>;
+
+// ---- Gloo fields Legate refuses, and why ----
+
+const ENTERPRISE_FILTER = 'it needs a filter that is not part of upstream Envoy';
+const TRANSFORMATION = "Gloo's transformation filter (Inja templates) is not part of upstream Envoy";
+
+/** Options Gloo has on virtual hosts, routes and weighted destinations, refused by Legate. */
+const NOT_SUPPORTED_OPTIONS = {
+  transformations: notSupported(TRANSFORMATION),
+  stagedTransformations: notSupported(TRANSFORMATION),
+  extensions: notSupported("opaque Gloo plugin extensions have no meaning outside Gloo's own translator"),
+  waf: notSupported(`ModSecurity: ${ENTERPRISE_FILTER}`),
+  dlp: notSupported(`data loss prevention: ${ENTERPRISE_FILTER}`),
+  jwt: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
+  jwtStaged: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
+  jwtProvidersStaged: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
+  rbac: notSupported("claims-based RBAC needs Envoy's JWT filter, which Legate does not render yet"),
+  ratelimit: notSupported('raw rate-limit actions against settings.ratelimit descriptors; use options.rateLimitConfigs'),
+  ratelimitEarly: notSupported('staged rate limits; use options.rateLimitConfigs'),
+  ratelimitRegular: notSupported('staged rate limits; use options.rateLimitConfigs'),
+  rateLimitEarlyConfigs: notSupported('staged rate limits; use options.rateLimitConfigs'),
+  rateLimitRegularConfigs: notSupported('staged rate limits; use options.rateLimitConfigs'),
+  extProc: notSupported('a user ext_proc server needs settings.extProc, which Legate does not read yet'),
+};
+
+// ---- Options ----
+
+/** Fields of WeightedDestinationOptions. */
+const destinationOptionFields = {
+  ...extauthOptions,
+  ...notSupportedFields(['transformations', 'stagedTransformations', 'extensions'], TRANSFORMATION),
+};
+export const WeightedDestinationOptionsSchema = z.strictObject(destinationOptionFields);
+
+const RouteOptionsSchema = z.strictObject({
+  ...NOT_SUPPORTED_OPTIONS,
+  ...routingRouteOptions,
+  ...extauthOptions,
+  ...rateLimitOptions,
+});
+export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
+
+const VirtualHostOptionsSchema = z.strictObject({
+  ...NOT_SUPPORTED_OPTIONS,
+  ...extauthOptions,
+  ...rateLimitOptions,
+});
+export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
+
+// ---- Routes ----
+
+const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema);
+export type RouteAction = z.infer<typeof RouteActionSchema>;
+
+const RouteSchema = z
+  .strictObject({
+    name: z.string().optional(),
+    matchers: z.array(MatcherSchema).optional(),
+    routeAction: RouteActionSchema.optional(),
+    directResponseAction: DirectResponseActionSchema.optional(),
+    redirectAction: RedirectActionSchema.optional(),
+    ...graphqlRouteActions,
+    options: RouteOptionsSchema.optional(),
+  })
+  .refine(
+    (r) =>
+      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined)
+        .length === 1,
+    { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
+  );
+export type Route = z.infer<typeof RouteSchema>;
+
+// ---- VirtualService ----
+
+export const VirtualServiceSpecSchema = z.strictObject({
+  displayName: z.string().optional(),
+  virtualHost: z.strictObject({
+    domains: z.array(z.string().min(1)).optional(),
+    routes: z.array(RouteSchema).optional(),
+    options: VirtualHostOptionsSchema.optional(),
+    optionsConfigRefs: notSupported('VirtualHostOption references are not read yet'),
+  }),
+  sslConfig: z
+    .strictObject({
+      secretRef: ResourceRefSchema.optional(),
+      sslFiles: z.strictObject({ tlsCert: z.string(), tlsKey: z.string() }).optional(),
+      sniDomains: z.array(z.string()).optional(),
+    })
+    .refine((s) => (s.secretRef ? 1 : 0) + (s.sslFiles ? 1 : 0) === 1, { message: 'set exactly one of secretRef, sslFiles' })
+    .optional(),
+});
+export type VirtualServiceSpec = z.infer<typeof VirtualServiceSpecSchema>;
