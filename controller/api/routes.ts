@@ -7,7 +7,6 @@ import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
-  DestinationSchema,
   DirectResponseActionSchema,
   RedirectActionSchema,
   routeActionSchema,
@@ -65,7 +64,9 @@ const NOT_SUPPORTED_OPTIONS = {
   dlp: notSupported(`data loss prevention: ${ENTERPRISE_FILTER}`),
   jwt: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
   jwtStaged: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
-  jwtProvidersStaged: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
+  jwtProvidersStaged: notSupported(
+    'JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt',
+  ),
   rbac: notSupported("claims-based RBAC needs Envoy's JWT filter, which Legate does not render yet"),
   ratelimit: notSupported('raw rate-limit actions against settings.ratelimit descriptors; use options.rateLimitConfigs'),
   ratelimitEarly: notSupported('staged rate limits; use options.rateLimitConfigs'),
