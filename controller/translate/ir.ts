@@ -33,6 +33,8 @@ export interface MatcherIR {
 export interface WeightedClusterIR {
   cluster: string;
   weight: number;
+  /** its index in routeAction.multi.destinations, where its options are (unset for single) */
+  destination?: number;
 }
 
 export type RouteActionIR =

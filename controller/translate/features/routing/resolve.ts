@@ -21,7 +21,8 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
             ? `${where}.routeAction.single`
             : `${where}.routeAction.multi.destinations[${j}].destination`;
           const cluster = resolveDestination(d.destination, path, site.vs.metadata.namespace, ctx, sink.problems);
-          if (cluster) clusters.push({ cluster, weight: d.weight });
+          if (cluster)
+            clusters.push(route.routeAction?.multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight });
         });
         if (clusters.length > 1 && clusters.every((c) => c.weight === 0)) {
           sink.problems.push({
