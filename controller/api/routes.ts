@@ -68,7 +68,6 @@ const NOT_SUPPORTED_OPTIONS = {
     'JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt',
   ),
   rbac: notSupported("claims-based RBAC needs Envoy's JWT filter, which Legate does not render yet"),
-  ratelimit: notSupported('raw rate-limit actions against settings.ratelimit descriptors; use options.rateLimitConfigs'),
   ratelimitEarly: notSupported('staged rate limits; use options.rateLimitConfigs'),
   ratelimitRegular: notSupported('staged rate limits; use options.rateLimitConfigs'),
   rateLimitEarlyConfigs: notSupported('staged rate limits; use options.rateLimitConfigs'),

@@ -115,6 +115,9 @@ spec:
       - matchers: [{ prefix: /local }]
         ${toApp}
         options: { localRatelimit: { maxTokens: 2, tokensPerFill: 1, fillInterval: 3600s } }
+      - matchers: [{ prefix: /gloo-local }]
+        ${toApp}
+        options: { ratelimit: { localRatelimit: { maxTokens: 1, tokensPerFill: 1, fillInterval: 3600s } } }
       - matchers: [{ prefix: / }]
         ${toApp}
 `;
@@ -200,6 +203,8 @@ describe('rate limiting through Envoy', () => {
     const rs = await burst('/local', 3);
     expect(rs.map((r) => r.status)).toEqual([200, 200, 429]);
     expect(rs[2]!.headers.get('x-ratelimit-limit')).toBe('2');
+    // Gloo's spelling of the same bucket
+    expect((await burst('/gloo-local', 2)).map((r) => r.status)).toEqual([200, 429]);
   });
 
   it('runs after auth by default (denied requests are not counted), before it with rateLimitBeforeAuth', async () => {

@@ -64,7 +64,7 @@ function bind(
   sink: BindSink,
   action?: RouteActionIR,
 ): RateLimitIR | undefined {
-  if (!o.rateLimitConfigs && !o.ratelimitBasic && !o.localRatelimit) return undefined;
+  if (!o.rateLimitConfigs && !o.ratelimitBasic && !o.localRatelimit && !o.ratelimit?.localRatelimit) return undefined;
   const out: RateLimitIR = { rateLimits: [] };
   o.rateLimitConfigs?.refs.forEach((ref, i) => {
     const ns = ref.namespace ?? vs.metadata.namespace;
@@ -86,8 +86,17 @@ function bind(
     );
   });
   if (o.ratelimitBasic) out.rateLimits.push(...basicRateLimits(o.ratelimitBasic, scope, `${where}.ratelimitBasic`, sink.problems));
-  if (o.localRatelimit) {
-    const local = localBucket(o.localRatelimit, `${where}.localRatelimit`, sink.problems);
+  if (o.ratelimit?.localRatelimit && o.localRatelimit) {
+    sink.problems.push({ code: 'InvalidSpec', message: `${where}: set at most one of ratelimit.localRatelimit, localRatelimit` });
+  }
+  if (o.ratelimit && o.rateLimitConfigs) {
+    // Gloo's API has them as a oneof
+    sink.problems.push({ code: 'InvalidSpec', message: `${where}: set at most one of ratelimit, rateLimitConfigs` });
+  }
+  const bucket = o.ratelimit?.localRatelimit ?? o.localRatelimit;
+  if (bucket) {
+    const at = o.ratelimit?.localRatelimit ? `${where}.ratelimit.localRatelimit` : `${where}.localRatelimit`;
+    const local = localBucket(bucket, at, sink.problems);
     if (local) out.local = local;
   }
   if (action && action.type !== 'route' && action.type !== 'graphql' && out.rateLimits.length) {
