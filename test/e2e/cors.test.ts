@@ -217,6 +217,9 @@ describe('csrf', () => {
     const evil = await gw.request('/submit', from('forms.example.com', 'https://evil.example.com', 'POST'));
     expect(evil.status).toBe(403);
     expect(evil.text).toBe('Invalid origin');
+    for (const method of ['PUT', 'DELETE', 'PATCH']) {
+      expect((await gw.request('/submit', from('forms.example.com', 'https://evil.example.com', method))).status).toBe(403);
+    }
     const missing = await gw.request('/submit', { host: 'forms.example.com', method: 'POST', body: '{}' });
     expect(missing.status).toBe(403);
     expect(app.seen.length).toBe(seen);
