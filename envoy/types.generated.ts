@@ -30,6 +30,9 @@ export type Wasm = envoy_extensions_filters_http_wasm_v3_Wasm;
 export type RateLimit = envoy_extensions_filters_http_ratelimit_v3_RateLimit;
 export type RateLimitPerRoute = envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
 export type LocalRateLimit = envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
+export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
+export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
+export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
 export type FilterConfig = envoy_config_route_v3_FilterConfig;
 export type ExtensionWithMatcher = envoy_extensions_common_matching_v3_ExtensionWithMatcher;
 export type HttpRequestHeaderMatchInput = envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -63,6 +66,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit": envoy_extensions_filters_http_ratelimit_v3_RateLimit;
   "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute": envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
   "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit": envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
+  "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors": envoy_extensions_filters_http_cors_v3_Cors;
+  "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
+  "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
   "type.googleapis.com/envoy.config.route.v3.FilterConfig": envoy_config_route_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher": envoy_extensions_common_matching_v3_ExtensionWithMatcher;
   "type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput": envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -2298,6 +2304,31 @@ export interface envoy_extensions_filters_http_buffer_v3_Buffer {
 export interface envoy_extensions_filters_http_buffer_v3_BufferPerRoute {
   disabled?: boolean;
   buffer?: envoy_extensions_filters_http_buffer_v3_Buffer;
+}
+
+/** envoy.extensions.filters.http.cors.v3.Cors */
+export interface envoy_extensions_filters_http_cors_v3_Cors {
+}
+
+/** envoy.extensions.filters.http.cors.v3.CorsPolicy */
+export interface envoy_extensions_filters_http_cors_v3_CorsPolicy {
+  allow_origin_string_match?: envoy_type_matcher_v3_StringMatcher[];
+  allow_methods?: string;
+  allow_headers?: string;
+  expose_headers?: string;
+  max_age?: string;
+  allow_credentials?: boolean;
+  filter_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
+  shadow_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
+  allow_private_network_access?: boolean;
+  forward_not_matching_preflights?: boolean;
+}
+
+/** envoy.extensions.filters.http.csrf.v3.CsrfPolicy */
+export interface envoy_extensions_filters_http_csrf_v3_CsrfPolicy {
+  filter_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
+  shadow_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
+  additional_origins?: envoy_type_matcher_v3_StringMatcher[];
 }
 
 /** envoy.extensions.filters.http.ext_authz.v3.AuthorizationRequest */

@@ -3,6 +3,7 @@
 // VirtualHostOption / RouteOption kinds. Each feature folder declares the option fields it renders
 // (features/<name>/schema.ts); what Gloo has and Legate refuses is listed at the end, with why.
 import { z } from 'zod';
+import { corsDestinationOptions, corsRouteOptions, corsVirtualHostOptions } from '../translate/features/cors/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
@@ -15,6 +16,7 @@ import {
 import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
 
 export { DestinationSchema, REDIRECT_CODES, type Destination, type RedirectAction } from '../translate/features/routing/schema.js';
+export type { CorsPolicy, CsrfPolicy } from '../translate/features/cors/schema.js';
 export type { ExtauthOptions } from '../translate/features/extauth/schema.js';
 export type { LocalRatelimit, RateLimitOptions, RatelimitBasic } from '../translate/features/ratelimit/schema.js';
 
@@ -80,6 +82,7 @@ const NOT_SUPPORTED_OPTIONS = {
 /** Fields of WeightedDestinationOptions. */
 const destinationOptionFields = {
   ...extauthOptions,
+  ...corsDestinationOptions,
   ...notSupportedFields(['transformations', 'stagedTransformations', 'extensions'], TRANSFORMATION),
 };
 export const WeightedDestinationOptionsSchema = z.strictObject(destinationOptionFields);
@@ -89,6 +92,7 @@ const RouteOptionsSchema = z.strictObject({
   ...routingRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
+  ...corsRouteOptions,
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
@@ -96,6 +100,7 @@ const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...extauthOptions,
   ...rateLimitOptions,
+  ...corsVirtualHostOptions,
 });
 export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
 

@@ -35,6 +35,8 @@ export interface WeightedClusterIR {
   weight: number;
   /** its index in routeAction.multi.destinations, where its options are (unset for single) */
   destination?: number;
+  /** the destination's own CSRF policy (options.csrf), over the route's */
+  csrf?: CsrfIR;
 }
 
 export type RouteActionIR =
@@ -97,6 +99,39 @@ export interface RateLimitIR {
   local?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
 }
 
+/** options.cors: Envoy's CORS filter. A route's fields win over its virtual host's, field by field (Envoy's merge). */
+export interface CorsIR {
+  /** exact origins */
+  allowOrigin?: string[];
+  /** RE2 patterns, matched against the whole origin */
+  allowOriginRegex?: string[];
+  allowMethods?: string[];
+  allowHeaders?: string[];
+  exposeHeaders?: string[];
+  /** Access-Control-Max-Age, in seconds */
+  maxAge?: number;
+  allowCredentials?: true;
+  /** route only (disableForRoute): CORS is off on this route */
+  disabled?: true;
+}
+
+/** A share of requests (Envoy's RuntimeFractionalPercent): numerator / denominator, or the runtime key's value. */
+export interface RuntimeFractionIR {
+  numerator: number;
+  denominator: 'HUNDRED' | 'TEN_THOUSAND' | 'MILLION';
+  runtimeKey?: string;
+}
+
+/** options.csrf: Envoy's CSRF filter (the most specific policy applies: destination, route, virtual host). */
+export interface CsrfIR {
+  /** requests checked and refused (403) when their origin is not the host's */
+  filterEnabled: RuntimeFractionIR;
+  /** requests checked and only counted (stats), while filterEnabled does not refuse them */
+  shadowEnabled?: RuntimeFractionIR;
+  /** origins accepted besides the request's own host */
+  additionalOrigins: (StringMatchIR & { prefix?: string; suffix?: string })[];
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -107,6 +142,8 @@ export interface RouteIR {
   timeout: DurationIR;
   retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
   rateLimit?: RateLimitIR;
+  cors?: CorsIR;
+  csrf?: CsrfIR;
 }
 
 export interface DownstreamTlsIR {
@@ -128,6 +165,8 @@ export interface VirtualHostIR {
   tls?: DownstreamTlsIR;
   auth?: AuthBindingIR;
   rateLimit?: RateLimitIR;
+  cors?: CorsIR;
+  csrf?: CsrfIR;
 }
 
 export interface ListenerIR {

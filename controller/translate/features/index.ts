@@ -3,6 +3,7 @@
 // it) and breaks ties between HTTP filters at one stage position in stage 2.
 import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
+import { corsFeature } from './cors/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
@@ -36,6 +37,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
+    corsFeature,
     graphqlFeature(options.graphql),
   ]);
 }
