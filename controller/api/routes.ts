@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
+import { lbHashOptions } from '../translate/features/lbhash/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
   DirectResponseActionSchema,
@@ -90,6 +91,7 @@ const RouteOptionsSchema = z.strictObject({
   ...routingRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
+  ...lbHashOptions,
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
