@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { corsDestinationOptions, corsRouteOptions, corsVirtualHostOptions } from '../translate/features/cors/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
+import { lbHashOptions } from '../translate/features/lbhash/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
   DirectResponseActionSchema,
@@ -93,6 +94,7 @@ const RouteOptionsSchema = z.strictObject({
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsRouteOptions,
+  ...lbHashOptions,
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 

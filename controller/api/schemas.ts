@@ -3,7 +3,7 @@
 // unchanged; see docs/resources.md for what each field does in Legate.
 import { z } from 'zod';
 
-import { Duration, Name, ResourceRefSchema } from './primitives.js';
+import { Duration, Name, ResourceRefSchema, notSupported } from './primitives.js';
 
 export { formatIssues } from './issues.js';
 
@@ -56,7 +56,65 @@ const StaticHostSchema = z.strictObject({
   port: z.number().int().min(1).max(65535),
   sniAddr: z.string().optional(),
   loadBalancingWeight: z.number().int().min(1).optional(),
+  /** Envoy filter metadata of the endpoint, by filter name; `envoy.lb` keys are what subsets select on */
+  metadata: z.record(Name, z.record(z.string(), z.unknown())).optional(),
 });
+
+/** Gloo's SubsetSpec: the endpoint subsets Envoy precomputes (by `envoy.lb` metadata keys). */
+const SubsetSpecSchema = z.strictObject({
+  selectors: z
+    .array(
+      z
+        .strictObject({ keys: z.array(Name).min(1, 'needs at least one key'), singleHostPerSubset: z.boolean().optional() })
+        .refine((s) => !s.singleHostPerSubset || s.keys.length === 1, { message: 'singleHostPerSubset needs exactly one key' }),
+    )
+    .min(1, 'needs at least one selector'),
+  fallbackPolicy: z.enum(['ANY_ENDPOINT', 'NO_FALLBACK', 'DEFAULT_SUBSET']).optional(),
+  defaultSubset: z.strictObject({ values: z.record(z.string(), z.string()) }).optional(),
+});
+export type SubsetSpec = z.infer<typeof SubsetSpecSchema>;
+
+const SlowStartConfigSchema = z.strictObject({
+  slowStartWindow: Duration.optional(),
+  aggression: z.number().positive().optional(),
+  minWeightPercent: z.number().min(0).max(100).optional(),
+});
+
+/** Envoy's limit on either ring size. */
+export const MAX_RING_SIZE = 8_388_608;
+
+/** Gloo's LoadBalancerConfig: at most one policy, and settings common to all of them. */
+const LoadBalancerConfigSchema = z
+  .strictObject({
+    healthyPanicThreshold: z.number().min(0).max(100).optional(),
+    updateMergeWindow: Duration.optional(),
+    roundRobin: z.strictObject({ slowStartConfig: SlowStartConfigSchema.optional() }).optional(),
+    leastRequest: z
+      .strictObject({ choiceCount: z.number().int().min(2).optional(), slowStartConfig: SlowStartConfigSchema.optional() })
+      .optional(),
+    random: z.strictObject({}).optional(),
+    ringHash: z
+      .strictObject({
+        ringHashConfig: z
+          .strictObject({
+            minimumRingSize: z.number().int().min(1).max(MAX_RING_SIZE).optional(),
+            maximumRingSize: z.number().int().min(1).max(MAX_RING_SIZE).optional(),
+          })
+          .refine((c) => (c.minimumRingSize ?? 0) <= (c.maximumRingSize ?? MAX_RING_SIZE), {
+            message: 'minimumRingSize must not be above maximumRingSize',
+          })
+          .optional(),
+      })
+      .optional(),
+    maglev: z.strictObject({}).optional(),
+    localityWeightedLbConfig: z.strictObject({}).optional(),
+    useHostnameForHashing: z.boolean().optional(),
+    closeConnectionsOnHostSetChange: z.boolean().optional(),
+  })
+  .refine((c) => [c.roundRobin, c.leastRequest, c.random, c.ringHash, c.maglev].filter((p) => p !== undefined).length <= 1, {
+    message: 'set at most one of roundRobin, leastRequest, random, ringHash, maglev',
+  });
+export type LoadBalancerConfig = z.infer<typeof LoadBalancerConfigSchema>;
 
 export const UpstreamSpecSchema = z
   .strictObject({
@@ -65,6 +123,8 @@ export const UpstreamSpecSchema = z
         hosts: z.array(StaticHostSchema).min(1, 'needs at least one host'),
         useTls: z.boolean().optional(),
         autoSniRewrite: z.boolean().optional(),
+        /** Legate's: Gloo has subsetSpec on kube upstreams only; here the hosts' `metadata` define the subsets */
+        subsetSpec: SubsetSpecSchema.optional(),
       })
       .optional(),
     kube: z
@@ -73,11 +133,16 @@ export const UpstreamSpecSchema = z
         serviceNamespace: Name,
         servicePort: z.number().int().min(1).max(65535),
         selector: z.record(z.string(), z.string()).optional(),
+        subsetSpec: notSupported(
+          'subsets of a kube upstream select on pod labels, and Legate reads EndpointSlices, not Pods, so its endpoints ' +
+            'carry no labels; use a static upstream whose hosts carry metadata',
+        ),
       })
       .optional(),
     sslConfig: SslConfigSchema.optional(),
     useHttp2: z.boolean().optional(),
     connectionConfig: z.strictObject({ connectTimeout: Duration.optional() }).optional(),
+    loadBalancerConfig: LoadBalancerConfigSchema.optional(),
     discoveryMetadata: z.strictObject({ labels: z.record(z.string(), z.string()).optional() }).optional(),
   })
   .refine((u) => (u.static ? 1 : 0) + (u.kube ? 1 : 0) === 1, { message: 'set exactly one upstream type: static or kube' });

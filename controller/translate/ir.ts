@@ -37,10 +37,13 @@ export interface WeightedClusterIR {
   destination?: number;
   /** the destination's own CSRF policy (options.csrf), over the route's */
   csrf?: CsrfIR;
+  /** the destination's subset: endpoint metadata (`envoy.lb`) the endpoints must have */
+  subset?: Record<string, string>;
 }
 
 export type RouteActionIR =
-  | { type: 'route'; clusters: WeightedClusterIR[] }
+  /** clusters empty when clusterHeader names the cluster per request */
+  | { type: 'route'; clusters: WeightedClusterIR[]; clusterHeader?: string }
   | { type: 'directResponse'; status: number; body?: string }
   | {
       type: 'redirect';
@@ -144,6 +147,14 @@ export interface RouteIR {
   rateLimit?: RateLimitIR;
   cors?: CorsIR;
   csrf?: CsrfIR;
+  /** what a hashing load balancer (ringHash, maglev) hashes, in order */
+  hashPolicies?: HashPolicyIR[];
+}
+
+/** One element of a route's hash key (options.lbHash.hashPolicies). */
+export interface HashPolicyIR {
+  key: { header: string } | { cookie: { name: string; ttl?: DurationIR; path?: string } } | { sourceIp: true };
+  terminal: boolean;
 }
 
 export interface DownstreamTlsIR {
@@ -199,6 +210,32 @@ export interface EndpointIR {
   address: string;
   port: number;
   weight?: number;
+  /** Envoy filter metadata by filter name (static host metadata; `envoy.lb` keys define subsets) */
+  metadata?: Record<string, Record<string, unknown>>;
+}
+
+/** loadBalancerConfig: the cluster's load balancer (unset: Envoy's round robin with its defaults). */
+export interface LoadBalancerIR {
+  policy?: 'roundRobin' | 'leastRequest' | 'random' | 'ringHash' | 'maglev';
+  /** leastRequest */
+  choiceCount?: number;
+  /** roundRobin, leastRequest */
+  slowStart?: { window?: DurationIR; aggression?: number; minWeightPercent?: number };
+  /** ringHash */
+  minimumRingSize?: number;
+  maximumRingSize?: number;
+  healthyPanicThreshold?: number;
+  updateMergeWindow?: DurationIR;
+  localityWeighted?: true;
+  useHostnameForHashing?: true;
+  closeConnectionsOnHostSetChange?: true;
+}
+
+/** subsetSpec: how endpoints are grouped by their `envoy.lb` metadata, for routes that pick a subset. */
+export interface SubsetsIR {
+  selectors: { keys: string[]; singleHostPerSubset?: true }[];
+  fallbackPolicy: 'ANY_ENDPOINT' | 'NO_FALLBACK' | 'DEFAULT_SUBSET';
+  defaultSubset?: Record<string, string>;
 }
 
 export interface UpstreamIR {
@@ -210,4 +247,6 @@ export interface UpstreamIR {
   tls?: UpstreamTlsIR;
   http2: boolean;
   connectTimeout: DurationIR;
+  loadBalancer?: LoadBalancerIR;
+  subsets?: SubsetsIR;
 }

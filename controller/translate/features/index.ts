@@ -6,6 +6,7 @@ import type { Feature } from '../feature.js';
 import { corsFeature } from './cors/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
+import { lbHashFeature } from './lbhash/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { tlsFeature } from './tls/index.js';
@@ -33,6 +34,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
   return Object.freeze([
     upstreamsFeature,
     routingFeature,
+    lbHashFeature,
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),

@@ -16,8 +16,19 @@ function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 
     case 'route': {
       const route: RouteAction = {};
       const first = a.clusters[0];
-      if (a.clusters.length === 1 && first) route.cluster = first.cluster;
-      else route.weighted_clusters = { clusters: a.clusters.map((c) => ({ name: c.cluster, weight: c.weight })) };
+      if (a.clusterHeader !== undefined) route.cluster_header = a.clusterHeader;
+      else if (a.clusters.length === 1 && first) {
+        route.cluster = first.cluster;
+        if (first.subset) route.metadata_match = lbMetadata(first.subset);
+      } else {
+        route.weighted_clusters = {
+          clusters: a.clusters.map((c) => ({
+            name: c.cluster,
+            weight: c.weight,
+            ...(c.subset ? { metadata_match: lbMetadata(c.subset) } : {}),
+          })),
+        };
+      }
       if (ir.prefixRewrite !== undefined) route.prefix_rewrite = ir.prefixRewrite;
       route.timeout = duration(ir.timeout);
       if (ir.retries) {
@@ -47,4 +58,9 @@ function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 
       // The graphql plugin turns this into ext_proc; without it the route answers 500 rather than open.
       return { direct_response: { status: 500, body: { inline_string: 'GraphQL execution is not configured' } } };
   }
+}
+
+/** Metadata a subset load balancer matches endpoints against (their `envoy.lb` filter metadata). */
+function lbMetadata(values: Record<string, string>): NonNullable<RouteAction['metadata_match']> {
+  return { filter_metadata: { 'envoy.lb': values } };
 }

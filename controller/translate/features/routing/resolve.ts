@@ -4,13 +4,19 @@ import type { Route } from '../../../api/routes.js';
 import type { Destination } from './schema.js';
 import { parseDuration } from '../../duration.js';
 import type { BindSink, FeatureBinding, Problem, ResolveContext, RouteSite } from '../../feature.js';
-import type { RouteActionIR, RouteIR, WeightedClusterIR } from '../../ir.js';
+import type { RouteActionIR, RouteIR, UpstreamIR, WeightedClusterIR } from '../../ir.js';
 import { clusterName, discoveredUpstreamName, nsName } from '../../names.js';
+import { destinationSubset } from './subset.js';
 
 export function routingBinding(ctx: ResolveContext): FeatureBinding {
+  let byCluster: Map<string, UpstreamIR> | undefined;
+  const upstreamOf = (cluster: string): UpstreamIR | undefined =>
+    (byCluster ??= new Map([...ctx.upstreams().resolved.values()].map((u) => [u.cluster, u]))).get(cluster);
   return {
     routeAction(route: Route, site: RouteSite, sink: BindSink): RouteActionIR | undefined {
       const { where } = site;
+      if (route.routeAction?.clusterHeader !== undefined)
+        return { type: 'route', clusters: [], clusterHeader: route.routeAction.clusterHeader };
       if (route.routeAction) {
         const dests = route.routeAction.single
           ? [{ destination: route.routeAction.single, weight: 1 }]
@@ -21,8 +27,12 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
             ? `${where}.routeAction.single`
             : `${where}.routeAction.multi.destinations[${j}].destination`;
           const cluster = resolveDestination(d.destination, path, site.vs.metadata.namespace, ctx, sink.problems);
+          const subset = cluster ? destinationSubset(d.destination, upstreamOf(cluster), path, sink) : undefined;
           if (cluster)
-            clusters.push(route.routeAction?.multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight });
+            clusters.push({
+              ...(route.routeAction?.multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight }),
+              ...(subset ? { subset } : {}),
+            });
         });
         if (clusters.length > 1 && clusters.every((c) => c.weight === 0)) {
           sink.problems.push({

@@ -1,7 +1,12 @@
 // The route fields routing owns: what a route does (forward, answer, redirect) and how it forwards
 // (prefix rewrite, timeout, retries). controller/api/routes.ts composes them into the Route schema.
 import { z } from 'zod';
-import { Duration, ResourceRefSchema } from '../../../api/primitives.js';
+import { Duration, Name, ResourceRefSchema, notSupported } from '../../../api/primitives.js';
+
+const GLOO_TRANSFORMATION = "Gloo's transformation filter, which is not part of upstream Envoy";
+
+/** An HTTP header name (a token; Envoy compares it in lower case). */
+const HeaderName = z.string().regex(/^[0-9A-Za-z!#$%&'*+\-.^_`|~]+$/, 'expected an HTTP header name');
 
 const KubeDestinationSchema = z.strictObject({
   ref: ResourceRefSchema,
@@ -12,8 +17,20 @@ export const DestinationSchema = z
   .strictObject({
     upstream: ResourceRefSchema.optional(),
     kube: KubeDestinationSchema.optional(),
+    consul: notSupported('Legate has no Consul service discovery; route to an upstream or a kube Service'),
+    /** the endpoints of the upstream's subsetSpec whose `envoy.lb` metadata has these values */
+    subset: z.strictObject({ values: z.record(Name, z.string()) }).optional(),
+    destinationSpec: z
+      .strictObject({
+        aws: notSupported('Legate has no AWS Lambda upstreams yet'),
+        azure: notSupported('Legate has no Azure Functions upstreams yet'),
+        rest: notSupported(`REST function routing needs ${GLOO_TRANSFORMATION}`),
+        grpc: notSupported(`gRPC function routing needs ${GLOO_TRANSFORMATION}`),
+      })
+      .optional(),
   })
-  .refine((d) => (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
+  // (a consul destination is refused as such, not also as a missing upstream)
+  .refine((d) => d.consul !== undefined || (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
 export type Destination = z.infer<typeof DestinationSchema>;
 
 /** `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`). */
@@ -34,8 +51,12 @@ export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
             .min(1, 'needs at least one destination'),
         })
         .optional(),
+      /** the request header that names the Envoy cluster (`<upstream>_<namespace>`) to route to */
+      clusterHeader: HeaderName.optional(),
     })
-    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) === 1, { message: 'set exactly one of single, multi' });
+    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) + (a.clusterHeader !== undefined ? 1 : 0) === 1, {
+      message: 'set exactly one of single, multi, clusterHeader',
+    });
 }
 
 export const DirectResponseActionSchema = z.strictObject({

@@ -1,9 +1,10 @@
 // Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
 import { isIP } from 'node:net';
 import type { Endpoints, Service, Upstream } from '../../../api/resources.js';
+import type { LoadBalancerConfig, SubsetSpec } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
-import type { Attempt, ResourceIndex } from '../../feature.js';
-import type { EndpointIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
+import type { Attempt, Problem, ResourceIndex } from '../../feature.js';
+import type { EndpointIR, LoadBalancerIR, SubsetsIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
 import { clusterName, nsName, sourceOf } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 
@@ -21,6 +22,7 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
       address: h.addr,
       port: h.port,
       ...(h.loadBalancingWeight ? { weight: h.loadBalancingWeight } : {}),
+      ...(h.metadata && Object.keys(h.metadata).length ? { metadata: h.metadata } : {}),
     }));
     if (spec.static.hosts.some((h) => isIP(h.addr) === 0)) discovery = 'STRICT_DNS';
     const first = spec.static.hosts[0];
@@ -85,7 +87,11 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     }
   }
 
-  if (problems.length) return { problems };
+  const warnings: Problem[] = [];
+  const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings) : undefined;
+  const subsets = spec.static?.subsetSpec ? subsetsOf(spec.static.subsetSpec, spec.static.hosts, warnings) : undefined;
+
+  if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
     cluster: clusterName(ns, upstream.metadata.name),
     source: sourceOf(upstream),
@@ -95,7 +101,80 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     connectTimeout: parseDuration(spec.connectionConfig?.connectTimeout ?? '5s'),
   };
   if (tls) ir.tls = tls;
-  return { ir, problems };
+  if (loadBalancer) ir.loadBalancer = loadBalancer;
+  if (subsets) ir.subsets = subsets;
+  return { ir, problems, warnings };
+}
+
+/** loadBalancerConfig -> LoadBalancerIR (the schema checked shapes and ranges). */
+function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[]): LoadBalancerIR {
+  const ir: LoadBalancerIR = {};
+  const slowStart = (s: NonNullable<NonNullable<LoadBalancerConfig['roundRobin']>['slowStartConfig']>): LoadBalancerIR['slowStart'] => ({
+    ...(s.slowStartWindow !== undefined ? { window: parseDuration(s.slowStartWindow) } : {}),
+    ...(s.aggression !== undefined ? { aggression: s.aggression } : {}),
+    ...(s.minWeightPercent !== undefined ? { minWeightPercent: s.minWeightPercent } : {}),
+  });
+  if (lb.roundRobin) {
+    ir.policy = 'roundRobin';
+    if (lb.roundRobin.slowStartConfig) ir.slowStart = slowStart(lb.roundRobin.slowStartConfig);
+  } else if (lb.leastRequest) {
+    ir.policy = 'leastRequest';
+    if (lb.leastRequest.choiceCount !== undefined) ir.choiceCount = lb.leastRequest.choiceCount;
+    if (lb.leastRequest.slowStartConfig) ir.slowStart = slowStart(lb.leastRequest.slowStartConfig);
+  } else if (lb.random) {
+    ir.policy = 'random';
+  } else if (lb.ringHash) {
+    ir.policy = 'ringHash';
+    const ring = lb.ringHash.ringHashConfig;
+    if (ring?.minimumRingSize !== undefined) ir.minimumRingSize = ring.minimumRingSize;
+    if (ring?.maximumRingSize !== undefined) ir.maximumRingSize = ring.maximumRingSize;
+  } else if (lb.maglev) {
+    ir.policy = 'maglev';
+  }
+  if (lb.healthyPanicThreshold !== undefined) ir.healthyPanicThreshold = lb.healthyPanicThreshold;
+  if (lb.updateMergeWindow !== undefined) ir.updateMergeWindow = parseDuration(lb.updateMergeWindow);
+  if (lb.localityWeightedLbConfig) {
+    ir.localityWeighted = true;
+    warnings.push({
+      code: 'NotSupported',
+      message:
+        "loadBalancerConfig.localityWeightedLbConfig: Legate puts all of an upstream's endpoints in one locality, " +
+        'so locality weights change nothing',
+    });
+  }
+  if (lb.useHostnameForHashing) {
+    ir.useHostnameForHashing = true;
+    if (ir.policy !== 'ringHash' && ir.policy !== 'maglev') {
+      warnings.push({ code: 'InvalidSpec', message: 'loadBalancerConfig.useHostnameForHashing: only ringHash and maglev hash hosts' });
+    }
+  }
+  if (lb.closeConnectionsOnHostSetChange) ir.closeConnectionsOnHostSetChange = true;
+  return ir;
+}
+
+/** static.subsetSpec -> SubsetsIR; warns of selectors no host can be in (a subset nothing falls into). */
+function subsetsOf(spec: SubsetSpec, hosts: NonNullable<Upstream['spec']['static']>['hosts'], warnings: Problem[]): SubsetsIR {
+  const ir: SubsetsIR = {
+    selectors: spec.selectors.map((s) => ({ keys: s.keys, ...(s.singleHostPerSubset ? { singleHostPerSubset: true as const } : {}) })),
+    fallbackPolicy: spec.fallbackPolicy ?? 'ANY_ENDPOINT',
+  };
+  if (spec.defaultSubset) ir.defaultSubset = spec.defaultSubset.values;
+  if (ir.fallbackPolicy === 'DEFAULT_SUBSET' && !spec.defaultSubset) {
+    warnings.push({
+      code: 'InvalidSpec',
+      message: 'static.subsetSpec.fallbackPolicy: DEFAULT_SUBSET without defaultSubset falls back to no endpoint',
+    });
+  }
+  spec.selectors.forEach((s, i) => {
+    const covered = hosts.some((h) => s.keys.every((k) => h.metadata?.['envoy.lb']?.[k] !== undefined));
+    if (!covered) {
+      warnings.push({
+        code: 'InvalidSpec',
+        message: `static.subsetSpec.selectors[${i}]: no host has metadata envoy.lb with every key of [${s.keys.join(', ')}]`,
+      });
+    }
+  });
+  return ir;
 }
 
 type ServicePort = Service['spec']['spec']['ports'][number];
