@@ -34,6 +34,8 @@ export const ROOTS = [
   'envoy.extensions.filters.http.ratelimit.v3.RateLimit',
   'envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute',
   'envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
+  'envoy.extensions.filters.http.fault.v3.HTTPFault',
+  'envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig',
   'envoy.config.route.v3.FilterConfig',
   'envoy.extensions.common.matching.v3.ExtensionWithMatcher',
   'envoy.type.matcher.v3.HttpRequestHeaderMatchInput',

@@ -49,6 +49,7 @@ export type RouteActionIR =
       httpsRedirect?: boolean;
       stripQuery?: boolean;
       responseCode?: RedirectCode;
+      regexRewrite?: RegexRewriteIR;
     }
   | {
       type: 'graphql';
@@ -97,6 +98,37 @@ export interface RateLimitIR {
   local?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
 }
 
+/** Envoy's RegexMatchAndSubstitute: the pattern (RE2, checked) and its substitution (`\1` for group 1). */
+export interface RegexRewriteIR {
+  pattern: string;
+  substitution: string;
+}
+
+/** A retry policy (Gloo's RetryPolicy, with its defaults applied) on a route or virtual host. */
+export interface RetryPolicyIR {
+  /** Envoy retry conditions, comma-separated; empty: only requests with x-envoy-retry-on are retried */
+  retryOn: string;
+  numRetries: number;
+  perTryTimeout?: DurationIR;
+  backOff?: { baseInterval: DurationIR; maxInterval?: DurationIR };
+  previousPriorities?: { updateFrequency: number };
+}
+
+/** options.faults: Envoy's fault filter on this route (percentages 0-100). */
+export interface FaultsIR {
+  abort?: { percentage: number; httpStatus: number };
+  delay?: { percentage: number; fixedDelay: DurationIR };
+}
+
+/** options.tracing: the route's span name (decorator) and sampling percentages (0-100). */
+export interface RouteTracingIR {
+  operation?: string;
+  propagate?: boolean;
+  clientSampling: number;
+  randomSampling: number;
+  overallSampling: number;
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -105,8 +137,15 @@ export interface RouteIR {
   action: RouteActionIR;
   prefixRewrite?: string;
   timeout: DurationIR;
-  retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
+  retries?: RetryPolicyIR;
   rateLimit?: RateLimitIR;
+  regexRewrite?: RegexRewriteIR;
+  idleTimeout?: DurationIR;
+  maxStreamDuration?: { maxStreamDuration?: DurationIR; grpcTimeoutHeaderMax?: DurationIR; grpcTimeoutHeaderOffset?: DurationIR };
+  /** options.shadowing: a copy of a share of the requests goes to this cluster (answers dropped) */
+  mirror?: { cluster: string; percentage: number };
+  faults?: FaultsIR;
+  tracing?: RouteTracingIR;
 }
 
 export interface DownstreamTlsIR {
@@ -128,6 +167,10 @@ export interface VirtualHostIR {
   tls?: DownstreamTlsIR;
   auth?: AuthBindingIR;
   rateLimit?: RateLimitIR;
+  /** used by the routes without a retry policy of their own */
+  retries?: RetryPolicyIR;
+  /** options.stats.virtualClusters: requests counted apart in Envoy's stats (vhost.<name>.vcluster.<vc>.*) */
+  virtualClusters?: { name: string; pattern: string; method?: string }[];
 }
 
 export interface ListenerIR {

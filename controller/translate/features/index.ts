@@ -4,10 +4,13 @@
 import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { extauthFeature } from './extauth/index.js';
+import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
+import { statsFeature } from './stats/index.js';
 import { tlsFeature } from './tls/index.js';
+import { tracingFeature } from './tracing/index.js';
 import { upstreamsFeature } from './upstreams/index.js';
 import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmFeature, type WasmOptions } from './wasm/index.js';
 
@@ -32,6 +35,9 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
   return Object.freeze([
     upstreamsFeature,
     routingFeature,
+    faultsFeature,
+    tracingFeature,
+    statsFeature,
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
