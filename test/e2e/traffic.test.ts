@@ -103,6 +103,8 @@ spec:
             retryBackOff:
               baseInterval: 10ms
               maxInterval: 50ms
+            previousPriorities:
+              updateFrequency: 1
       - matchers:
           - prefix: /no-retry
         ${to('flaky')}
