@@ -33,6 +33,8 @@ export type LocalRateLimit = envoy_extensions_filters_http_local_ratelimit_v3_Lo
 export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
 export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
 export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
+export type HTTPFault = envoy_extensions_filters_http_fault_v3_HTTPFault;
+export type PreviousPrioritiesConfig = envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig;
 export type FilterConfig = envoy_config_route_v3_FilterConfig;
 export type ExtensionWithMatcher = envoy_extensions_common_matching_v3_ExtensionWithMatcher;
 export type HttpRequestHeaderMatchInput = envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -69,6 +71,8 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors": envoy_extensions_filters_http_cors_v3_Cors;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
+  "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault": envoy_extensions_filters_http_fault_v3_HTTPFault;
+  "type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig": envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig;
   "type.googleapis.com/envoy.config.route.v3.FilterConfig": envoy_config_route_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher": envoy_extensions_common_matching_v3_ExtensionWithMatcher;
   "type.googleapis.com/envoy.type.matcher.v3.HttpRequestHeaderMatchInput": envoy_type_matcher_v3_HttpRequestHeaderMatchInput;
@@ -2291,6 +2295,33 @@ export type envoy_extensions_common_ratelimit_v3_VhRateLimitsOptions = "OVERRIDE
 
 export type envoy_extensions_common_ratelimit_v3_XRateLimitHeadersRFCVersion = "OFF" | "DRAFT_VERSION_03";
 
+/** envoy.extensions.filters.common.fault.v3.FaultDelay */
+export interface envoy_extensions_filters_common_fault_v3_FaultDelay {
+  fixed_delay?: Duration;
+  header_delay?: envoy_extensions_filters_common_fault_v3_FaultDelay_HeaderDelay;
+  percentage?: envoy_type_v3_FractionalPercent;
+}
+
+/** envoy.extensions.filters.common.fault.v3.FaultDelay.HeaderDelay */
+export interface envoy_extensions_filters_common_fault_v3_FaultDelay_HeaderDelay {
+}
+
+/** envoy.extensions.filters.common.fault.v3.FaultRateLimit */
+export interface envoy_extensions_filters_common_fault_v3_FaultRateLimit {
+  fixed_limit?: envoy_extensions_filters_common_fault_v3_FaultRateLimit_FixedLimit;
+  header_limit?: envoy_extensions_filters_common_fault_v3_FaultRateLimit_HeaderLimit;
+  percentage?: envoy_type_v3_FractionalPercent;
+}
+
+/** envoy.extensions.filters.common.fault.v3.FaultRateLimit.FixedLimit */
+export interface envoy_extensions_filters_common_fault_v3_FaultRateLimit_FixedLimit {
+  limit_kbps?: number | string;
+}
+
+/** envoy.extensions.filters.common.fault.v3.FaultRateLimit.HeaderLimit */
+export interface envoy_extensions_filters_common_fault_v3_FaultRateLimit_HeaderLimit {
+}
+
 /** envoy.extensions.filters.common.matcher.action.v3.SkipFilter */
 export interface envoy_extensions_filters_common_matcher_action_v3_SkipFilter {
 }
@@ -2476,6 +2507,38 @@ export interface envoy_extensions_filters_http_ext_proc_v3_ProcessingMode {
 export type envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_BodySendMode = "NONE" | "STREAMED" | "BUFFERED" | "BUFFERED_PARTIAL";
 
 export type envoy_extensions_filters_http_ext_proc_v3_ProcessingMode_HeaderSendMode = "DEFAULT" | "SEND" | "SKIP";
+
+/** envoy.extensions.filters.http.fault.v3.FaultAbort */
+export interface envoy_extensions_filters_http_fault_v3_FaultAbort {
+  http_status?: number;
+  grpc_status?: number;
+  header_abort?: envoy_extensions_filters_http_fault_v3_FaultAbort_HeaderAbort;
+  percentage?: envoy_type_v3_FractionalPercent;
+}
+
+/** envoy.extensions.filters.http.fault.v3.FaultAbort.HeaderAbort */
+export interface envoy_extensions_filters_http_fault_v3_FaultAbort_HeaderAbort {
+}
+
+/** envoy.extensions.filters.http.fault.v3.HTTPFault */
+export interface envoy_extensions_filters_http_fault_v3_HTTPFault {
+  delay?: envoy_extensions_filters_common_fault_v3_FaultDelay;
+  abort?: envoy_extensions_filters_http_fault_v3_FaultAbort;
+  upstream_cluster?: string;
+  headers?: envoy_config_route_v3_HeaderMatcher[];
+  downstream_nodes?: string[];
+  max_active_faults?: number;
+  response_rate_limit?: envoy_extensions_filters_common_fault_v3_FaultRateLimit;
+  delay_percent_runtime?: string;
+  abort_percent_runtime?: string;
+  delay_duration_runtime?: string;
+  abort_http_status_runtime?: string;
+  max_active_faults_runtime?: string;
+  response_rate_limit_percent_runtime?: string;
+  abort_grpc_status_runtime?: string;
+  disable_downstream_cluster_stats?: boolean;
+  filter_metadata?: Record<string, unknown>;
+}
 
 /** envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit */
 export interface envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit {
@@ -2836,6 +2899,11 @@ export interface envoy_extensions_filters_network_http_connection_manager_v3_Sco
 /** envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation */
 export interface envoy_extensions_http_early_header_mutation_header_mutation_v3_HeaderMutation {
   mutations?: envoy_config_common_mutation_rules_v3_HeaderMutation[];
+}
+
+/** envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig */
+export interface envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig {
+  update_frequency?: number;
 }
 
 /** envoy.extensions.transport_sockets.tls.v3.CertificateProviderPluginInstance */

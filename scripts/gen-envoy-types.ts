@@ -37,6 +37,8 @@ export const ROOTS = [
   'envoy.extensions.filters.http.cors.v3.Cors',
   'envoy.extensions.filters.http.cors.v3.CorsPolicy',
   'envoy.extensions.filters.http.csrf.v3.CsrfPolicy',
+  'envoy.extensions.filters.http.fault.v3.HTTPFault',
+  'envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig',
   'envoy.config.route.v3.FilterConfig',
   'envoy.extensions.common.matching.v3.ExtensionWithMatcher',
   'envoy.type.matcher.v3.HttpRequestHeaderMatchInput',

@@ -9,6 +9,9 @@ export const Duration = z.string().regex(DURATION_PATTERN, 'expected a duration 
 
 export const Name = z.string().min(1, 'must not be empty');
 
+/** Gloo's percentages (shadowing, faults, tracing): 0 to 100. */
+export const Percentage = z.number().min(0, 'must be between 0 and 100').max(100, 'must be between 0 and 100');
+
 export const ResourceRefSchema = z.strictObject({ name: Name, namespace: z.string().optional() });
 export type ResourceRef = z.infer<typeof ResourceRefSchema>;
 

@@ -13,7 +13,11 @@ import {
   RedirectActionSchema,
   routeActionSchema,
   routingRouteOptions,
+  routingVirtualHostOptions,
 } from '../translate/features/routing/schema.js';
+import { faultsRouteOptions } from '../translate/features/faults/schema.js';
+import { statsVirtualHostOptions } from '../translate/features/stats/schema.js';
+import { tracingRouteOptions } from '../translate/features/tracing/schema.js';
 import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
 
 export { DestinationSchema, REDIRECT_CODES, type Destination, type RedirectAction } from '../translate/features/routing/schema.js';
@@ -91,6 +95,8 @@ export const WeightedDestinationOptionsSchema = z.strictObject(destinationOption
 const RouteOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...routingRouteOptions,
+  ...faultsRouteOptions,
+  ...tracingRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsRouteOptions,
@@ -100,6 +106,8 @@ export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
 const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
+  ...routingVirtualHostOptions,
+  ...statsVirtualHostOptions,
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsVirtualHostOptions,

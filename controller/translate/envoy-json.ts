@@ -1,12 +1,24 @@
 // Small helpers for rendering Envoy messages (typed by envoy/types.generated.ts), shared by the core
 // and the features.
 import { isIP } from 'node:net';
-import { typed, type Cluster, type DataSource, type Duration, type TypedConfig } from '../../envoy/typed.js';
+import {
+  typed,
+  type Cluster,
+  type DataSource,
+  type Duration,
+  type TypedConfig,
+  type envoy_type_v3_FractionalPercent as FractionalPercent,
+} from '../../envoy/typed.js';
 import type { DataSourceIR, DurationIR } from './ir.js';
 
 /** A Duration in Envoy's JSON form. */
 export function duration(d: DurationIR): Duration {
   return d.nanos ? { seconds: d.seconds, nanos: d.nanos } : { seconds: d.seconds };
+}
+
+/** A Gloo percentage (0-100, up to 6 significant digits) as Envoy's FractionalPercent, in millionths as Gloo does. */
+export function fractionalPercent(percentage: number): FractionalPercent {
+  return { numerator: Math.round(percentage * 10_000), denominator: 'MILLION' };
 }
 
 export function dataSource(d: DataSourceIR): DataSource {

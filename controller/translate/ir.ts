@@ -54,6 +54,7 @@ export type RouteActionIR =
       httpsRedirect?: boolean;
       stripQuery?: boolean;
       responseCode?: RedirectCode;
+      regexRewrite?: RegexRewriteIR;
     }
   | {
       type: 'graphql';
@@ -135,6 +136,37 @@ export interface CsrfIR {
   additionalOrigins: (StringMatchIR & { prefix?: string; suffix?: string })[];
 }
 
+/** Envoy's RegexMatchAndSubstitute: the pattern (RE2, checked) and its substitution (`\1` for group 1). */
+export interface RegexRewriteIR {
+  pattern: string;
+  substitution: string;
+}
+
+/** A retry policy (Gloo's RetryPolicy, with its defaults applied) on a route or virtual host. */
+export interface RetryPolicyIR {
+  /** Envoy retry conditions, comma-separated; empty: only requests with x-envoy-retry-on are retried */
+  retryOn: string;
+  numRetries: number;
+  perTryTimeout?: DurationIR;
+  backOff?: { baseInterval: DurationIR; maxInterval?: DurationIR };
+  previousPriorities?: { updateFrequency: number };
+}
+
+/** options.faults: Envoy's fault filter on this route (percentages 0-100). */
+export interface FaultsIR {
+  abort?: { percentage: number; httpStatus: number };
+  delay?: { percentage: number; fixedDelay: DurationIR };
+}
+
+/** options.tracing: the route's span name (decorator) and sampling percentages (0-100). */
+export interface RouteTracingIR {
+  operation?: string;
+  propagate?: boolean;
+  clientSampling: number;
+  randomSampling: number;
+  overallSampling: number;
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -143,12 +175,19 @@ export interface RouteIR {
   action: RouteActionIR;
   prefixRewrite?: string;
   timeout: DurationIR;
-  retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
+  retries?: RetryPolicyIR;
   rateLimit?: RateLimitIR;
   cors?: CorsIR;
   csrf?: CsrfIR;
   /** what a hashing load balancer (ringHash, maglev) hashes, in order */
   hashPolicies?: HashPolicyIR[];
+  regexRewrite?: RegexRewriteIR;
+  idleTimeout?: DurationIR;
+  maxStreamDuration?: { maxStreamDuration?: DurationIR; grpcTimeoutHeaderMax?: DurationIR; grpcTimeoutHeaderOffset?: DurationIR };
+  /** options.shadowing: a copy of a share of the requests goes to this cluster (answers dropped) */
+  mirror?: { cluster: string; percentage: number };
+  faults?: FaultsIR;
+  tracing?: RouteTracingIR;
 }
 
 /** One element of a route's hash key (options.lbHash.hashPolicies). */
@@ -178,6 +217,10 @@ export interface VirtualHostIR {
   rateLimit?: RateLimitIR;
   cors?: CorsIR;
   csrf?: CsrfIR;
+  /** used by the routes without a retry policy of their own */
+  retries?: RetryPolicyIR;
+  /** options.stats.virtualClusters: requests counted apart in Envoy's stats (vhost.<name>.vcluster.<vc>.*) */
+  virtualClusters?: { name: string; pattern: string; method?: string }[];
 }
 
 export interface ListenerIR {

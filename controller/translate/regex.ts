@@ -46,3 +46,15 @@ export function re2Error(pattern: string): string | undefined {
     releaseWrapper();
   }
 }
+
+/** The number of capture groups of a pattern RE2 accepts (re2Error first), for substitutions such as `\2`. */
+export function re2CaptureGroups(pattern: string): number {
+  releaseWrapper();
+  try {
+    // an alternative that matches the empty string makes exec return every group, matched or not
+    const match = new RE2(`(?:${pattern})|`, 'u').exec('');
+    return match ? match.length - 1 : 0;
+  } finally {
+    releaseWrapper();
+  }
+}

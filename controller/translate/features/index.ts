@@ -5,11 +5,14 @@ import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { corsFeature } from './cors/index.js';
 import { extauthFeature } from './extauth/index.js';
+import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
+import { statsFeature } from './stats/index.js';
 import { tlsFeature } from './tls/index.js';
+import { tracingFeature } from './tracing/index.js';
 import { upstreamsFeature } from './upstreams/index.js';
 import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmFeature, type WasmOptions } from './wasm/index.js';
 
@@ -35,6 +38,9 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     upstreamsFeature,
     routingFeature,
     lbHashFeature,
+    faultsFeature,
+    tracingFeature,
+    statsFeature,
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),

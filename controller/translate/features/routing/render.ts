@@ -1,14 +1,45 @@
-// Stage 2 for routing: the action of every Envoy route.
-import type { EnvoyRoute, RedirectAction, RouteAction } from '../../../../envoy/typed.js';
-import { duration } from '../../envoy-json.js';
+// Stage 2 for routing: the action of every Envoy route, and the virtual host's retry policy.
+import { typed, type EnvoyRoute, type RedirectAction, type RouteAction } from '../../../../envoy/typed.js';
+import { duration, fractionalPercent } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
-import type { RouteIR } from '../../ir.js';
+import type { RegexRewriteIR, RetryPolicyIR, RouteIR } from '../../ir.js';
+
+type RetryPolicy = NonNullable<RouteAction['retry_policy']>;
 
 export const routingRender: RenderPlugin = {
   patchRoute(ir, route) {
     Object.assign(route, actionFor(ir));
   },
+  // Envoy uses a virtual host's policy for the routes without one of their own
+  patchVirtualHost(ir, vhost) {
+    if (ir.retries) vhost.retry_policy = retryPolicy(ir.retries);
+  },
+  proxyContext: () => null,
 };
+
+function retryPolicy(r: RetryPolicyIR): RetryPolicy {
+  const policy: RetryPolicy = {};
+  if (r.retryOn) policy.retry_on = r.retryOn;
+  policy.num_retries = r.numRetries;
+  if (r.perTryTimeout) policy.per_try_timeout = duration(r.perTryTimeout);
+  if (r.previousPriorities) {
+    policy.retry_priority = {
+      name: 'envoy.retry_priorities.previous_priorities',
+      typed_config: typed('type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig', {
+        update_frequency: r.previousPriorities.updateFrequency,
+      }),
+    };
+  }
+  if (r.backOff) {
+    policy.retry_back_off = { base_interval: duration(r.backOff.baseInterval) };
+    if (r.backOff.maxInterval) policy.retry_back_off.max_interval = duration(r.backOff.maxInterval);
+  }
+  return policy;
+}
+
+function regexRewrite(r: RegexRewriteIR): NonNullable<RouteAction['regex_rewrite']> {
+  return { pattern: { regex: r.pattern }, substitution: r.substitution };
+}
 
 function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 'redirect'> {
   const a = ir.action;
@@ -30,11 +61,22 @@ function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 
         };
       }
       if (ir.prefixRewrite !== undefined) route.prefix_rewrite = ir.prefixRewrite;
+      if (ir.regexRewrite) route.regex_rewrite = regexRewrite(ir.regexRewrite);
       route.timeout = duration(ir.timeout);
-      if (ir.retries) {
-        const retry: NonNullable<RouteAction['retry_policy']> = { retry_on: ir.retries.retryOn, num_retries: ir.retries.numRetries };
-        if (ir.retries.perTryTimeout) retry.per_try_timeout = duration(ir.retries.perTryTimeout);
-        route.retry_policy = retry;
+      if (ir.idleTimeout) route.idle_timeout = duration(ir.idleTimeout);
+      if (ir.maxStreamDuration) {
+        const m = ir.maxStreamDuration;
+        const msd: NonNullable<RouteAction['max_stream_duration']> = {};
+        if (m.maxStreamDuration) msd.max_stream_duration = duration(m.maxStreamDuration);
+        if (m.grpcTimeoutHeaderMax) msd.grpc_timeout_header_max = duration(m.grpcTimeoutHeaderMax);
+        if (m.grpcTimeoutHeaderOffset) msd.grpc_timeout_header_offset = duration(m.grpcTimeoutHeaderOffset);
+        route.max_stream_duration = msd;
+      }
+      if (ir.retries) route.retry_policy = retryPolicy(ir.retries);
+      if (ir.mirror) {
+        route.request_mirror_policies = [
+          { cluster: ir.mirror.cluster, runtime_fraction: { default_value: fractionalPercent(ir.mirror.percentage) } },
+        ];
       }
       return { route };
     }
@@ -49,6 +91,7 @@ function actionFor(ir: RouteIR): Pick<EnvoyRoute, 'route' | 'direct_response' | 
       if (a.portRedirect !== undefined) redirect.port_redirect = a.portRedirect;
       if (a.pathRedirect !== undefined) redirect.path_redirect = a.pathRedirect;
       if (a.prefixRewrite !== undefined) redirect.prefix_rewrite = a.prefixRewrite;
+      if (a.regexRewrite) redirect.regex_rewrite = regexRewrite(a.regexRewrite);
       if (a.httpsRedirect) redirect.https_redirect = true;
       if (a.stripQuery) redirect.strip_query = true;
       if (a.responseCode !== undefined) redirect.response_code = a.responseCode;

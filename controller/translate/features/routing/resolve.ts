@@ -1,12 +1,13 @@
 // Stage 1 for routing: route actions (to upstreams or Services, direct responses, redirects) and the
-// route options that shape forwarding (prefix rewrite, retries).
+// options that shape forwarding (options.ts).
+import type { VirtualService } from '../../../api/resources.js';
 import type { Route } from '../../../api/routes.js';
 import type { Destination } from './schema.js';
-import { parseDuration } from '../../duration.js';
 import type { BindSink, FeatureBinding, Problem, ResolveContext, RouteSite } from '../../feature.js';
-import type { RouteActionIR, RouteIR, UpstreamIR, WeightedClusterIR } from '../../ir.js';
+import type { RouteActionIR, RouteIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from '../../ir.js';
 import { clusterName, discoveredUpstreamName, nsName } from '../../names.js';
 import { destinationSubset } from './subset.js';
+import { bindRouteOptions, regexRewrite, retryPolicy } from './options.js';
 
 export function routingBinding(ctx: ResolveContext): FeatureBinding {
   let byCluster: Map<string, UpstreamIR> | undefined;
@@ -47,16 +48,22 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
         if (route.directResponseAction.body !== undefined) action.body = route.directResponseAction.body;
         return action;
       }
-      if (route.redirectAction) return { type: 'redirect', ...route.redirectAction };
+      if (route.redirectAction) {
+        const { regexRewrite: rewrite, ...redirect } = route.redirectAction;
+        const action: RouteActionIR = { type: 'redirect', ...redirect };
+        const checked = rewrite && regexRewrite(rewrite, `${where}.redirectAction.regexRewrite`, sink.problems);
+        if (checked) action.regexRewrite = checked;
+        return action;
+      }
       return undefined;
     },
-    bindRoute(route: Route, ir: RouteIR): void {
-      const opts = route.options;
-      if (opts?.prefixRewrite !== undefined) ir.prefixRewrite = opts.prefixRewrite;
-      if (opts?.retries) {
-        ir.retries = { retryOn: opts.retries.retryOn ?? '5xx', numRetries: opts.retries.numRetries ?? 1 };
-        if (opts.retries.perTryTimeout) ir.retries.perTryTimeout = parseDuration(opts.retries.perTryTimeout);
-      }
+    bindRoute(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void {
+      bindRouteOptions(route, ir, site, sink, ctx);
+    },
+    bindVirtualHost(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void {
+      const retries = vs.spec.virtualHost.options?.retries;
+      const policy = retries && retryPolicy(retries, 'virtualHost.options.retries', sink);
+      if (policy) ir.retries = policy;
     },
   };
 }

@@ -1,12 +1,26 @@
 // The route fields routing owns: what a route does (forward, answer, redirect) and how it forwards
-// (prefix rewrite, timeout, retries). controller/api/routes.ts composes them into the Route schema.
+// (rewrites, timeouts, retries, shadowing). controller/api/routes.ts composes them into the Route schema.
 import { z } from 'zod';
-import { Duration, Name, ResourceRefSchema, notSupported } from '../../../api/primitives.js';
+import { Duration, Name, Percentage, ResourceRefSchema, notSupported } from '../../../api/primitives.js';
 
 const GLOO_TRANSFORMATION = "Gloo's transformation filter, which is not part of upstream Envoy";
 
 /** An HTTP header name (a token; Envoy compares it in lower case). */
 const HeaderName = z.string().regex(/^[0-9A-Za-z!#$%&'*+\-.^_`|~]+$/, 'expected an HTTP header name');
+
+/** Gloo's RegexMatchAndSubstitute (`regexRewrite` of routes and redirects). */
+export const RegexRewriteSchema = z.strictObject({
+  pattern: z.strictObject({
+    regex: z.string().min(1, 'must not be empty'),
+    googleRe2: z
+      .strictObject({
+        maxProgramSize: notSupported("Envoy 1.40 sets RE2's program size limits in its runtime, not per regex"),
+      })
+      .optional(),
+  }),
+  substitution: z.string().optional(),
+});
+export type RegexRewrite = z.infer<typeof RegexRewriteSchema>;
 
 const KubeDestinationSchema = z.strictObject({
   ref: ResourceRefSchema,
@@ -75,21 +89,41 @@ export const RedirectActionSchema = z
     httpsRedirect: z.boolean().optional(),
     stripQuery: z.boolean().optional(),
     responseCode: z.enum(REDIRECT_CODES).optional(),
+    regexRewrite: RegexRewriteSchema.optional(),
   })
-  .refine((r) => !(r.pathRedirect !== undefined && r.prefixRewrite !== undefined), {
-    message: 'set at most one of pathRedirect, prefixRewrite',
+  .refine((r) => [r.pathRedirect, r.prefixRewrite, r.regexRewrite].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of pathRedirect, prefixRewrite, regexRewrite',
   });
 export type RedirectAction = z.infer<typeof RedirectActionSchema>;
 
+/** Gloo's RetryPolicy (route and virtual host). */
 const RetriesSchema = z.strictObject({
   retryOn: z.string().optional(),
   numRetries: z.number().int().min(0).optional(),
   perTryTimeout: Duration.optional(),
+  retryBackOff: z.strictObject({ baseInterval: Duration.optional(), maxInterval: Duration.optional() }).optional(),
+  previousPriorities: z.strictObject({ updateFrequency: z.number().int().min(1).optional() }).optional(),
 });
+export type Retries = z.infer<typeof RetriesSchema>;
 
 /** Route options routing renders. */
 export const routingRouteOptions = {
   prefixRewrite: z.string().optional(),
+  regexRewrite: RegexRewriteSchema.optional(),
   timeout: Duration.optional(),
+  idleTimeout: Duration.optional(),
+  maxStreamDuration: z
+    .strictObject({
+      maxStreamDuration: Duration.optional(),
+      grpcTimeoutHeaderMax: Duration.optional(),
+      grpcTimeoutHeaderOffset: Duration.optional(),
+    })
+    .optional(),
+  retries: RetriesSchema.optional(),
+  shadowing: z.strictObject({ upstream: ResourceRefSchema, percentage: Percentage.optional() }).optional(),
+};
+
+/** Virtual host options routing renders. */
+export const routingVirtualHostOptions = {
   retries: RetriesSchema.optional(),
 };
