@@ -3,6 +3,8 @@
 // VirtualHostOption / RouteOption kinds. Each feature folder declares the option fields it renders
 // (features/<name>/schema.ts); what Gloo has and Legate refuses is listed at the end, with why.
 import { z } from 'zod';
+import { bufferOptions } from '../translate/features/buffer/schema.js';
+import { envoyOptionsRouteOptions, envoyOptionsVirtualHostOptions } from '../translate/features/envoy-options/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
@@ -12,6 +14,7 @@ import {
   routeActionSchema,
   routingRouteOptions,
 } from '../translate/features/routing/schema.js';
+import { upgradesRouteOptions } from '../translate/features/upgrades/schema.js';
 import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
 
 export { DestinationSchema, REDIRECT_CODES, type Destination, type RedirectAction } from '../translate/features/routing/schema.js';
@@ -44,9 +47,11 @@ const MatcherSchema = z
     headers: z.array(HeaderMatcherSchema).optional(),
     queryParameters: z.array(QueryParameterMatcherSchema).optional(),
     methods: z.array(Name).optional(),
+    // CONNECT requests only (HTTP/1.1 CONNECT has no path to match)
+    connectMatcher: z.strictObject({}).optional(),
   })
-  .refine((m) => [m.prefix, m.exact, m.regex].filter((v) => v !== undefined).length <= 1, {
-    message: 'set at most one of prefix, exact, regex',
+  .refine((m) => [m.prefix, m.exact, m.regex, m.connectMatcher].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of prefix, exact, regex, connectMatcher',
   });
 export type Matcher = z.infer<typeof MatcherSchema>;
 
@@ -81,6 +86,7 @@ const NOT_SUPPORTED_OPTIONS = {
 /** Fields of WeightedDestinationOptions. */
 const destinationOptionFields = {
   ...extauthOptions,
+  ...bufferOptions,
   ...notSupportedFields(['transformations', 'stagedTransformations', 'extensions'], TRANSFORMATION),
 };
 export const WeightedDestinationOptionsSchema = z.strictObject(destinationOptionFields);
@@ -90,6 +96,9 @@ const RouteOptionsSchema = z.strictObject({
   ...routingRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
+  ...upgradesRouteOptions,
+  ...bufferOptions,
+  ...envoyOptionsRouteOptions,
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
@@ -97,6 +106,8 @@ const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...extauthOptions,
   ...rateLimitOptions,
+  ...bufferOptions,
+  ...envoyOptionsVirtualHostOptions,
 });
 export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
 

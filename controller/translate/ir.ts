@@ -23,7 +23,8 @@ export interface StringMatchIR {
 }
 
 export interface MatcherIR {
-  path: { prefix: string } | { exact: string } | { regex: string };
+  /** `connect`: Gloo's connectMatcher, CONNECT requests only (they have no path) */
+  path: { prefix: string } | { exact: string } | { regex: string } | { connect: true };
   caseSensitive: boolean;
   headers: { name: string; match?: StringMatchIR; invert: boolean }[];
   queryParameters: { name: string; match?: StringMatchIR }[];
@@ -35,6 +36,8 @@ export interface WeightedClusterIR {
   weight: number;
   /** its index in routeAction.multi.destinations, where its options are (unset for single) */
   destination?: number;
+  /** the destination's options.bufferPerRoute */
+  buffer?: BufferIR;
 }
 
 export type RouteActionIR =
@@ -97,6 +100,15 @@ export interface RateLimitIR {
   local?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
 }
 
+/** options.bufferPerRoute (Envoy's buffer filter): off, or buffer whole requests up to a size (413 beyond). */
+export type BufferIR = { disabled: true } | { maxRequestBytes: number };
+
+/** One entry of options.upgrades: a protocol upgrade turned on or off for the route (unset: Envoy's default, on). */
+export interface UpgradeIR {
+  type: 'websocket' | 'CONNECT';
+  enabled?: boolean;
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -107,6 +119,10 @@ export interface RouteIR {
   timeout: DurationIR;
   retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
   rateLimit?: RateLimitIR;
+  upgrades?: UpgradeIR[];
+  buffer?: BufferIR;
+  /** options.envoyMetadata: the Envoy route's filter_metadata, by filter name */
+  envoyMetadata?: Record<string, Record<string, unknown>>;
 }
 
 export interface DownstreamTlsIR {
@@ -128,6 +144,11 @@ export interface VirtualHostIR {
   tls?: DownstreamTlsIR;
   auth?: AuthBindingIR;
   rateLimit?: RateLimitIR;
+  buffer?: BufferIR;
+  /** x-envoy-attempt-count on upstream requests (includeRequestAttemptCount) */
+  includeRequestAttemptCount?: true;
+  /** x-envoy-attempt-count on downstream responses (includeAttemptCountInResponse) */
+  includeAttemptCountInResponse?: true;
 }
 
 export interface ListenerIR {

@@ -3,11 +3,14 @@
 // it) and breaks ties between HTTP filters at one stage position in stage 2.
 import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
+import { bufferFeature } from './buffer/index.js';
+import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { tlsFeature } from './tls/index.js';
+import { upgradesFeature } from './upgrades/index.js';
 import { upstreamsFeature } from './upstreams/index.js';
 import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmFeature, type WasmOptions } from './wasm/index.js';
 
@@ -37,5 +40,8 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     graphqlFeature(options.graphql),
+    upgradesFeature,
+    bufferFeature,
+    envoyOptionsFeature,
   ]);
 }
