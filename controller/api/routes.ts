@@ -4,6 +4,7 @@
 // (features/<name>/schema.ts); what Gloo has and Legate refuses is listed at the end, with why.
 import { z } from 'zod';
 import { bufferOptions } from '../translate/features/buffer/schema.js';
+import { dfpRouteActions } from '../translate/features/dfp/schema.js';
 import { envoyOptionsRouteOptions, envoyOptionsVirtualHostOptions } from '../translate/features/envoy-options/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
@@ -113,7 +114,7 @@ export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
 
 // ---- Routes ----
 
-const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema);
+const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema, { ...dfpRouteActions });
 export type RouteAction = z.infer<typeof RouteActionSchema>;
 
 const RouteSchema = z

@@ -123,6 +123,9 @@ export interface RouteIR {
   buffer?: BufferIR;
   /** options.envoyMetadata: the Envoy route's filter_metadata, by filter name */
   envoyMetadata?: Record<string, Record<string, unknown>>;
+  /** routeAction.dynamicForwardProxy (the action routes to the dynamic forward proxy cluster): the host
+   * to resolve instead of the request's Host, or the header that names it */
+  dynamicForwardProxy?: { hostRewrite?: string; hostRewriteHeader?: string };
 }
 
 export interface DownstreamTlsIR {

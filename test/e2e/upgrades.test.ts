@@ -1,7 +1,8 @@
 // Protocol upgrades and the options Envoy takes as they are, end to end through a real Envoy: a WebSocket
 // through the gateway with no option set (Gloo's default), a route that turns it off, a CONNECT tunnel
 // (connectMatcher + upgrades.connect), x-envoy-attempt-count both ways, bufferPerRoute limits (413) on a
-// virtual host, a route and weighted destinations, and a route's envoyMetadata in Envoy's config dump.
+// virtual host, a route and weighted destinations, a route's envoyMetadata in Envoy's config dump, and
+// dynamicForwardProxy routes (the host a header names, or a fixed one, resolved by Envoy's DNS cache).
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +97,23 @@ spec:
             disabled: true
       - matchers: [{ prefix: / }]
         ${toApp}
+`,
+    'egress.yaml': `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: egress, namespace: gloo-system }
+spec:
+  virtualHost:
+    domains: [egress.example.com]
+    routes:
+      - matchers: [{ prefix: /fixed }]
+        routeAction:
+          dynamicForwardProxy:
+            hostRewrite: 127.0.0.1:${app.port}
+      - matchers: [{ prefix: / }]
+        routeAction:
+          dynamicForwardProxy:
+            autoHostRewriteHeader: x-rewrite-me
 `,
   });
   await gw.until('/', (r) => r.status === 200);
@@ -256,9 +274,27 @@ describe('envoyMetadata', () => {
   });
 });
 
+describe('dynamicForwardProxy', () => {
+  it('forwards to the host a header names (autoHostRewriteHeader), resolved by Envoy', async () => {
+    const r = await gw.until('/by-header?x=1', (res) => res.status === 200, {
+      host: 'egress.example.com',
+      headers: { 'x-rewrite-me': `127.0.0.1:${app.port}` },
+    });
+    const seen = r.json<{ path: string; headers: Record<string, string> }>();
+    expect(seen.path).toBe('/by-header?x=1');
+    expect(seen.headers['host']).toBe(`127.0.0.1:${app.port}`);
+  });
+
+  it('forwards to a fixed host (hostRewrite)', async () => {
+    const r = await gw.request('/fixed', { host: 'egress.example.com' });
+    expect(r.status).toBe(200);
+    expect(r.json<{ headers: Record<string, string> }>().headers['host']).toBe(`127.0.0.1:${app.port}`);
+  });
+});
+
 describe('status', () => {
-  it('accepts both virtual services', () => {
-    for (const name of ['chat', 'counted']) {
+  it('accepts every virtual service', () => {
+    for (const name of ['chat', 'counted', 'egress']) {
       const vs = JSON.parse(gw.ctl('get', 'vs', name, '-n', 'gloo-system', '-o', 'json').stdout) as {
         status: { statuses: Record<string, { state: string }> };
       };

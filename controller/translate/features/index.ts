@@ -4,6 +4,7 @@
 import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { bufferFeature } from './buffer/index.js';
+import { dfpFeature } from './dfp/index.js';
 import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
@@ -43,5 +44,6 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     upgradesFeature,
     bufferFeature,
     envoyOptionsFeature,
+    dfpFeature,
   ]);
 }

@@ -11,7 +11,8 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
   return {
     routeAction(route: Route, site: RouteSite, sink: BindSink): RouteActionIR | undefined {
       const { where } = site;
-      if (route.routeAction) {
+      // other kinds of routeAction destination (dynamicForwardProxy) are their features'
+      if (route.routeAction?.single || route.routeAction?.multi) {
         const dests = route.routeAction.single
           ? [{ destination: route.routeAction.single, weight: 1 }]
           : (route.routeAction.multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));

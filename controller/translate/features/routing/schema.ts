@@ -16,8 +16,15 @@ export const DestinationSchema = z
   .refine((d) => (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
 export type Destination = z.infer<typeof DestinationSchema>;
 
-/** `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`). */
-export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
+/**
+ * `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`),
+ * and the kinds of destination other features own (`otherActions`, e.g. dynamicForwardProxy).
+ */
+export function routeActionSchema<O extends z.ZodType, A extends Record<string, z.ZodOptional<z.ZodType>>>(
+  destinationOptions: O,
+  otherActions: A,
+) {
+  const kinds = ['single', 'multi', ...Object.keys(otherActions)];
   return z
     .strictObject({
       single: DestinationSchema.optional(),
@@ -34,8 +41,11 @@ export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
             .min(1, 'needs at least one destination'),
         })
         .optional(),
+      ...otherActions,
     })
-    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) === 1, { message: 'set exactly one of single, multi' });
+    .refine((a) => kinds.filter((k) => (a as Record<string, unknown>)[k] !== undefined).length === 1, {
+      message: `set exactly one of ${kinds.join(', ')}`,
+    });
 }
 
 export const DirectResponseActionSchema = z.strictObject({
