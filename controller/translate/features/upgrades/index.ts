@@ -44,7 +44,9 @@ export const upgradesFeature: Feature = {
       for (const f of filters) {
         if (f.name !== HCM_FILTER || !f.typed_config) continue;
         const hcm = f.typed_config as TypedConfig & HttpConnectionManager;
-        (hcm.upgrade_configs ??= []).push({ upgrade_type: 'websocket' });
+        const configs = (hcm.upgrade_configs ??= []);
+        // a websocket entry already there (listener settings) says more than the default
+        if (!configs.some((c) => c.upgrade_type?.toLowerCase() === 'websocket')) configs.push({ upgrade_type: 'websocket' });
       }
     },
     patchRoute(ir, route) {
