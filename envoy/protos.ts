@@ -33,6 +33,8 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
   'envoy/extensions/filters/http/ext_proc/v3/ext_proc.proto',
   'envoy/extensions/filters/http/buffer/v3/buffer.proto',
+  'envoy/extensions/filters/http/dynamic_forward_proxy/v3/dynamic_forward_proxy.proto',
+  'envoy/extensions/clusters/dynamic_forward_proxy/v3/cluster.proto',
   'envoy/extensions/filters/http/wasm/v3/wasm.proto',
   'envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto',
   'envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto',

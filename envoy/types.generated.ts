@@ -47,6 +47,8 @@ export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_Tl
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
 export type FileAccessLog = envoy_extensions_access_loggers_file_v3_FileAccessLog;
+export type PerRouteConfig = envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
+export type ClusterConfig = envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
 
 /** Type URL -> message, for typed() in envoy/typed.ts. */
 export interface TypeUrlMap {
@@ -85,6 +87,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog": envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog": envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog": envoy_extensions_access_loggers_file_v3_FileAccessLog;
+  "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_FilterConfig;
+  "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
+  "type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig": envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
   "type.googleapis.com/google.protobuf.StringValue": { value: string };
 }
 
@@ -652,6 +657,11 @@ export type envoy_config_cluster_v3_UpstreamConnectionOptions_FirstAddressFamily
 export interface envoy_config_cluster_v3_UpstreamConnectionOptions_HappyEyeballsConfig {
   first_address_family_version?: envoy_config_cluster_v3_UpstreamConnectionOptions_FirstAddressFamilyVersion;
   first_address_family_count?: number;
+}
+
+/** envoy.config.common.key_value.v3.KeyValueStoreConfig */
+export interface envoy_config_common_key_value_v3_KeyValueStoreConfig {
+  config?: envoy_config_core_v3_TypedExtensionConfig;
 }
 
 /** envoy.config.common.matcher.v3.Matcher */
@@ -2268,6 +2278,45 @@ export interface envoy_extensions_access_loggers_stream_v3_StdoutAccessLog {
   log_format?: envoy_config_core_v3_SubstitutionFormatString;
 }
 
+/** envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig */
+export interface envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig {
+  dns_cache_config?: envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheConfig;
+  sub_clusters_config?: envoy_extensions_clusters_dynamic_forward_proxy_v3_SubClustersConfig;
+  allow_insecure_cluster_options?: boolean;
+  allow_coalesced_connections?: boolean;
+}
+
+/** envoy.extensions.clusters.dynamic_forward_proxy.v3.SubClustersConfig */
+export interface envoy_extensions_clusters_dynamic_forward_proxy_v3_SubClustersConfig {
+  lb_policy?: envoy_config_cluster_v3_Cluster_LbPolicy;
+  max_sub_clusters?: number;
+  sub_cluster_ttl?: Duration;
+  preresolve_clusters?: envoy_config_core_v3_SocketAddress[];
+}
+
+/** envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheCircuitBreakers */
+export interface envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheCircuitBreakers {
+  max_pending_requests?: number;
+}
+
+/** envoy.extensions.common.dynamic_forward_proxy.v3.DnsCacheConfig */
+export interface envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheConfig {
+  name?: string;
+  dns_lookup_family?: envoy_config_cluster_v3_Cluster_DnsLookupFamily;
+  dns_refresh_rate?: Duration;
+  dns_min_refresh_rate?: Duration;
+  host_ttl?: Duration;
+  max_hosts?: number;
+  dns_failure_refresh_rate?: envoy_config_cluster_v3_Cluster_RefreshRate;
+  dns_cache_circuit_breaker?: envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheCircuitBreakers;
+  use_tcp_for_dns_lookups?: boolean; /** deprecated in Envoy */
+  dns_resolution_config?: envoy_config_core_v3_DnsResolutionConfig; /** deprecated in Envoy */
+  typed_dns_resolver_config?: envoy_config_core_v3_TypedExtensionConfig;
+  preresolve_hostnames?: envoy_config_core_v3_SocketAddress[];
+  dns_query_timeout?: Duration;
+  key_value_config?: envoy_config_common_key_value_v3_KeyValueStoreConfig;
+}
+
 /** envoy.extensions.common.matching.v3.ExtensionWithMatcher */
 export interface envoy_extensions_common_matching_v3_ExtensionWithMatcher {
   matcher?: envoy_config_common_matcher_v3_Matcher; /** deprecated in Envoy */
@@ -2360,6 +2409,24 @@ export interface envoy_extensions_filters_http_csrf_v3_CsrfPolicy {
   filter_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
   shadow_enabled?: envoy_config_core_v3_RuntimeFractionalPercent;
   additional_origins?: envoy_type_matcher_v3_StringMatcher[];
+}
+
+/** envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig */
+export interface envoy_extensions_filters_http_dynamic_forward_proxy_v3_FilterConfig {
+  dns_cache_config?: envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheConfig;
+  sub_cluster_config?: envoy_extensions_filters_http_dynamic_forward_proxy_v3_SubClusterConfig;
+  save_upstream_address?: boolean;
+}
+
+/** envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig */
+export interface envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig {
+  host_rewrite_literal?: string;
+  host_rewrite_header?: string;
+}
+
+/** envoy.extensions.filters.http.dynamic_forward_proxy.v3.SubClusterConfig */
+export interface envoy_extensions_filters_http_dynamic_forward_proxy_v3_SubClusterConfig {
+  cluster_init_timeout?: Duration;
 }
 
 /** envoy.extensions.filters.http.ext_authz.v3.AuthorizationRequest */

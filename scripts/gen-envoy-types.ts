@@ -51,6 +51,9 @@ export const ROOTS = [
   'envoy.extensions.access_loggers.stream.v3.StdoutAccessLog',
   'envoy.extensions.access_loggers.stream.v3.StderrAccessLog',
   'envoy.extensions.access_loggers.file.v3.FileAccessLog',
+  'envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig',
+  'envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig',
+  'envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig',
   'google.protobuf.StringValue',
 ] as const;
 
@@ -162,10 +165,15 @@ export function generate(): string {
   ];
   const aliases = ['/** Short names for the root messages. */'];
   const map = ['/** Type URL -> message, for typed() in envoy/typed.ts. */', 'export interface TypeUrlMap {'];
+  const aliased = new Set<string>();
   for (const name of ROOTS) {
     const full = `.${name}`;
     const t = WELL_KNOWN[full] ?? tsName(full);
-    if (!WELL_KNOWN[full]) aliases.push(`export type ${shortName(full)} = ${t};`);
+    // a short name two roots share (FilterConfig) stays the first one's
+    if (!WELL_KNOWN[full] && !aliased.has(shortName(full))) {
+      aliased.add(shortName(full));
+      aliases.push(`export type ${shortName(full)} = ${t};`);
+    }
     map.push(`  ${JSON.stringify(`type.googleapis.com/${name}`)}: ${WELL_KNOWN[full] ? `{ value: ${t} }` : t};`);
   }
   map.push('}', '');

@@ -4,6 +4,9 @@
 // (features/<name>/schema.ts); what Gloo has and Legate refuses is listed at the end, with why.
 import { z } from 'zod';
 import { corsDestinationOptions, corsRouteOptions, corsVirtualHostOptions } from '../translate/features/cors/schema.js';
+import { bufferOptions } from '../translate/features/buffer/schema.js';
+import { dfpRouteActions } from '../translate/features/dfp/schema.js';
+import { envoyOptionsRouteOptions, envoyOptionsVirtualHostOptions } from '../translate/features/envoy-options/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { lbHashOptions } from '../translate/features/lbhash/schema.js';
@@ -18,6 +21,7 @@ import {
 import { faultsRouteOptions } from '../translate/features/faults/schema.js';
 import { statsVirtualHostOptions } from '../translate/features/stats/schema.js';
 import { tracingRouteOptions } from '../translate/features/tracing/schema.js';
+import { upgradesRouteOptions } from '../translate/features/upgrades/schema.js';
 import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
 
 export { DestinationSchema, REDIRECT_CODES, type Destination, type RedirectAction } from '../translate/features/routing/schema.js';
@@ -51,9 +55,11 @@ const MatcherSchema = z
     headers: z.array(HeaderMatcherSchema).optional(),
     queryParameters: z.array(QueryParameterMatcherSchema).optional(),
     methods: z.array(Name).optional(),
+    // CONNECT requests only (HTTP/1.1 CONNECT has no path to match)
+    connectMatcher: z.strictObject({}).optional(),
   })
-  .refine((m) => [m.prefix, m.exact, m.regex].filter((v) => v !== undefined).length <= 1, {
-    message: 'set at most one of prefix, exact, regex',
+  .refine((m) => [m.prefix, m.exact, m.regex, m.connectMatcher].filter((v) => v !== undefined).length <= 1, {
+    message: 'set at most one of prefix, exact, regex, connectMatcher',
   });
 export type Matcher = z.infer<typeof MatcherSchema>;
 
@@ -88,6 +94,7 @@ const NOT_SUPPORTED_OPTIONS = {
 const destinationOptionFields = {
   ...extauthOptions,
   ...corsDestinationOptions,
+  ...bufferOptions,
   ...notSupportedFields(['transformations', 'stagedTransformations', 'extensions'], TRANSFORMATION),
 };
 export const WeightedDestinationOptionsSchema = z.strictObject(destinationOptionFields);
@@ -101,6 +108,9 @@ const RouteOptionsSchema = z.strictObject({
   ...rateLimitOptions,
   ...corsRouteOptions,
   ...lbHashOptions,
+  ...upgradesRouteOptions,
+  ...bufferOptions,
+  ...envoyOptionsRouteOptions,
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
@@ -111,12 +121,14 @@ const VirtualHostOptionsSchema = z.strictObject({
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsVirtualHostOptions,
+  ...bufferOptions,
+  ...envoyOptionsVirtualHostOptions,
 });
 export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
 
 // ---- Routes ----
 
-const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema);
+const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema, { ...dfpRouteActions });
 export type RouteAction = z.infer<typeof RouteActionSchema>;
 
 const RouteSchema = z

@@ -23,7 +23,8 @@ export interface StringMatchIR {
 }
 
 export interface MatcherIR {
-  path: { prefix: string } | { exact: string } | { regex: string };
+  /** `connect`: Gloo's connectMatcher, CONNECT requests only (they have no path) */
+  path: { prefix: string } | { exact: string } | { regex: string } | { connect: true };
   caseSensitive: boolean;
   headers: { name: string; match?: StringMatchIR; invert: boolean }[];
   queryParameters: { name: string; match?: StringMatchIR }[];
@@ -39,6 +40,8 @@ export interface WeightedClusterIR {
   csrf?: CsrfIR;
   /** the destination's subset: endpoint metadata (`envoy.lb`) the endpoints must have */
   subset?: Record<string, string>;
+  /** the destination's options.bufferPerRoute */
+  buffer?: BufferIR;
 }
 
 export type RouteActionIR =
@@ -167,6 +170,15 @@ export interface RouteTracingIR {
   overallSampling: number;
 }
 
+/** options.bufferPerRoute (Envoy's buffer filter): off, or buffer whole requests up to a size (413 beyond). */
+export type BufferIR = { disabled: true } | { maxRequestBytes: number };
+
+/** One entry of options.upgrades: a protocol upgrade turned on or off for the route (unset: Envoy's default, on). */
+export interface UpgradeIR {
+  type: 'websocket' | 'CONNECT';
+  enabled?: boolean;
+}
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -188,6 +200,13 @@ export interface RouteIR {
   mirror?: { cluster: string; percentage: number };
   faults?: FaultsIR;
   tracing?: RouteTracingIR;
+  upgrades?: UpgradeIR[];
+  buffer?: BufferIR;
+  /** options.envoyMetadata: the Envoy route's filter_metadata, by filter name */
+  envoyMetadata?: Record<string, Record<string, unknown>>;
+  /** routeAction.dynamicForwardProxy (the action routes to the dynamic forward proxy cluster): the host
+   * to resolve instead of the request's Host, or the header that names it */
+  dynamicForwardProxy?: { hostRewrite?: string; hostRewriteHeader?: string };
 }
 
 /** One element of a route's hash key (options.lbHash.hashPolicies). */
@@ -221,6 +240,11 @@ export interface VirtualHostIR {
   retries?: RetryPolicyIR;
   /** options.stats.virtualClusters: requests counted apart in Envoy's stats (vhost.<name>.vcluster.<vc>.*) */
   virtualClusters?: { name: string; pattern: string; method?: string }[];
+  buffer?: BufferIR;
+  /** x-envoy-attempt-count on upstream requests (includeRequestAttemptCount) */
+  includeRequestAttemptCount?: true;
+  /** x-envoy-attempt-count on downstream responses (includeAttemptCountInResponse) */
+  includeAttemptCountInResponse?: true;
 }
 
 export interface ListenerIR {

@@ -18,7 +18,8 @@ function stringMatch(value: string, regex: boolean | undefined, where: string, p
 export function translateMatcher(m: Matcher, where: string, problems: Problem[]): MatcherIR {
   const caseSensitive = m.caseSensitive ?? true;
   let path: MatcherIR['path'];
-  if (m.exact !== undefined) path = { exact: m.exact };
+  if (m.connectMatcher !== undefined) path = { connect: true };
+  else if (m.exact !== undefined) path = { exact: m.exact };
   else if (m.regex !== undefined) {
     const err = re2Error(m.regex);
     if (err) problems.push({ code: 'InvalidRegex', message: `${where}.regex: invalid regex ${JSON.stringify(m.regex)}: ${err}` });
@@ -47,8 +48,9 @@ export function matchFor(m: MatcherIR | undefined): RouteMatch {
   const match: RouteMatch = {};
   if ('prefix' in m.path) match.prefix = m.path.prefix;
   else if ('exact' in m.path) match.path = m.path.exact;
-  else match.safe_regex = { regex: m.path.regex };
-  if (!m.caseSensitive && !('regex' in m.path)) match.case_sensitive = false;
+  else if ('regex' in m.path) match.safe_regex = { regex: m.path.regex };
+  else match.connect_matcher = {};
+  if (!m.caseSensitive && ('prefix' in m.path || 'exact' in m.path)) match.case_sensitive = false;
   const headers: HeaderMatcher[] = m.headers.map((h) => {
     const header: HeaderMatcher = { name: h.name };
     if (h.match) header.string_match = stringMatcher(h.match);

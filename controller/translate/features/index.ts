@@ -4,6 +4,9 @@
 import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { corsFeature } from './cors/index.js';
+import { bufferFeature } from './buffer/index.js';
+import { dfpFeature } from './dfp/index.js';
+import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
@@ -13,6 +16,7 @@ import { routingFeature } from './routing/index.js';
 import { statsFeature } from './stats/index.js';
 import { tlsFeature } from './tls/index.js';
 import { tracingFeature } from './tracing/index.js';
+import { upgradesFeature } from './upgrades/index.js';
 import { upstreamsFeature } from './upstreams/index.js';
 import { DEFAULT_WASM_OPTIONS, edgeCacheSkip, wasmFeature, type WasmOptions } from './wasm/index.js';
 
@@ -47,5 +51,9 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     corsFeature,
     graphqlFeature(options.graphql),
+    upgradesFeature,
+    bufferFeature,
+    envoyOptionsFeature,
+    dfpFeature,
   ]);
 }

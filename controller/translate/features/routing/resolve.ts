@@ -18,7 +18,8 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
       const { where } = site;
       if (route.routeAction?.clusterHeader !== undefined)
         return { type: 'route', clusters: [], clusterHeader: route.routeAction.clusterHeader };
-      if (route.routeAction) {
+      // other kinds of routeAction destination (dynamicForwardProxy) are their features'
+      if (route.routeAction?.single || route.routeAction?.multi) {
         const dests = route.routeAction.single
           ? [{ destination: route.routeAction.single, weight: 1 }]
           : (route.routeAction.multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));

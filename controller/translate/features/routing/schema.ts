@@ -47,8 +47,15 @@ export const DestinationSchema = z
   .refine((d) => d.consul !== undefined || (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
 export type Destination = z.infer<typeof DestinationSchema>;
 
-/** `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`). */
-export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
+/**
+ * `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`),
+ * and the kinds of destination other features own (`otherActions`, e.g. dynamicForwardProxy).
+ */
+export function routeActionSchema<O extends z.ZodType, A extends Record<string, z.ZodOptional<z.ZodType>>>(
+  destinationOptions: O,
+  otherActions: A,
+) {
+  const kinds = ['single', 'multi', 'clusterHeader', ...Object.keys(otherActions)];
   return z
     .strictObject({
       single: DestinationSchema.optional(),
@@ -67,9 +74,10 @@ export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
         .optional(),
       /** the request header that names the Envoy cluster (`<upstream>_<namespace>`) to route to */
       clusterHeader: HeaderName.optional(),
+      ...otherActions,
     })
-    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) + (a.clusterHeader !== undefined ? 1 : 0) === 1, {
-      message: 'set exactly one of single, multi, clusterHeader',
+    .refine((a) => kinds.filter((k) => (a as Record<string, unknown>)[k] !== undefined).length === 1, {
+      message: `set exactly one of ${kinds.join(', ')}`,
     });
 }
 
