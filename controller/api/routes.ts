@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
+import { headersDestinationOptions, headersRouteOptions, headersVirtualHostOptions } from '../translate/features/headers/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
   DirectResponseActionSchema,
@@ -80,6 +81,7 @@ const NOT_SUPPORTED_OPTIONS = {
 
 /** Fields of WeightedDestinationOptions. */
 const destinationOptionFields = {
+  ...headersDestinationOptions,
   ...extauthOptions,
   ...notSupportedFields(['transformations', 'stagedTransformations', 'extensions'], TRANSFORMATION),
 };
@@ -88,6 +90,7 @@ export const WeightedDestinationOptionsSchema = z.strictObject(destinationOption
 const RouteOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...routingRouteOptions,
+  ...headersRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
 });
@@ -95,6 +98,7 @@ export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
 const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
+  ...headersVirtualHostOptions,
   ...extauthOptions,
   ...rateLimitOptions,
 });

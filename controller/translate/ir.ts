@@ -35,7 +35,26 @@ export interface WeightedClusterIR {
   weight: number;
   /** its index in routeAction.multi.destinations, where its options are (unset for single) */
   destination?: number;
+  /** the destination's headerManipulation, applied when it is picked */
+  headers?: HeaderManipulationIR;
+  /** the destination's extauth, more specific than the route's */
+  auth?: AuthBindingIR;
 }
+
+/** A header to add: a literal value (Envoy's %…% operators apply to it), or a key of a Secret (taken literally). */
+export type HeaderAddIR = { key: string; append: boolean } & ({ value: string } | { secretValue: string; fromSecretRef: string });
+
+/** headerManipulation of a virtual host, route or weighted destination. */
+export interface HeaderManipulationIR {
+  requestHeadersToAdd?: HeaderAddIR[];
+  requestHeadersToRemove?: string[];
+  responseHeadersToAdd?: HeaderAddIR[];
+  responseHeadersToRemove?: string[];
+}
+
+/** How a route rewrites the Host header on the way upstream (Envoy's host_rewrite_specifier). */
+export type HostRewriteIR =
+  { literal: string } | { auto: true } | { header: string } | { pathRegex: { regex: string; substitution: string } };
 
 export type RouteActionIR =
   | { type: 'route'; clusters: WeightedClusterIR[] }
@@ -68,7 +87,7 @@ export type AuthBindingIR =
       bearerOptional?: true;
       /** request headers its steps read besides `authorization` (API key headers), which ext_authz must send */
       headers?: string[];
-      sourceType: 'virtual_host' | 'route';
+      sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }
   | { disabled: true };
@@ -107,6 +126,10 @@ export interface RouteIR {
   timeout: DurationIR;
   retries?: { retryOn: string; numRetries: number; perTryTimeout?: DurationIR };
   rateLimit?: RateLimitIR;
+  headers?: HeaderManipulationIR;
+  hostRewrite?: HostRewriteIR;
+  /** the original Host goes to x-forwarded-host when it is rewritten */
+  appendXForwardedHost?: true;
 }
 
 export interface DownstreamTlsIR {
@@ -128,6 +151,7 @@ export interface VirtualHostIR {
   tls?: DownstreamTlsIR;
   auth?: AuthBindingIR;
   rateLimit?: RateLimitIR;
+  headers?: HeaderManipulationIR;
 }
 
 export interface ListenerIR {

@@ -5,6 +5,7 @@ import type { ServiceAddress } from '../envoy-json.js';
 import type { Feature } from '../feature.js';
 import { extauthFeature } from './extauth/index.js';
 import { graphqlFeature } from './graphql/index.js';
+import { headersFeature } from './headers/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { tlsFeature } from './tls/index.js';
@@ -32,6 +33,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
   return Object.freeze([
     upstreamsFeature,
     routingFeature,
+    headersFeature,
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
