@@ -220,7 +220,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
           apiVersion: resource.apiVersion,
           kind: resource.kind,
           metadata: resource.metadata,
-          ...(resource.spec !== undefined ? { spec: resource.spec } : {}),
+          // a Proxy (the IR) carries values read from Secrets (private keys, header secrets)
+          ...(resource.spec !== undefined ? { spec: resource.kind === 'Proxy' ? redactSecrets(resource.spec) : resource.spec } : {}),
           ...(resource.kind === 'Secret' ? redactSecretBody(resource.body) : resource.body),
           status: { statuses: { [ns]: shown } },
         };
