@@ -279,6 +279,19 @@ describe('headerManipulation', () => {
     expect(seen(r)['authorization']).toBe(SECRET_VALUE);
   });
 
+  it("the Secret's value appears nowhere Legate shows or logs: served config, the Proxy, logs", async () => {
+    const raw = SECRET_VALUE;
+    const escaped = SECRET_VALUE.replaceAll('%', '%%');
+    const served = await (await fetch(`http://127.0.0.1:${gw.ports.api}/api/v1/served`)).text();
+    expect(served).toContain('authorization');
+    const proxies = await (await fetch(`http://127.0.0.1:${gw.ports.api}/api/v1/resources?kind=Proxy`)).text();
+    expect(proxies).toContain('gloo-system.upstream-auth');
+    for (const text of [served, proxies, gw.log('controller'), gw.log('extauth')]) {
+      expect(text).not.toContain(raw);
+      expect(text).not.toContain(escaped);
+    }
+  });
+
   it('adds response headers to direct responses', async () => {
     const r = await gw.request('/healthz', shop());
     expect(r.text).toBe('ok');
