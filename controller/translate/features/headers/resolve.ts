@@ -11,7 +11,7 @@ import { secretValue } from '../../secrets.js';
 import type { HeaderManipulation } from './schema.js';
 
 /** Gloo reads header secrets of these types (a Secret without a type is Opaque). */
-export const HEADER_SECRET_TYPES = ['gloo.solo.io/header', 'Opaque'];
+const HEADER_SECRET_TYPES = ['gloo.solo.io/header', 'Opaque'];
 
 /** An HTTP token (RFC 9110 field-name). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -151,7 +151,7 @@ function checkName(name: string, where: string, verb: 'set' | 'remove', sink: Bi
   else if (name.toLowerCase() === 'host')
     message =
       verb === 'set'
-        ? 'the Host header cannot be set here; use hostRewrite (or another Host rewrite) in the route options'
+        ? 'the Host header cannot be set by headerManipulation (the Host sent upstream is a route option: hostRewrite)'
         : 'the Host header cannot be removed';
   else if (!TOKEN.test(name)) message = `${JSON.stringify(name)} is not a valid header name`;
   if (message) sink.problems.push({ code: 'InvalidSpec', message: `${where}: ${message}` });
@@ -222,6 +222,11 @@ function hostRewrite(
     const { pattern, substitution } = o.hostRewritePathRegex;
     const error = re2Error(pattern.regex);
     if (error) sink.problems.push({ code: 'InvalidRegex', message: `${where}.hostRewritePathRegex.pattern.regex: ${error}` });
+    else if (BAD_VALUE.test(substitution))
+      sink.problems.push({
+        code: 'InvalidSpec',
+        message: `${where}.hostRewritePathRegex.substitution: a host cannot carry a line break or NUL`,
+      });
     else rewrite = { pathRegex: { regex: pattern.regex, substitution } };
   }
   if (rewrite) ir.hostRewrite = rewrite;
