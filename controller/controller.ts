@@ -220,7 +220,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
           apiVersion: resource.apiVersion,
           kind: resource.kind,
           metadata: resource.metadata,
-          ...(resource.spec !== undefined ? { spec: resource.spec } : {}),
+          // a Proxy (the IR) carries values read from Secrets (private keys, header secrets)
+          ...(resource.spec !== undefined ? { spec: resource.kind === 'Proxy' ? redactSecrets(resource.spec) : resource.spec } : {}),
           ...(resource.kind === 'Secret' ? redactSecretBody(resource.body) : resource.body),
           status: { statuses: { [ns]: shown } },
         };
@@ -236,7 +237,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const snap = cache.get(r);
         if (!snap) continue;
         const types: Record<string, unknown[]> = {};
-        for (const [typeUrl, t] of snap.types) types[typeUrl] = t.resources.map((x) => redactSecrets(x.resource));
+        const hidden = secretHeaderValues(output?.proxies ?? []);
+        for (const [typeUrl, t] of snap.types) types[typeUrl] = t.resources.map((x) => redactSecrets(x.resource, hidden));
         result[r] = types;
       }
       return result;
@@ -338,15 +340,32 @@ function redactSecretBody(body: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
-function redactSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactSecrets);
+/** `headerValues`: values of Envoy HeaderValues ({key, value}) to hide, the ones read from Secrets. */
+function redactSecrets(value: unknown, headerValues: ReadonlySet<string> = new Set()): unknown {
+  if (Array.isArray(value)) return value.map((v) => redactSecrets(v, headerValues));
   if (value && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    const header = typeof o['key'] === 'string' && typeof o['value'] === 'string' && headerValues.has(o['value']);
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [
+      Object.entries(o).map(([k, v]) => [
         k,
-        /secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref') ? '<redacted>' : redactSecrets(v),
+        (/secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref')) || (header && k === 'value')
+          ? '<redacted>'
+          : redactSecrets(v, headerValues),
       ]),
     );
   }
   return value;
+}
+
+/** The values of headers read from Secrets in the IR (`secretValue`), as rendered (% escaped) too. */
+function secretHeaderValues(ir: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(ir)) for (const v of ir) secretHeaderValues(v, out);
+  else if (ir && typeof ir === 'object') {
+    for (const [k, v] of Object.entries(ir)) {
+      if (k === 'secretValue' && typeof v === 'string') out.add(v).add(v.replaceAll('%', '%%'));
+      else secretHeaderValues(v, out);
+    }
+  }
+  return out;
 }

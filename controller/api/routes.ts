@@ -10,6 +10,7 @@ import { envoyOptionsRouteOptions, envoyOptionsVirtualHostOptions } from '../tra
 import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { lbHashOptions } from '../translate/features/lbhash/schema.js';
+import { headersDestinationOptions, headersRouteOptions, headersVirtualHostOptions } from '../translate/features/headers/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
   DirectResponseActionSchema,
@@ -92,6 +93,7 @@ const NOT_SUPPORTED_OPTIONS = {
 
 /** Fields of WeightedDestinationOptions. */
 const destinationOptionFields = {
+  ...headersDestinationOptions,
   ...extauthOptions,
   ...corsDestinationOptions,
   ...bufferOptions,
@@ -104,6 +106,7 @@ const RouteOptionsSchema = z.strictObject({
   ...routingRouteOptions,
   ...faultsRouteOptions,
   ...tracingRouteOptions,
+  ...headersRouteOptions,
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsRouteOptions,
@@ -118,6 +121,7 @@ const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...routingVirtualHostOptions,
   ...statsVirtualHostOptions,
+  ...headersVirtualHostOptions,
   ...extauthOptions,
   ...rateLimitOptions,
   ...corsVirtualHostOptions,

@@ -42,7 +42,26 @@ export interface WeightedClusterIR {
   subset?: Record<string, string>;
   /** the destination's options.bufferPerRoute */
   buffer?: BufferIR;
+  /** the destination's headerManipulation, applied when it is picked */
+  headers?: HeaderManipulationIR;
+  /** the destination's extauth, more specific than the route's */
+  auth?: AuthBindingIR;
 }
+
+/** A header to add: a literal value (Envoy's %…% operators apply to it), or a key of a Secret (taken literally). */
+export type HeaderAddIR = { key: string; append: boolean } & ({ value: string } | { secretValue: string; fromSecretRef: string });
+
+/** headerManipulation of a virtual host, route or weighted destination. */
+export interface HeaderManipulationIR {
+  requestHeadersToAdd?: HeaderAddIR[];
+  requestHeadersToRemove?: string[];
+  responseHeadersToAdd?: HeaderAddIR[];
+  responseHeadersToRemove?: string[];
+}
+
+/** How a route rewrites the Host header on the way upstream (Envoy's host_rewrite_specifier). */
+export type HostRewriteIR =
+  { literal: string } | { auto: true } | { header: string } | { pathRegex: { regex: string; substitution: string } };
 
 export type RouteActionIR =
   /** clusters empty when clusterHeader names the cluster per request */
@@ -77,7 +96,7 @@ export type AuthBindingIR =
       bearerOptional?: true;
       /** request headers its steps read besides `authorization` (API key headers), which ext_authz must send */
       headers?: string[];
-      sourceType: 'virtual_host' | 'route';
+      sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }
   | { disabled: true };
@@ -207,6 +226,10 @@ export interface RouteIR {
   /** routeAction.dynamicForwardProxy (the action routes to the dynamic forward proxy cluster): the host
    * to resolve instead of the request's Host, or the header that names it */
   dynamicForwardProxy?: { hostRewrite?: string; hostRewriteHeader?: string };
+  headers?: HeaderManipulationIR;
+  hostRewrite?: HostRewriteIR;
+  /** the original Host goes to x-forwarded-host when it is rewritten */
+  appendXForwardedHost?: true;
 }
 
 /** One element of a route's hash key (options.lbHash.hashPolicies). */
@@ -245,6 +268,7 @@ export interface VirtualHostIR {
   includeRequestAttemptCount?: true;
   /** x-envoy-attempt-count on downstream responses (includeAttemptCountInResponse) */
   includeAttemptCountInResponse?: true;
+  headers?: HeaderManipulationIR;
 }
 
 export interface ListenerIR {

@@ -11,6 +11,7 @@ import { extauthFeature } from './extauth/index.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
+import { headersFeature } from './headers/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { statsFeature } from './stats/index.js';
@@ -45,6 +46,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     faultsFeature,
     tracingFeature,
     statsFeature,
+    headersFeature,
     tlsFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),

@@ -20,10 +20,22 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
       return {
         bindRoute(route, ir, site, sink) {
+          const ns = site.vs.metadata.namespace;
           const ext = route.options?.extauth;
-          if (!ext) return;
-          const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, site.vs.metadata.namespace, authConfigs, sink);
-          if (auth) ir.auth = auth;
+          if (ext) {
+            const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, ns, authConfigs, sink);
+            if (auth) ir.auth = auth;
+          }
+          // a weighted destination's extauth applies when it is picked (ExtAuthzPerRoute on its weighted cluster)
+          (route.routeAction?.multi?.destinations ?? []).forEach((d, j) => {
+            const dext = d.options?.extauth;
+            if (!dext) return;
+            const where = `${site.where}.routeAction.multi.destinations[${j}].options.extauth`;
+            const auth = authBinding(dext, where, 'weighted_destination', ir.name, ns, authConfigs, sink);
+            // a destination of weight 0 gets no traffic and has no cluster; its reference is still checked
+            const cluster = ir.action.type === 'route' ? ir.action.clusters.find((c) => c.destination === j) : undefined;
+            if (auth && cluster) cluster.auth = auth;
+          });
         },
         bindVirtualHost(vs, ir, sink) {
           const ext = vs.spec.virtualHost.options?.extauth;
@@ -33,7 +45,12 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         },
         routeNamed(route) {
           // the route's final name is what the extauth service logs as the source of a check
-          return route.auth && 'configId' in route.auth ? { ...route, auth: { ...route.auth, sourceName: route.name } } : route;
+          const named = (auth: AuthBindingIR): AuthBindingIR => ('configId' in auth ? { ...auth, sourceName: route.name } : auth);
+          let out = route.auth && 'configId' in route.auth ? { ...route, auth: named(route.auth) } : route;
+          const a = out.action;
+          if (a.type === 'route' && a.clusters.some((c) => c.auth && 'configId' in c.auth))
+            out = { ...out, action: { ...a, clusters: a.clusters.map((c) => (c.auth ? { ...c, auth: named(c.auth) } : c)) } };
+          return out;
         },
         extensionResources() {
           const configs = [...authConfigs.results.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -58,7 +75,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
 function authBinding(
   ext: ExtauthOptions,
   where: string,
-  sourceType: 'virtual_host' | 'route',
+  sourceType: Extract<AuthBindingIR, { configId: string }>['sourceType'],
   sourceName: string,
   ns: string,
   authConfigs: Resolved<AuthConfigConfig>,

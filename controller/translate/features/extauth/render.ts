@@ -5,7 +5,7 @@ import { AuthContextKeys } from '../../../../common/contract.js';
 import { typed, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
-import type { AuthBindingIR, ProxyIR } from '../../ir.js';
+import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
 
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
@@ -13,11 +13,19 @@ const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v
 
 const protecting = new WeakMap<ProxyIR, boolean>();
 
+/** The auth bindings of a route's weighted destinations. */
+function destinationAuths(route: RouteIR): AuthBindingIR[] {
+  return route.action.type === 'route' ? route.action.clusters.flatMap((c) => (c.auth ? [c.auth] : [])) : [];
+}
+
 /** Whether any virtual host or route of the proxy is protected; memoised, as it is asked once per virtual host. */
 function protectsAnything(proxy: ProxyIR): boolean {
   let protects = protecting.get(proxy);
   if (protects === undefined) {
-    protects = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => r.auth && 'configId' in r.auth)));
+    const checks = (auth: AuthBindingIR | undefined): boolean => auth !== undefined && 'configId' in auth;
+    protects = proxy.listeners.some((l) =>
+      l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => checks(r.auth) || destinationAuths(r).some(checks))),
+    );
     protecting.set(proxy, protects);
   }
   return protects;
@@ -64,7 +72,10 @@ function extraHeaders(proxy: ProxyIR): string[] {
   for (const l of proxy.listeners)
     for (const vh of l.virtualHosts) {
       add(vh.auth);
-      for (const r of vh.routes) add(r.auth);
+      for (const r of vh.routes) {
+        add(r.auth);
+        for (const a of destinationAuths(r)) add(a);
+      }
     }
   return [...names].sort();
 }
@@ -96,7 +107,18 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
       setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));
     },
     patchRoute(ir, route) {
-      if (ir.auth) setPerFilterConfig(route, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth));
+      const clusters = ir.action.type === 'route' ? ir.action.clusters : [];
+      const weighted = route.route?.weighted_clusters?.clusters;
+      // one destination left is rendered as a plain cluster: its binding, the more specific, is the route's
+      const only = weighted ? undefined : clusters.length === 1 ? clusters[0]?.auth : undefined;
+      const auth = only ?? ir.auth;
+      if (auth) setPerFilterConfig(route, EXT_AUTHZ_FILTER, perFilterConfig(auth));
+      // a weighted cluster's config is the most specific when it is picked (routing keeps the IR's order)
+      if (weighted)
+        clusters.forEach((c, i) => {
+          const w = weighted[i];
+          if (c.auth && w) setPerFilterConfig(w, EXT_AUTHZ_FILTER, perFilterConfig(c.auth));
+        });
     },
     extraClusters(proxy) {
       return protectsAnything(proxy) ? [extensionCluster(EXTAUTH_CLUSTER, service)] : [];

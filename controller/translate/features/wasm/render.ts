@@ -80,13 +80,20 @@ function bearerConfiguration(options: WasmOptions): object {
   };
 }
 
+/** The auth bindings of a route's weighted destinations. */
+function destinationAuths(route: RouteIR): AuthBindingIR[] {
+  return route.action.type === 'route' ? route.action.clusters.flatMap((c) => (c.auth ? [c.auth] : [])) : [];
+}
+
 const bearerUse = new WeakMap<ProxyIR, boolean>();
 
 /** Whether any route of the proxy is protected; memoised, as it is asked once per virtual host. */
 function usesBearer(proxy: ProxyIR): boolean {
   let uses = bearerUse.get(proxy);
   if (uses === undefined) {
-    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth))));
+    uses = proxy.listeners.some((l) =>
+      l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth) || destinationAuths(r).some(protects))),
+    );
     bearerUse.set(proxy, uses);
   }
   return uses;
@@ -176,9 +183,21 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       }
     },
     patchRoute(ir: RouteIR, route, vh) {
-      if (options.bearerCheck.enabled && ir.auth) setPerFilterConfig(route, BEARER_CHECK, protects(ir.auth) ? ENABLE() : DISABLE());
+      const clusters = ir.action.type === 'route' ? ir.action.clusters : [];
+      const weighted = route.route?.weighted_clusters?.clusters;
+      // one destination left is rendered as a plain cluster: its binding, the more specific, is the route's
+      const routeAuth = (weighted ? undefined : clusters.length === 1 ? clusters[0]?.auth : undefined) ?? ir.auth;
+      if (options.bearerCheck.enabled && routeAuth) setPerFilterConfig(route, BEARER_CHECK, protects(routeAuth) ? ENABLE() : DISABLE());
+      if (options.bearerCheck.enabled && weighted)
+        clusters.forEach((c, i) => {
+          const w = weighted[i];
+          if (c.auth && w) setPerFilterConfig(w, BEARER_CHECK, protects(c.auth) ? ENABLE() : DISABLE());
+        });
       const auth = ir.auth ?? vh.auth;
-      if (edgeCacheSkip(options) && auth && 'configId' in auth && auth.configVersion !== undefined) {
+      // route metadata is the route's, whichever destination is picked: a token cached for the route's
+      // AuthConfig must not skip a destination's own, so a route with destination auth caches nothing
+      const destinationAuth = destinationAuths(ir).length > 0;
+      if (edgeCacheSkip(options) && !destinationAuth && auth && 'configId' in auth && auth.configVersion !== undefined) {
         const byFilter = ((route.metadata ??= {}).filter_metadata ??= {});
         byFilter[BEARER_CHECK] = { auth_key: `${auth.configId}@${auth.configVersion}` };
       }
