@@ -35,6 +35,9 @@ export interface WeightedClusterIR {
   weight: number;
   /** its index in routeAction.multi.destinations, where its options are (unset for single) */
   destination?: number;
+  /** why Envoy has no such cluster (a missing or rejected destination): requests for it answer as
+   * Settings gloo.invalidConfigPolicy says (ListenerIR.invalidRouteResponse), or Envoy's 503 */
+  invalid?: string;
 }
 
 export type RouteActionIR =
@@ -137,6 +140,8 @@ export interface ListenerIR {
   ssl: boolean;
   virtualHosts: VirtualHostIR[];
   source: SourceRef;
+  /** Settings gloo.invalidConfigPolicy.replaceInvalidRoutes, set when a route here has an invalid cluster */
+  invalidRouteResponse?: { status: number; body: string };
 }
 
 export interface ProxyIR {

@@ -1,5 +1,5 @@
 // Stage 2 for routing: the action of every Envoy route.
-import type { EnvoyRoute, RedirectAction, RouteAction } from '../../../../envoy/typed.js';
+import type { EnvoyRoute, HttpConnectionManager, RedirectAction, RouteAction, TypedConfig } from '../../../../envoy/typed.js';
 import { duration } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
 import type { RouteIR } from '../../ir.js';
@@ -7,6 +7,24 @@ import type { RouteIR } from '../../ir.js';
 export const routingRender: RenderPlugin = {
   patchRoute(ir, route) {
     Object.assign(route, actionFor(ir));
+  },
+  patchListener(ir, _listener, filters) {
+    // Settings gloo.invalidConfigPolicy.replaceInvalidRoutes: a route (or a weighted share of one) to a
+    // missing destination names a cluster Envoy does not have; Envoy's "no cluster" local reply (flag NC,
+    // which nothing else here produces) becomes the configured answer.
+    const answer = ir.invalidRouteResponse;
+    if (!answer) return;
+    for (const f of filters) {
+      if (f.name !== 'envoy.filters.network.http_connection_manager' || !f.typed_config) continue;
+      const hcm = f.typed_config as TypedConfig & HttpConnectionManager;
+      (hcm.local_reply_config ??= {}).mappers = [
+        {
+          filter: { response_flag_filter: { flags: ['NC'] } },
+          status_code: answer.status,
+          body: { inline_string: answer.body },
+        },
+      ];
+    }
   },
 };
 

@@ -16,6 +16,15 @@ export const DestinationSchema = z
   .refine((d) => (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
 export type Destination = z.infer<typeof DestinationSchema>;
 
+/** A weighted destination (routeAction.multi and UpstreamGroup), with the options other features own. */
+export function weightedDestinationSchema<O extends z.ZodType>(destinationOptions: O) {
+  return z.strictObject({
+    destination: DestinationSchema,
+    weight: z.number().int().min(0).optional(),
+    options: destinationOptions.optional(),
+  });
+}
+
 /** `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`). */
 export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
   return z
@@ -23,19 +32,15 @@ export function routeActionSchema<O extends z.ZodType>(destinationOptions: O) {
       single: DestinationSchema.optional(),
       multi: z
         .strictObject({
-          destinations: z
-            .array(
-              z.strictObject({
-                destination: DestinationSchema,
-                weight: z.number().int().min(0).optional(),
-                options: destinationOptions.optional(),
-              }),
-            )
-            .min(1, 'needs at least one destination'),
+          destinations: z.array(weightedDestinationSchema(destinationOptions)).min(1, 'needs at least one destination'),
         })
         .optional(),
+      /** an UpstreamGroup (its destinations, as if they were written in `multi`) */
+      upstreamGroup: ResourceRefSchema.optional(),
     })
-    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) === 1, { message: 'set exactly one of single, multi' });
+    .refine((a) => (a.single ? 1 : 0) + (a.multi ? 1 : 0) + (a.upstreamGroup ? 1 : 0) === 1, {
+      message: 'set exactly one of single, multi, upstreamGroup',
+    });
 }
 
 export const DirectResponseActionSchema = z.strictObject({
