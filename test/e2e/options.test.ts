@@ -154,6 +154,8 @@ spec:
         routeAction: { upstreamGroup: { name: all-blue, namespace: gloo-system } }
       - matchers: [{ prefix: /half }]
         routeAction: { upstreamGroup: { name: half, namespace: gloo-system } }
+      - matchers: [{ prefix: /nowhere }]
+        routeAction: { upstreamGroup: { name: nowhere } }
 `,
   });
 });
@@ -268,6 +270,13 @@ describe('UpstreamGroup', () => {
     }
     expect([...seen['/all-blue']]).toEqual(['blue']);
     expect([...seen['/half'].keys()].sort()).toEqual(['blue', 'green']);
+    // a group that does not exist: a Warning, and that route answers as any route to a missing destination
+    expect((await gw.request('/nowhere', on('ug.example.com'))).status).toBe(503);
+    const s = await statusOf('vs', 'grouped');
+    expect([s.state, s.reason]).toEqual([
+      'Warning',
+      'virtualHost.routes[2].routeAction.upstreamGroup: UpstreamGroup gloo-system.nowhere not found',
+    ]);
     expect(gw.ctl('get', 'ug', '-n', 'gloo-system').stdout).toMatch(/gloo-system\s+half\s+Accepted\s+blue=50,green=50/);
     expect(gw.ctl('check').stdout).toContain('Checking UpstreamGroups... OK');
   });
