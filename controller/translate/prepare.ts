@@ -82,7 +82,7 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
     inline: O | undefined,
     refs: readonly { name: string; namespace?: string | undefined }[] | undefined,
     where: string,
-    kind: string,
+    kind: 'VirtualHostOption' | 'RouteOption',
     served: ReadonlyMap<string, O>,
   ): O | undefined {
     if (!refs?.length) return inline;
@@ -92,7 +92,7 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
       const at = `${where}.optionsConfigRefs.delegateOptions[${k}]`;
       const found = served.get(nsName(refNs, ref.name));
       if (!found) {
-        warnings.push({ code: `${kind}NotFound` as Problem['code'], message: `${at}: ${kind} ${refNs}.${ref.name} not found` });
+        warnings.push({ code: `${kind}NotFound`, message: `${at}: ${kind} ${refNs}.${ref.name} not found` });
         return;
       }
       for (const [field, value] of Object.entries(found)) {
