@@ -250,6 +250,14 @@ function details(r: ListedResource): string {
     if (s.kube) return `kube ${s.kube.serviceNamespace}/${s.kube.serviceName}:${s.kube.servicePort}`;
   }
   if (r.kind === 'Gateway') return `bind=${String(spec['bindAddress'] ?? '::')}:${String(spec['bindPort'])}`;
+  if (r.kind === 'UpstreamGroup') {
+    const dests = (spec['destinations'] ?? []) as {
+      destination?: { upstream?: { name: string }; kube?: { ref: { name: string } } };
+      weight?: number;
+    }[];
+    return dests.map((d) => `${d.destination?.upstream?.name ?? d.destination?.kube?.ref.name ?? '?'}=${d.weight ?? 1}`).join(',');
+  }
+  if (r.kind === 'VirtualHostOption' || r.kind === 'RouteOption') return `options=${Object.keys(spec['options'] ?? {}).join(',')}`;
   return '';
 }
 

@@ -143,6 +143,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       writeNamespace,
       defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
       defaultSslPort: input.options?.defaultSslPort ?? 8443,
+      ...(settings?.spec.gloo?.invalidConfigPolicy ? { invalidConfigPolicy: settings.spec.gloo.invalidConfigPolicy } : {}),
     },
   });
   if (settings && ratelimitWarning)

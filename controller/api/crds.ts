@@ -28,7 +28,9 @@ export function structural(schema: unknown): Schema {
     if (key === '$schema' || key === 'id' || key === '$id' || key === 'definitions' || key === '$defs') continue;
     if (key === 'additionalProperties') {
       if (value === false) continue;
-      out[key] = value === true ? { ...ANY } : structural(value);
+      // a structural schema has properties or additionalProperties: known fields plus any others (Settings' gloo)
+      if (s['properties'] && Object.keys(s['properties']).length > 0) out['x-kubernetes-preserve-unknown-fields'] = true;
+      else out[key] = value === true ? { ...ANY } : structural(value);
     } else if (key === 'properties' && value && typeof value === 'object' && Object.keys(value).length === 0) {
       // `{}` objects (e.g. remoteAddress: {}): helm drops an empty `properties` map, so a CRD it applies
       // would differ from the one `legate crds` applies

@@ -16,7 +16,7 @@ import {
   SettingsSpecSchema,
   UpstreamSpecSchema,
 } from './schemas.js';
-import { VirtualServiceSpecSchema } from './routes.js';
+import { RouteOptionSpecSchema, UpstreamGroupSpecSchema, VirtualHostOptionSpecSchema, VirtualServiceSpecSchema } from './routes.js';
 
 interface KindInfo {
   group: string;
@@ -38,10 +38,10 @@ export const KINDS = {
   VirtualService: { ...GATEWAY, plural: 'virtualservices', shortNames: ['vs'], spec: VirtualServiceSpecSchema },
   Gateway: { ...GATEWAY, plural: 'gateways', shortNames: ['gw'], spec: GatewaySpecSchema },
   RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'] },
-  VirtualHostOption: { ...GATEWAY, plural: 'virtualhostoptions', shortNames: ['vho'] },
-  RouteOption: { ...GATEWAY, plural: 'routeoptions', shortNames: ['rto'] },
+  VirtualHostOption: { ...GATEWAY, plural: 'virtualhostoptions', shortNames: ['vho', 'vhopts'], spec: VirtualHostOptionSpecSchema },
+  RouteOption: { ...GATEWAY, plural: 'routeoptions', shortNames: ['rto', 'rtopts'], spec: RouteOptionSpecSchema },
   Upstream: { ...GLOO, plural: 'upstreams', shortNames: ['us'], spec: UpstreamSpecSchema },
-  UpstreamGroup: { ...GLOO, plural: 'upstreamgroups', shortNames: ['ug'] },
+  UpstreamGroup: { ...GLOO, plural: 'upstreamgroups', shortNames: ['ug', 'gug'], spec: UpstreamGroupSpecSchema },
   Proxy: { ...GLOO, plural: 'proxies', shortNames: ['px'] },
   Settings: { ...GLOO, plural: 'settings', shortNames: ['st'], spec: SettingsSpecSchema },
   AuthConfig: {

@@ -30,6 +30,9 @@ export type GraphQLApi = ResourceOf<'GraphQLApi'>;
 export type GraphQLSchema = ResourceOf<'GraphQLSchema'>;
 export type AuthConfig = ResourceOf<'AuthConfig'>;
 export type RateLimitConfig = ResourceOf<'RateLimitConfig'>;
+export type UpstreamGroup = ResourceOf<'UpstreamGroup'>;
+export type VirtualHostOption = ResourceOf<'VirtualHostOption'>;
+export type RouteOption = ResourceOf<'RouteOption'>;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
 

@@ -18,6 +18,7 @@ import {
   routeActionSchema,
   routingRouteOptions,
   routingVirtualHostOptions,
+  weightedDestinationSchema,
 } from '../translate/features/routing/schema.js';
 import { faultsRouteOptions } from '../translate/features/faults/schema.js';
 import { statsVirtualHostOptions } from '../translate/features/stats/schema.js';
@@ -101,7 +102,7 @@ const destinationOptionFields = {
 };
 export const WeightedDestinationOptionsSchema = z.strictObject(destinationOptionFields);
 
-const RouteOptionsSchema = z.strictObject({
+export const RouteOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...routingRouteOptions,
   ...faultsRouteOptions,
@@ -117,7 +118,7 @@ const RouteOptionsSchema = z.strictObject({
 });
 export type RouteOptions = z.infer<typeof RouteOptionsSchema>;
 
-const VirtualHostOptionsSchema = z.strictObject({
+export const VirtualHostOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
   ...routingVirtualHostOptions,
   ...statsVirtualHostOptions,
@@ -129,6 +130,27 @@ const VirtualHostOptionsSchema = z.strictObject({
   ...envoyOptionsVirtualHostOptions,
 });
 export type VirtualHostOptions = z.infer<typeof VirtualHostOptionsSchema>;
+
+// ---- Shared options (VirtualHostOption, RouteOption) ----
+
+/** `optionsConfigRefs`: options of VirtualHostOption / RouteOption resources, merged under the inline ones. */
+const DelegateOptionsRefsSchema = z.strictObject({ delegateOptions: z.array(ResourceRefSchema).optional() });
+
+const TARGET_REFS =
+  'targetRefs attach options to Kubernetes Gateway API objects (gateway.networking.k8s.io), which Legate does not serve; ' +
+  'reference this resource from optionsConfigRefs.delegateOptions instead';
+
+export const VirtualHostOptionSpecSchema = z.strictObject({
+  options: VirtualHostOptionsSchema.optional(),
+  targetRefs: notSupported(TARGET_REFS),
+  targetRef: notSupported(TARGET_REFS),
+});
+
+export const RouteOptionSpecSchema = z.strictObject({
+  options: RouteOptionsSchema.optional(),
+  targetRefs: notSupported(TARGET_REFS),
+  targetRef: notSupported(TARGET_REFS),
+});
 
 // ---- Routes ----
 
@@ -144,6 +166,7 @@ const RouteSchema = z
     redirectAction: RedirectActionSchema.optional(),
     ...graphqlRouteActions,
     options: RouteOptionsSchema.optional(),
+    optionsConfigRefs: DelegateOptionsRefsSchema.optional(),
   })
   .refine(
     (r) =>
@@ -153,6 +176,13 @@ const RouteSchema = z
   );
 export type Route = z.infer<typeof RouteSchema>;
 
+// ---- UpstreamGroup ----
+
+export const UpstreamGroupSpecSchema = z.strictObject({
+  destinations: z.array(weightedDestinationSchema(WeightedDestinationOptionsSchema)).min(1, 'needs at least one destination'),
+});
+export type UpstreamGroupSpec = z.infer<typeof UpstreamGroupSpecSchema>;
+
 // ---- VirtualService ----
 
 export const VirtualServiceSpecSchema = z.strictObject({
@@ -161,7 +191,7 @@ export const VirtualServiceSpecSchema = z.strictObject({
     domains: z.array(z.string().min(1)).optional(),
     routes: z.array(RouteSchema).optional(),
     options: VirtualHostOptionsSchema.optional(),
-    optionsConfigRefs: notSupported('VirtualHostOption references are not read yet'),
+    optionsConfigRefs: DelegateOptionsRefsSchema.optional(),
   }),
   sslConfig: z
     .strictObject({

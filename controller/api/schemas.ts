@@ -185,6 +185,17 @@ const RatelimitServerSchema = z.strictObject({
 });
 export type RatelimitServer = z.infer<typeof RatelimitServerSchema>;
 
+/**
+ * Gloo's `settings.gloo.invalidConfigPolicy`: what a route whose destination is missing or rejected answers.
+ * Off (Gloo's default): Envoy's own 503 for a cluster it does not have; on: this status and body.
+ */
+const InvalidConfigPolicySchema = z.strictObject({
+  replaceInvalidRoutes: z.boolean().optional(),
+  invalidRouteResponseCode: z.number().int().min(200).max(599).optional(),
+  invalidRouteResponseBody: z.string().optional(),
+});
+export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
+
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
   discoveryNamespace: z.string().optional(),
@@ -193,7 +204,7 @@ export const SettingsSpecSchema = z.strictObject({
   watchNamespaces: z.array(z.string()).optional(),
   devMode: z.boolean().optional(),
   // Gloo's nested sections are accepted so Gloo manifests apply; Legate reads only what it documents.
-  gloo: z.record(z.string(), z.unknown()).optional(),
+  gloo: z.looseObject({ invalidConfigPolicy: InvalidConfigPolicySchema.optional() }).optional(),
   gateway: z.record(z.string(), z.unknown()).optional(),
   discovery: z.record(z.string(), z.unknown()).optional(),
   kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),

@@ -46,6 +46,9 @@ export interface WeightedClusterIR {
   headers?: HeaderManipulationIR;
   /** the destination's extauth, more specific than the route's */
   auth?: AuthBindingIR;
+  /** why Envoy has no such cluster (a missing or rejected destination): requests for it answer as
+   * Settings gloo.invalidConfigPolicy says (ListenerIR.invalidRouteResponse), or Envoy's 503 */
+  invalid?: string;
 }
 
 /** A header to add: a literal value (Envoy's %…% operators apply to it), or a key of a Secret (taken literally). */
@@ -278,6 +281,8 @@ export interface ListenerIR {
   ssl: boolean;
   virtualHosts: VirtualHostIR[];
   source: SourceRef;
+  /** Settings gloo.invalidConfigPolicy.replaceInvalidRoutes, set when a route here has an invalid cluster */
+  invalidRouteResponse?: { status: number; body: string };
 }
 
 export interface ProxyIR {

@@ -23,6 +23,10 @@ export type ReportCode =
   | 'AuthConfigRejected'
   | 'RateLimitConfigNotFound'
   | 'RateLimitConfigRejected'
+  | 'VirtualHostOptionNotFound'
+  | 'RouteOptionNotFound'
+  | 'UpstreamGroupNotFound'
+  | 'UpstreamGroupRejected'
   | 'NotSupported'
   | 'EnvoyRejected'
   | 'ServingLastAccepted';

@@ -8,6 +8,7 @@
 // accepted, that version is translated instead, so a bad edit never takes down what was serving.
 import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
+import type { InvalidConfigPolicy } from '../api/schemas.js';
 import { isKind, keyOf } from '../api/resources.js';
 import { parseDuration } from './duration.js';
 import type {
@@ -16,6 +17,7 @@ import type {
   ExtensionResources,
   Feature,
   FeatureBinding,
+  Problem,
   ResolveContext,
   Resolved,
   RouteSite,
@@ -25,13 +27,18 @@ import { features as defaultFeatures } from './features/index.js';
 import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { translateMatcher } from './matchers.js';
 import { listenerName, nsName, sourceOf, virtualHostName } from './names.js';
+import { SHARED_KINDS, prepareVirtualService, resolveShared, type SharedResources } from './prepare.js';
 import { Reporter, type Report } from './reporter.js';
 
 export const DEFAULT_PROXY_NAME = 'gateway-proxy';
 export const DEFAULT_ROUTE_TIMEOUT = '15s';
 
 /** Kinds the core reads itself; every other validated kind belongs to exactly one feature. */
-export const CORE_KINDS: readonly KindName[] = ['Settings', 'Service', 'Endpoints', 'Secret', 'Gateway', 'VirtualService'];
+export const CORE_KINDS: readonly KindName[] = ['Settings', 'Service', 'Endpoints', 'Secret', 'Gateway', 'VirtualService', ...SHARED_KINDS];
+
+/** Gloo's default body for a replaced route, naming Legate's command. */
+export const DEFAULT_INVALID_ROUTE_BODY =
+  'Legate has invalid configuration. Administrators should run `legatectl check` to find and fix config errors.';
 
 export interface TranslateOptions {
   /** Where generated resources (Proxy, discovered Upstreams) live; also the status key. */
@@ -40,6 +47,8 @@ export interface TranslateOptions {
   defaultGateway: { bindAddress: string; bindPort: number };
   /** Port of the ssl gateway assumed when no Gateway exists and a virtual service has sslConfig. */
   defaultSslPort?: number;
+  /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
+  invalidConfigPolicy?: InvalidConfigPolicy;
 }
 
 export interface TranslateInput {
@@ -175,6 +184,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     },
   };
   const bindings = features.map((f) => f.resolve?.(ctx) ?? {});
+  const shared = resolveShared(ctx);
 
   let context: TranslateContext | undefined;
   if (input.reuse && !readsVirtualServices) {
@@ -203,7 +213,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     }
     const mark = reporter.reports.length;
     let served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
-    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings));
+    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings, shared));
     if (used) {
       served = { vs: used.resource, vh: used.result };
     } else if (previous && previousVs) {
@@ -259,7 +269,8 @@ export function translate(input: TranslateInput): TranslateOutput {
         }
         return one;
       });
-      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => collator.compare(a.name, b.name)) });
+      const invalid = invalidRouteResponse(options.invalidConfigPolicy, vhosts);
+      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => collator.compare(a.name, b.name)), ...invalid });
     }
   }
 
@@ -418,8 +429,27 @@ function withRouteNames(vh: VirtualHostIR, gateway: string, proxy: string, bindi
   };
 }
 
-function translateVirtualService(vs: VirtualService, bindings: readonly FeatureBinding[]): Attempt<VirtualHostIR> {
-  const sink: BindSink = { problems: [], warnings: [] };
+/** With replaceInvalidRoutes, a listener that has a route to a missing destination answers for it. */
+function invalidRouteResponse(policy: InvalidConfigPolicy | undefined, vhosts: readonly VirtualHostIR[]): Partial<ListenerIR> {
+  if (!policy?.replaceInvalidRoutes) return {};
+  const invalid = vhosts.some((vh) => vh.routes.some((r) => r.action.type === 'route' && r.action.clusters.some((c) => c.invalid)));
+  if (!invalid) return {};
+  return {
+    invalidRouteResponse: {
+      status: policy.invalidRouteResponseCode ?? 404,
+      body: policy.invalidRouteResponseBody ?? DEFAULT_INVALID_ROUTE_BODY,
+    },
+  };
+}
+
+function translateVirtualService(
+  original: VirtualService,
+  bindings: readonly FeatureBinding[],
+  shared: SharedResources,
+): Attempt<VirtualHostIR> {
+  const prepared = prepareVirtualService(original, shared);
+  const vs = prepared.vs;
+  const sink: BindSink = { problems: [], warnings: [...prepared.warnings] };
   const name = virtualHostName(vs.metadata.namespace, vs.metadata.name);
   const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
   const routes: RouteIR[] = [];
@@ -445,6 +475,7 @@ function translateVirtualService(vs: VirtualService, bindings: readonly FeatureB
   });
   const ir: VirtualHostIR = { name, domains, routes, source: sourceOf(vs) };
   for (const b of bindings) b.bindVirtualHost?.(vs, ir, sink);
-  if (sink.problems.length) return { problems: sink.problems, warnings: sink.warnings };
-  return { ir, problems: [], warnings: sink.warnings };
+  const named = (list: Problem[]): Problem[] => list.map((p) => ({ ...p, message: prepared.rename(p.message) }));
+  if (sink.problems.length) return { problems: named(sink.problems), warnings: named(sink.warnings) };
+  return { ir, problems: [], warnings: named(sink.warnings) };
 }

@@ -74,7 +74,7 @@ describe('legatectl check', () => {
     expect(lines.at(-1)).toBe('No problems detected.');
   });
 
-  it('names a rejected virtual service and exits non-zero; -x and -o json work', async () => {
+  it('names a virtual service with warnings and exits non-zero; -x and -o json work', async () => {
     gw.write(
       'bad.yaml',
       `
@@ -87,13 +87,13 @@ spec:
     routes: [{ routeAction: { single: { upstream: { name: missing, namespace: legate-system } } } }]
 `,
     );
-    const r = await eventually('the rejection to show', () => {
+    const r = await eventually('the warning to show', () => {
       const x = gw.ctl('check');
       return x.status !== 0 ? x : undefined;
     });
     expect(r.stdout).toContain('Checking VirtualServices... 1 Errors!');
     expect(r.stdout).toContain(
-      "Found rejected virtual service by 'legate-system': default my-vs (Reason: virtualHost.routes[0].routeAction.single: Upstream " +
+      "Found virtual service with warnings by 'legate-system': default my-vs (Reason: virtualHost.routes[0].routeAction.single: Upstream " +
         'legate-system.missing not found)',
     );
     expect(r.stdout).not.toContain('No problems detected.');

@@ -1,6 +1,6 @@
 // The controller in Kubernetes mode against a real kube-apiserver, feeding a real Envoy: resources
 // applied with kubectl are served, statuses land in the status subresource (with
-// observedGeneration, written only when they change), a bad resource is Rejected while the others
+// observedGeneration, written only when they change), a route to a missing upstream is a Warning while the others
 // keep serving, edits and deletes take effect, and Services + EndpointSlices become discovered
 // upstreams `<ns>-<svc>-<port>`.
 import fs from 'node:fs';
@@ -101,7 +101,7 @@ describe('controller with --source kubernetes', () => {
     expect(version()).toBe(before);
   });
 
-  it('rejects a bad VirtualService in its status while the good one keeps serving', async () => {
+  it('warns about a route to a missing upstream in its status while the good one keeps serving', async () => {
     const bad = `apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata: { name: broken, namespace: default }
@@ -113,9 +113,9 @@ spec:
         routeAction: { single: { upstream: { name: missing, namespace: default } } }
 `;
     kube.kubectl(['apply', '-f', '-'], { input: bad });
-    const s = await eventually('rejected', () => {
+    const s = await eventually('warning', () => {
       const x = status('virtualservices.gateway.solo.io', 'broken');
-      return x.state === 'Rejected' ? x : undefined;
+      return x.state === 'Warning' ? x : undefined;
     });
     expect(s.reason).toContain('Upstream default.missing not found');
     expect((await get(ports.http, '/', 'shop.example.com')).body).toBe('shop-v1');

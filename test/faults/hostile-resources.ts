@@ -3,7 +3,7 @@
 // invalid regexes, conflicting domains and more. Every one must be refused with a reason; none may
 // crash the controller or take its memory with it.
 
-export type Outcome = 'Rejected' | 'Accepted' | 'load error';
+export type Outcome = 'Rejected' | 'Accepted' | 'Warning' | 'load error';
 
 export interface HostileDocument {
   /** file name in the watched directory */
@@ -83,7 +83,9 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
         // valid after all: an empty virtualHost or empty domains (every domain, no routes: Rejected when
         // another such one holds `*` already) and a NUL path prefix (matches nothing)
         const valid = (at === 0 && v === '{}') || (at === 1 && v === '[]') || (at === 3 && v === '"\\u0000"');
-        add('wrong-type', vs(n, specs[at]!), n, 'VirtualService', valid ? ['Accepted', 'Rejected'] : ['Rejected']);
+        // a kube port that parses after all (42, 0x10) names a Service that does not exist: a Warning, as in Gloo
+        const outcomes: Outcome[] = valid ? ['Accepted', 'Rejected'] : at === 5 ? ['Rejected', 'Warning'] : ['Rejected'];
+        add('wrong-type', vs(n, specs[at]!), n, 'VirtualService', outcomes);
       },
     ],
     // strings far larger than any real field
@@ -194,6 +196,9 @@ export function hostileDocuments(count = 1000, seed = 15): HostileDocument[] {
             'dangling-or-unknown',
             vs(n, route('{ prefix: /x }', 'routeAction: { single: { upstream: { name: nope, namespace: nowhere } } }')),
             n,
+            'VirtualService',
+            // as in Gloo: served, that route answering 503, with the reason in a Warning
+            ['Warning'],
           );
         else if (which === 1)
           add('dangling-or-unknown', vs(n, route('{ prefix: /x }', 'graphqlApiRef: { name: nope, namespace: nowhere }')), n);

@@ -82,7 +82,7 @@ async function outcomes(batch: readonly HostileDocument[]): Promise<Map<HostileD
       for (const d of batch) {
         const status = d.resource ? statusOf.get(`${d.resource.kind}/${d.resource.namespace}/${d.resource.name}`) : undefined;
         const error = errorOf.get(d.file);
-        if (status && (status.state === 'Rejected' || status.state === 'Accepted'))
+        if (status && (status.state === 'Rejected' || status.state === 'Accepted' || status.state === 'Warning'))
           out.set(d, { outcome: status.state, reason: status.reason ?? '' });
         else if (error) out.set(d, { outcome: 'load error', reason: error });
         else return undefined;

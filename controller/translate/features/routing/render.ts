@@ -1,5 +1,13 @@
-// Stage 2 for routing: the action of every Envoy route, and the virtual host's retry policy.
-import { typed, type EnvoyRoute, type RedirectAction, type RouteAction } from '../../../../envoy/typed.js';
+// Stage 2 for routing: the action of every Envoy route, the virtual host's retry policy, and the answer of
+// routes to missing destinations (Settings gloo.invalidConfigPolicy).
+import {
+  typed,
+  type EnvoyRoute,
+  type HttpConnectionManager,
+  type RedirectAction,
+  type RouteAction,
+  type TypedConfig,
+} from '../../../../envoy/typed.js';
 import { duration, fractionalPercent } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
 import type { RegexRewriteIR, RetryPolicyIR, RouteIR } from '../../ir.js';
@@ -15,6 +23,24 @@ export const routingRender: RenderPlugin = {
     if (ir.retries) vhost.retry_policy = retryPolicy(ir.retries);
   },
   proxyContext: () => null,
+  patchListener(ir, _listener, filters) {
+    // Settings gloo.invalidConfigPolicy.replaceInvalidRoutes: a route (or a weighted share of one) to a
+    // missing destination names a cluster Envoy does not have; Envoy's "no cluster" local reply (flag NC,
+    // which nothing else here produces) becomes the configured answer.
+    const answer = ir.invalidRouteResponse;
+    if (!answer) return;
+    for (const f of filters) {
+      if (f.name !== 'envoy.filters.network.http_connection_manager' || !f.typed_config) continue;
+      const hcm = f.typed_config as TypedConfig & HttpConnectionManager;
+      (hcm.local_reply_config ??= {}).mappers = [
+        {
+          filter: { response_flag_filter: { flags: ['NC'] } },
+          status_code: answer.status,
+          body: { inline_string: answer.body },
+        },
+      ];
+    }
+  },
 };
 
 function retryPolicy(r: RetryPolicyIR): RetryPolicy {

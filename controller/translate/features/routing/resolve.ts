@@ -2,12 +2,11 @@
 // options that shape forwarding (options.ts).
 import type { VirtualService } from '../../../api/resources.js';
 import type { Route } from '../../../api/routes.js';
-import type { Destination } from './schema.js';
-import type { BindSink, FeatureBinding, Problem, ResolveContext, RouteSite } from '../../feature.js';
+import { destinationCluster } from '../../destinations.js';
+import type { BindSink, FeatureBinding, ResolveContext, RouteSite } from '../../feature.js';
 import type { RouteActionIR, RouteIR, UpstreamIR, VirtualHostIR, WeightedClusterIR } from '../../ir.js';
-import { clusterName, discoveredUpstreamName, nsName } from '../../names.js';
-import { destinationSubset } from './subset.js';
 import { bindRouteOptions, regexRewrite, retryPolicy } from './options.js';
+import { destinationSubset } from './subset.js';
 
 export function routingBinding(ctx: ResolveContext): FeatureBinding {
   let byCluster: Map<string, UpstreamIR> | undefined;
@@ -18,23 +17,36 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
       const { where } = site;
       if (route.routeAction?.clusterHeader !== undefined)
         return { type: 'route', clusters: [], clusterHeader: route.routeAction.clusterHeader };
+      const upstreamGroup = route.routeAction?.upstreamGroup;
+      if (upstreamGroup) {
+        // the core puts a served group's destinations in `multi` before features bind; this one is not served
+        const ref = `${upstreamGroup.namespace ?? site.vs.metadata.namespace}.${upstreamGroup.name}`;
+        return {
+          type: 'route',
+          clusters: [{ cluster: `invalid:UpstreamGroup:${ref}`, weight: 1, invalid: `UpstreamGroup ${ref} is missing or rejected` }],
+        };
+      }
       // other kinds of routeAction destination (dynamicForwardProxy) are their features'
       if (route.routeAction?.single || route.routeAction?.multi) {
-        const dests = route.routeAction.single
-          ? [{ destination: route.routeAction.single, weight: 1 }]
-          : (route.routeAction.multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));
+        const { single, multi } = route.routeAction;
+        const dests = single
+          ? [{ destination: single, weight: 1 }]
+          : (multi?.destinations ?? []).map((d) => ({ destination: d.destination, weight: d.weight ?? 1 }));
         const clusters: WeightedClusterIR[] = [];
         dests.forEach((d, j) => {
-          const path = route.routeAction?.single
-            ? `${where}.routeAction.single`
-            : `${where}.routeAction.multi.destinations[${j}].destination`;
-          const cluster = resolveDestination(d.destination, path, site.vs.metadata.namespace, ctx, sink.problems);
-          const subset = cluster ? destinationSubset(d.destination, upstreamOf(cluster), path, sink) : undefined;
-          if (cluster)
-            clusters.push({
-              ...(route.routeAction?.multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight }),
-              ...(subset ? { subset } : {}),
-            });
+          const path = single ? `${where}.routeAction.single` : `${where}.routeAction.multi.destinations[${j}].destination`;
+          // As in Gloo, a missing or rejected destination is a warning: the other routes keep serving and
+          // this one (or its share of a weighted route) answers as Settings gloo.invalidConfigPolicy says.
+          const { cluster, problem } = destinationCluster(d.destination, path, site.vs.metadata.namespace, ctx);
+          const ir: WeightedClusterIR = multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight };
+          if (problem) {
+            sink.warnings.push({ code: problem.code, message: problem.message });
+            ir.invalid = problem.reason;
+          } else {
+            const subset = destinationSubset(d.destination, upstreamOf(cluster), path, sink);
+            if (subset) ir.subset = subset;
+          }
+          clusters.push(ir);
         });
         if (clusters.length > 1 && clusters.every((c) => c.weight === 0)) {
           sink.problems.push({
@@ -67,41 +79,4 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
       if (policy) ir.retries = policy;
     },
   };
-}
-
-function resolveDestination(dest: Destination, where: string, ns: string, ctx: ResolveContext, problems: Problem[]): string | undefined {
-  if (dest.upstream) {
-    const upNs = dest.upstream.namespace ?? ns;
-    const key = nsName(upNs, dest.upstream.name);
-    const upstreams = ctx.upstreams();
-    if (upstreams.rejected.has(key)) {
-      problems.push({ code: 'UpstreamRejected', message: `${where}: Upstream ${upNs}.${dest.upstream.name} is rejected` });
-      return undefined;
-    }
-    const up = upstreams.resolved.get(key);
-    if (!up) {
-      problems.push({ code: 'UpstreamNotFound', message: `${where}: Upstream ${upNs}.${dest.upstream.name} not found` });
-      return undefined;
-    }
-    return up.cluster;
-  }
-  if (dest.kube) {
-    const svcNs = dest.kube.ref.namespace ?? ns;
-    const svc = ctx.index.services.get(nsName(svcNs, dest.kube.ref.name));
-    if (!svc) {
-      problems.push({ code: 'ServiceNotFound', message: `${where}.kube: Service ${svcNs}.${dest.kube.ref.name} not found` });
-      return undefined;
-    }
-    if (!svc.spec.spec.ports.some((p) => p.port === dest.kube?.port)) {
-      const have = svc.spec.spec.ports.map((p) => p.port).join(', ');
-      problems.push({
-        code: 'ServicePortNotFound',
-        message: `${where}.kube: Service ${svcNs}.${dest.kube.ref.name} has no port ${dest.kube.port} (ports: ${have})`,
-      });
-      return undefined;
-    }
-    // Routed through the upstream discovery made for this Service port.
-    return clusterName(ctx.writeNamespace, discoveredUpstreamName(svcNs, dest.kube.ref.name, dest.kube.port));
-  }
-  return undefined;
 }

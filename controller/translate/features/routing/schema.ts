@@ -47,6 +47,15 @@ export const DestinationSchema = z
   .refine((d) => d.consul !== undefined || (d.upstream ? 1 : 0) + (d.kube ? 1 : 0) === 1, { message: 'set exactly one of upstream, kube' });
 export type Destination = z.infer<typeof DestinationSchema>;
 
+/** A weighted destination (routeAction.multi and UpstreamGroup), with the options other features own. */
+export function weightedDestinationSchema<O extends z.ZodType>(destinationOptions: O) {
+  return z.strictObject({
+    destination: DestinationSchema,
+    weight: z.number().int().min(0).optional(),
+    options: destinationOptions.optional(),
+  });
+}
+
 /**
  * `routeAction`, whose weighted destinations carry the options other features own (`destinationOptions`),
  * and the kinds of destination other features own (`otherActions`, e.g. dynamicForwardProxy).
@@ -55,25 +64,19 @@ export function routeActionSchema<O extends z.ZodType, A extends Record<string, 
   destinationOptions: O,
   otherActions: A,
 ) {
-  const kinds = ['single', 'multi', 'clusterHeader', ...Object.keys(otherActions)];
+  const kinds = ['single', 'multi', 'clusterHeader', 'upstreamGroup', ...Object.keys(otherActions)];
   return z
     .strictObject({
       single: DestinationSchema.optional(),
       multi: z
         .strictObject({
-          destinations: z
-            .array(
-              z.strictObject({
-                destination: DestinationSchema,
-                weight: z.number().int().min(0).optional(),
-                options: destinationOptions.optional(),
-              }),
-            )
-            .min(1, 'needs at least one destination'),
+          destinations: z.array(weightedDestinationSchema(destinationOptions)).min(1, 'needs at least one destination'),
         })
         .optional(),
       /** the request header that names the Envoy cluster (`<upstream>_<namespace>`) to route to */
       clusterHeader: HeaderName.optional(),
+      /** an UpstreamGroup (its destinations, as if they were written in `multi`) */
+      upstreamGroup: ResourceRefSchema.optional(),
       ...otherActions,
     })
     .refine((a) => kinds.filter((k) => (a as Record<string, unknown>)[k] !== undefined).length === 1, {
