@@ -30,6 +30,7 @@ import {
   graphqlYogaNested,
 } from './graphql.js';
 import { legateRoute } from './legate-route.js';
+import { routeOptionsPlain, routeOptionsRich } from './route-options.js';
 import { ratelimitDecisions, ratelimitLocal, ratelimitPlain, ratelimitRemote } from './ratelimit.js';
 import { staticEnvoy } from './static-envoy.js';
 import { wasmEnvoyGraphqlOff, wasmEnvoyGraphqlOn, wasmEnvoyOff, wasmEnvoyOn } from './wasm-envoy.js';
@@ -81,6 +82,8 @@ export const SCENARIOS: readonly Scenario[] = [
   ratelimitPlain,
   ratelimitRemote,
   ratelimitLocal,
+  routeOptionsPlain,
+  routeOptionsRich,
   configScale,
   kubeScale,
   authNewTokenWorkers,
