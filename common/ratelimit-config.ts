@@ -9,6 +9,9 @@
 //   `legate_basic=<scope>|<requestsPerUnit>/<UNIT>`, followed by `legate_auth=anonymous` and
 //   `remote_address`, or by `legate_credential=<authorization header>` (hashed by the service before it
 //   becomes part of a counter key, and never logged).
+// - Gloo's raw actions (`options.ratelimit.rateLimits`, `ratelimitEarly`, `ratelimitRegular`) send their
+//   descriptors as they are, in their own domain (`custom`, Gloo's), matched against the Settings'
+//   `ratelimit.descriptors`: a config with a `domain` is the tree of every request in that domain.
 import { z } from 'zod';
 
 export const RATE_LIMIT_UNITS = ['SECOND', 'MINUTE', 'HOUR', 'DAY'] as const;
@@ -23,6 +26,9 @@ export const UNIT_MS: Readonly<Record<RateLimitUnit, number>> = {
 
 /** The `domain` of Legate's ratelimit filter. */
 export const RATE_LIMIT_DOMAIN = 'legate';
+
+/** The domain of raw actions, whose descriptors are the Settings' (Gloo's `custom`). */
+export const RAW_RATE_LIMIT_DOMAIN = 'custom';
 
 export const RateLimitKeys = {
   /** first entry of a RateLimitConfig's descriptors: `<namespace>.<name>` */
@@ -69,6 +75,8 @@ export const DescriptorConfigSchema: z.ZodType<DescriptorConfig> = z.lazy(() =>
 export const RateLimitServiceConfigSchema = z.strictObject({
   /** `<namespace>.<name>` of the RateLimitConfig: the value of the `legate_config` entry */
   name: z.string().min(1),
+  /** set: the descriptors of every request in this domain (the Settings'), matched from the first entry */
+  domain: z.string().min(1).optional(),
   descriptors: z.array(DescriptorConfigSchema),
 });
 export type RateLimitServiceConfig = z.infer<typeof RateLimitServiceConfigSchema>;

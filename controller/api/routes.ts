@@ -83,10 +83,6 @@ const NOT_SUPPORTED_OPTIONS = {
     'JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt',
   ),
   rbac: notSupported("claims-based RBAC needs Envoy's JWT filter, which Legate does not render yet"),
-  ratelimitEarly: notSupported('staged rate limits; use options.rateLimitConfigs'),
-  ratelimitRegular: notSupported('staged rate limits; use options.rateLimitConfigs'),
-  rateLimitEarlyConfigs: notSupported('staged rate limits; use options.rateLimitConfigs'),
-  rateLimitRegularConfigs: notSupported('staged rate limits; use options.rateLimitConfigs'),
   extProc: notSupported('a user ext_proc server needs settings.extProc, which Legate does not read yet'),
 };
 

@@ -198,6 +198,8 @@ export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
+  // lazy: defined with RateLimitConfig's schemas below
+  ratelimit: z.lazy(() => RatelimitServiceSettingsSchema).optional(),
   discoveryNamespace: z.string().optional(),
   wasmChecks: WasmChecksSchema.optional(),
   writeNamespace: z.string().optional(),
@@ -493,7 +495,7 @@ export interface RateLimitDescriptor {
   alwaysApply?: boolean | undefined;
 }
 
-const RateLimitDescriptorSchema: z.ZodType<RateLimitDescriptor> = z.lazy(() =>
+export const RateLimitDescriptorSchema: z.ZodType<RateLimitDescriptor> = z.lazy(() =>
   z.strictObject({
     key: Name,
     value: z.string().optional(),
@@ -555,19 +557,25 @@ const RateLimitActionSchema = z.strictObject({
 });
 export type RateLimitAction = z.infer<typeof RateLimitActionSchema>;
 
+/** Gloo's RateLimitActions: one Envoy rate_limits entry (RateLimitConfig raw.rateLimits, options.ratelimit.rateLimits). */
+export const RateLimitActionsSchema = z.strictObject({
+  actions: z.array(RateLimitActionSchema).optional(),
+  setActions: z.array(z.unknown()).optional(),
+  limit: z.unknown().optional(),
+});
+export type RateLimitActions = z.infer<typeof RateLimitActionsSchema>;
+
 export const RateLimitConfigSpecSchema = z.strictObject({
   raw: z.strictObject({
     descriptors: z.array(RateLimitDescriptorSchema).optional(),
     setDescriptors: z.array(z.unknown()).optional(),
-    rateLimits: z
-      .array(
-        z.strictObject({
-          actions: z.array(RateLimitActionSchema).optional(),
-          setActions: z.array(z.unknown()).optional(),
-          limit: z.unknown().optional(),
-        }),
-      )
-      .optional(),
+    rateLimits: z.array(RateLimitActionsSchema).optional(),
   }),
 });
 export type RateLimitConfigSpec = z.infer<typeof RateLimitConfigSpecSchema>;
+
+/** Settings `ratelimit` (Gloo's ServiceSettings): the descriptors raw actions (options.ratelimit.rateLimits) count against. */
+const RatelimitServiceSettingsSchema = z.strictObject({
+  descriptors: z.array(RateLimitDescriptorSchema).optional(),
+  setDescriptors: z.array(z.unknown()).optional(),
+});

@@ -120,10 +120,21 @@ export type RateLimitActionIR =
       };
     };
 
-/** Rate limits bound on a virtual host or route (options.rateLimitConfigs, ratelimitBasic, localRatelimit). */
+/** One rate_limits entry. `stage`: early runs before ext_authz, regular after it; unset: as Settings
+ * ratelimitServer.rateLimitBeforeAuth says. `domain: custom`: raw actions, counted against the Settings'
+ * descriptors (Gloo's domain); unset: Legate's domain, whose descriptors start with Legate's own keys. */
+export interface RateLimitEntryIR {
+  actions: RateLimitActionIR[];
+  stage?: 'early' | 'regular';
+  domain?: 'custom';
+}
+
+/** Rate limits bound on a virtual host or route (options.rateLimitConfigs, ratelimit, ratelimitBasic, localRatelimit, staged). */
 export interface RateLimitIR {
   /** Envoy rate_limits entries (each a list of actions) asked of the rate-limit service */
-  rateLimits: { actions: RateLimitActionIR[] }[];
+  rateLimits: RateLimitEntryIR[];
+  /** route only: the virtual host's entries apply too (Envoy's default: only when the route has none) */
+  includeVhRateLimits?: true;
   /** Envoy's local_ratelimit token bucket, per Envoy */
   local?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
 }

@@ -7,6 +7,8 @@
 //   the walk reaches the descriptor of the last entry and it has one; a shorter or longer descriptor
 //   matches nothing. `unlimited` matches and never limits; `shadowMode` counts and reports but never
 //   denies. `legate_basic=<scope>|<n>/<UNIT>` descriptors (options.ratelimitBasic) carry their own limit.
+//   A config with a domain (the Settings' descriptors, for raw actions) is walked from the first entry
+//   of every request in that domain.
 // - Fixed windows: the counter of a limit with unit U at time t is keyed by window start
 //   floor(t / U) * U and expires at the window's end, so every hit counts in exactly one window.
 // - One store round trip per request: every matched descriptor's counter is incremented at once.
@@ -91,6 +93,8 @@ export function windowStart(now: number, unit: Limit['unit']): number {
 
 export class RateLimiter {
   private configs = new Map<string, Map<string, Node>>();
+  /** trees matched from the first entry, by domain */
+  private domains = new Map<string, Map<string, Node>>();
   private summary: Record<string, number> = {};
 
   constructor(private readonly store: CounterStore) {}
@@ -98,6 +102,7 @@ export class RateLimiter {
   /** Replaces every config at once (a set from the controller); throws listing problems, keeping the old set. */
   apply(raw: readonly unknown[]): void {
     const next = new Map<string, Map<string, Node>>();
+    const domains = new Map<string, Map<string, Node>>();
     const problems: string[] = [];
     const summary: Record<string, number> = {};
     for (const r of raw) {
@@ -108,11 +113,15 @@ export class RateLimiter {
         problems.push(err instanceof Error ? err.message : String(err));
         continue;
       }
-      next.set(c.name, build(c.descriptors));
+      if (c.domain !== undefined) {
+        if (domains.has(c.domain)) problems.push(`${c.name}: a second config for domain ${c.domain}`);
+        else domains.set(c.domain, build(c.descriptors));
+      } else next.set(c.name, build(c.descriptors));
       summary[c.name] = c.descriptors.length;
     }
     if (problems.length) throw new Error(`cannot load RateLimitConfigs: ${problems.join('; ')}`);
     this.configs = next;
+    this.domains = domains;
     this.summary = summary;
   }
 
@@ -125,6 +134,8 @@ export class RateLimiter {
   match(domain: string, entries: readonly Entry[]): Matched | undefined {
     const first = entries[0];
     if (!first) return undefined;
+    const tree = this.domains.get(domain);
+    if (tree) return walk(tree, entries, 0, domain);
     let counter = `${domain}|${first.key}=${first.value}`;
     if (first.key === RateLimitKeys.basic) {
       const limit = parseBasicDescriptorValue(first.value);
@@ -133,19 +144,8 @@ export class RateLimiter {
       return { limit, unlimited: false, shadow: false, counter };
     }
     if (first.key !== RateLimitKeys.config) return undefined;
-    let level = this.configs.get(first.value);
-    let found: Node | undefined;
-    for (let i = 1; i < entries.length; i++) {
-      const e = entries[i]!;
-      if (!level) return undefined;
-      const node = level.get(`${e.key}\0${e.value}`) ?? level.get(e.key);
-      if (!node) return undefined;
-      counter += `|${e.key}=${counterValue(e.key, e.value)}`;
-      found = i === entries.length - 1 ? node : undefined;
-      level = node.children.size ? node.children : undefined;
-    }
-    if (!found || (!found.limit && !found.unlimited)) return undefined;
-    return { ...(found.limit ? { limit: found.limit } : {}), unlimited: found.unlimited, shadow: found.shadow, counter };
+    const level = this.configs.get(first.value);
+    return level ? walk(level, entries, 1, counter) : undefined;
   }
 
   /** Decides a request: counts every limited descriptor in its window, then judges each. */
@@ -170,6 +170,24 @@ export class RateLimiter {
   async close(): Promise<void> {
     await this.store.close();
   }
+}
+
+/** Walks `entries` from index `from` down the tree; the limit of the descriptor the last entry reaches. */
+function walk(tree: Map<string, Node>, entries: readonly Entry[], from: number, prefix: string): Matched | undefined {
+  let level: Map<string, Node> | undefined = tree;
+  let found: Node | undefined;
+  let counter = prefix;
+  for (let i = from; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (!level) return undefined;
+    const node: Node | undefined = level.get(`${e.key}\0${e.value}`) ?? level.get(e.key);
+    if (!node) return undefined;
+    counter += `|${e.key}=${counterValue(e.key, e.value)}`;
+    found = i === entries.length - 1 ? node : undefined;
+    level = node.children.size ? node.children : undefined;
+  }
+  if (!found || (!found.limit && !found.unlimited)) return undefined;
+  return { ...(found.limit ? { limit: found.limit } : {}), unlimited: found.unlimited, shadow: found.shadow, counter };
 }
 
 function judge(matched: readonly (Matched | undefined)[], counts: readonly number[], starts: readonly number[], now: number): Decision {

@@ -91,6 +91,41 @@ describe('descriptor matching', () => {
   });
 });
 
+describe('a domain of its own (raw actions against the Settings descriptors)', () => {
+  const l = new RateLimiter(new MemoryStore());
+  l.apply([
+    CONFIG,
+    { name: 'settings:legate-system.default', domain: 'custom', descriptors: [{ key: 'generic_key', value: 'api', descriptors: [] }] },
+  ]);
+  l.apply([
+    CONFIG,
+    {
+      name: 'settings:legate-system.default',
+      domain: 'custom',
+      descriptors: [{ key: 'generic_key', value: 'api', limit: { requestsPerUnit: 3, unit: 'MINUTE' } }],
+    },
+  ]);
+
+  it('is matched from the first entry, with counters of its own', () => {
+    const raw = l.match('custom', [{ key: 'generic_key', value: 'api' }]);
+    expect(raw?.limit).toEqual({ requestsPerUnit: 3, unit: 'MINUTE' });
+    expect(raw?.counter).toBe('custom|generic_key=api');
+    expect(l.match('legate', [{ key: 'generic_key', value: 'api' }])).toBeUndefined();
+    expect(l.match('custom', cfg(['generic_key', 'api']))).toBeUndefined();
+    expect(l.match('legate', cfg(['generic_key', 'api']))?.limit).toEqual({ requestsPerUnit: 100, unit: 'MINUTE' });
+  });
+
+  it('refuses two trees for one domain', () => {
+    const two = new RateLimiter(new MemoryStore());
+    expect(() =>
+      two.apply([
+        { name: 'a', domain: 'custom', descriptors: [] },
+        { name: 'b', domain: 'custom', descriptors: [] },
+      ]),
+    ).toThrow(/second config for domain custom/);
+  });
+});
+
 describe('fixed windows', () => {
   it('starts a window at floor(now / unit)', () => {
     expect(windowStart(59_999, 'MINUTE')).toBe(0);

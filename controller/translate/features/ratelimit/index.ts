@@ -1,14 +1,24 @@
-// Rate limiting: RateLimitConfig resources -> descriptor trees for the ratelimit service (its own xDS
-// role), and `options.rateLimitConfigs` / `ratelimitBasic` / `localRatelimit` on virtual hosts and routes
-// -> the Envoy actions and token buckets bound there (docs/ratelimit.md).
+// Rate limiting: RateLimitConfig resources and the Settings' ratelimit.descriptors -> descriptor trees
+// for the ratelimit service (its own xDS role), and `options.rateLimitConfigs` / `ratelimit` (raw
+// actions), their staged forms (`rateLimitEarlyConfigs`, `ratelimitEarly`, `...Regular`),
+// `ratelimitBasic` / `localRatelimit` on virtual hosts and routes -> the Envoy actions and token
+// buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
-import type { VirtualService } from '../../../api/resources.js';
+import type { DescriptorConfig } from '../../../../common/ratelimit-config.js';
+import type { Settings, VirtualService } from '../../../api/resources.js';
 import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
-import type { RateLimitIR, RouteActionIR } from '../../ir.js';
+import type { RateLimitEntryIR, RateLimitIR, RouteActionIR } from '../../ir.js';
 import { nsName } from '../../names.js';
 import { ratelimitRender, type RateLimitRenderOptions } from './render.js';
-import { basicRateLimits, localBucket, translateRateLimitConfig, type ResolvedRateLimitConfig } from './resolve.js';
+import {
+  basicRateLimits,
+  localBucket,
+  rawRateLimits,
+  translateRateLimitConfig,
+  translateServiceSettings,
+  type ResolvedRateLimitConfig,
+} from './resolve.js';
 
 export { DEFAULT_RATELIMIT_TIMEOUT_MS, type RateLimitRenderOptions } from './render.js';
 
@@ -20,22 +30,37 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
     kinds: ['RateLimitConfig'],
     resolve(ctx) {
       const configs = ctx.resolveEach(ctx.ofKind('RateLimitConfig'), (rlc) => translateRateLimitConfig(rlc));
+      // the Settings the pipeline reads (`default` first)
+      const settings = ctx
+        .ofKind('Settings')
+        .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))
+        .slice(0, 1)
+        .filter((s) => s.spec.ratelimit !== undefined);
+      const service = ctx.resolveEach(settings, (s) => translateServiceSettings(s));
+      const served = [...service.results.values()][0];
+      const raw: RawDescriptors = options.serverCluster
+        ? { check: false, why: 'external' }
+        : service.rejected.size
+          ? { check: false, why: 'rejected', settings: settings[0]! }
+          : { check: true, descriptors: served?.config.descriptors ?? [] };
       return {
         bindRoute(route, ir, site, sink) {
           const o = route.options;
           if (!o) return;
           const scope = `${site.vs.metadata.namespace}.${site.vs.metadata.name}.${site.where}`;
-          const rl = bind(o, `${site.where}.options`, scope, site.vs, configs, sink, ir.action);
+          const rl = bind(o, `${site.where}.options`, scope, site.vs, configs, raw, sink, ir.action ?? null);
           if (rl) ir.rateLimit = rl;
         },
         bindVirtualHost(vs, ir, sink) {
           const o = vs.spec.virtualHost.options;
           if (!o) return;
-          const rl = bind(o, 'virtualHost.options', `${vs.metadata.namespace}.${vs.metadata.name}`, vs, configs, sink);
+          const rl = bind(o, 'virtualHost.options', `${vs.metadata.namespace}.${vs.metadata.name}`, vs, configs, raw, sink);
           if (rl) ir.rateLimit = rl;
         },
         extensionResources() {
-          const list = [...configs.results.values()].sort((a, b) => a.config.name.localeCompare(b.config.name));
+          const list = [...configs.results.values(), ...(served ? [served] : [])].sort((a, b) =>
+            a.config.name.localeCompare(b.config.name),
+          );
           return [
             {
               role: ExtensionRoles.ratelimit,
@@ -50,10 +75,25 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
   };
 }
 
+/** What raw actions are checked against: the Settings' descriptors, or nothing (and why). */
+type RawDescriptors =
+  | { check: true; descriptors: DescriptorConfig[] }
+  | { check: false; why: 'external' }
+  | { check: false; why: 'rejected'; settings: Settings };
+
+/** Gloo's oneofs: per stage, raw actions or RateLimitConfig references. */
+const ONEOFS = [
+  ['ratelimit', 'rateLimitConfigs'],
+  ['ratelimitEarly', 'rateLimitEarlyConfigs'],
+  ['ratelimitRegular', 'rateLimitRegularConfigs'],
+] as const;
+
 /**
  * Options -> the IR. A missing or rejected RateLimitConfig is a warning: its actions are still sent, and
  * the service, which has no descriptors for it, limits nothing until it exists (rate limiting fails
- * open, as Envoy's filter does by default).
+ * open, as Envoy's filter does by default). Raw actions whose descriptor keys the Settings do not
+ * declare are problems; with rejected Settings descriptors they are sent unchecked, with a warning.
+ * `action`: the route's action (null for a route without one); undefined on a virtual host.
  */
 function bind(
   o: RateLimitOptions,
@@ -61,37 +101,71 @@ function bind(
   scope: string,
   vs: VirtualService,
   configs: Resolved<ResolvedRateLimitConfig>,
+  raw: RawDescriptors,
   sink: BindSink,
-  action?: RouteActionIR,
+  action?: RouteActionIR | null,
 ): RateLimitIR | undefined {
-  if (!o.rateLimitConfigs && !o.ratelimitBasic && !o.localRatelimit && !o.ratelimit?.localRatelimit) return undefined;
+  const staged = o.ratelimitEarly || o.ratelimitRegular || o.rateLimitEarlyConfigs || o.rateLimitRegularConfigs;
+  if (!o.rateLimitConfigs && !o.ratelimitBasic && !o.localRatelimit && !o.ratelimit && !staged) return undefined;
+  const onRoute = action !== undefined;
   const out: RateLimitIR = { rateLimits: [] };
-  o.rateLimitConfigs?.refs.forEach((ref, i) => {
-    const ns = ref.namespace ?? vs.metadata.namespace;
-    const key = nsName(ns, ref.name);
-    const name = `${ns}.${ref.name}`;
-    const at = `${where}.rateLimitConfigs.refs[${i}]`;
-    const resolved = configs.results.get(key);
-    if (resolved) {
-      out.rateLimits.push(...resolved.rateLimits);
-      return;
-    }
-    sink.warnings.push(
-      configs.rejected.has(key)
-        ? {
-            code: 'RateLimitConfigRejected',
-            message: `${at}: RateLimitConfig ${name} is rejected; its limits do not apply until it is fixed`,
-          }
-        : { code: 'RateLimitConfigNotFound', message: `${at}: RateLimitConfig ${name} not found; its limits do not apply until it exists` },
-    );
-  });
+  const refs = (field: 'rateLimitConfigs' | 'rateLimitEarlyConfigs' | 'rateLimitRegularConfigs', stage: RateLimitEntryIR['stage']) =>
+    o[field]?.refs.forEach((ref, i) => {
+      const ns = ref.namespace ?? vs.metadata.namespace;
+      const key = nsName(ns, ref.name);
+      const name = `${ns}.${ref.name}`;
+      const at = `${where}.${field}.refs[${i}]`;
+      const resolved = configs.results.get(key);
+      if (resolved) {
+        out.rateLimits.push(...resolved.rateLimits.map((r) => (stage ? { ...r, stage } : r)));
+        return;
+      }
+      sink.warnings.push(
+        configs.rejected.has(key)
+          ? {
+              code: 'RateLimitConfigRejected',
+              message: `${at}: RateLimitConfig ${name} is rejected; its limits do not apply until it is fixed`,
+            }
+          : {
+              code: 'RateLimitConfigNotFound',
+              message: `${at}: RateLimitConfig ${name} not found; its limits do not apply until it exists`,
+            },
+      );
+    });
+  refs('rateLimitConfigs', undefined);
+  refs('rateLimitEarlyConfigs', 'early');
+  refs('rateLimitRegularConfigs', 'regular');
+  for (const [field, stage] of [
+    ['ratelimit', undefined],
+    ['ratelimitEarly', 'early'],
+    ['ratelimitRegular', 'regular'],
+  ] as const) {
+    const r = o[field];
+    if (!r) continue;
+    if (r.includeVhRateLimits !== undefined && !onRoute)
+      sink.problems.push({
+        code: 'InvalidSpec',
+        message: `${where}.${field}.includeVhRateLimits: a route option (whether the virtual host's limits apply too)`,
+      });
+    if (r.includeVhRateLimits && onRoute) out.includeVhRateLimits = true;
+    if (!r.rateLimits?.length) continue;
+    const at = `${where}.${field}.rateLimits`;
+    if (!raw.check && raw.why === 'rejected')
+      sink.warnings.push({
+        code: 'InvalidSpec',
+        message:
+          `${at}: the ratelimit.descriptors of Settings ${raw.settings.metadata.namespace}.${raw.settings.metadata.name} ` +
+          'are rejected; these actions count against nothing until they are fixed',
+      });
+    out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw.descriptors : undefined, sink.problems));
+  }
   if (o.ratelimitBasic) out.rateLimits.push(...basicRateLimits(o.ratelimitBasic, scope, `${where}.ratelimitBasic`, sink.problems));
   if (o.ratelimit?.localRatelimit && o.localRatelimit) {
     sink.problems.push({ code: 'InvalidSpec', message: `${where}: set at most one of ratelimit.localRatelimit, localRatelimit` });
   }
-  if (o.ratelimit && o.rateLimitConfigs) {
-    // Gloo's API has them as a oneof
-    sink.problems.push({ code: 'InvalidSpec', message: `${where}: set at most one of ratelimit, rateLimitConfigs` });
+  for (const [a, b] of ONEOFS) {
+    // Gloo's API has them as a oneof: one stage takes raw actions or RateLimitConfigs, not both
+    if (o[a] && o[b]) sink.problems.push({ code: 'InvalidSpec', message: `${where}: set at most one of ${a}, ${b}` });
   }
   const bucket = o.ratelimit?.localRatelimit ?? o.localRatelimit;
   if (bucket) {
@@ -102,8 +176,8 @@ function bind(
   if (action && action.type !== 'route' && action.type !== 'graphql' && out.rateLimits.length) {
     sink.warnings.push({
       code: 'NotSupported',
-      message: `${where}: rateLimitConfigs and ratelimitBasic apply to routes that forward (Envoy answers a ${action.type} route itself)`,
+      message: `${where}: global rate limits apply to routes that forward (Envoy answers a ${action.type} route itself)`,
     });
   }
-  return out.rateLimits.length || out.local ? out : undefined;
+  return out.rateLimits.length || out.local || out.includeVhRateLimits ? out : undefined;
 }

@@ -1,21 +1,48 @@
-// Rate limiting in Envoy. Global limits: the `envoy.filters.http.ratelimit` filter (domain `legate`)
-// on the HCM of every proxy that limits anything, asking Legate's ratelimit service (or the Settings'
-// ratelimitServerRef upstream) with the descriptors of the virtual host's or route's `rate_limits`
-// actions; a route with its own limits does not also get its virtual host's (Envoy's default,
-// as Gloo). Local limits: `envoy.filters.http.local_ratelimit`, inert on the HCM, with a token bucket
-// per virtual host or route in typed_per_filter_config.
+// Rate limiting in Envoy. Global limits: `envoy.filters.http.ratelimit` filters asking Legate's
+// ratelimit service (or the Settings' ratelimitServerRef upstream) with the descriptors of the virtual
+// host's or route's `rate_limits` actions. One filter per domain and stage, rendered only when some
+// entry needs it, each taking only the entries of its Envoy `stage` number: domain `legate`
+// (RateLimitConfigs, ratelimitBasic) and Gloo's `custom` (raw actions, the Settings' descriptors), each
+// early (before ext_authz) or regular (after it); unstaged entries follow Settings rateLimitBeforeAuth.
+// A route with its own limits does not also get its virtual host's (Envoy's default, as Gloo), unless
+// includeVhRateLimits (RateLimitPerRoute vh_rate_limits INCLUDE on each filter involved). Local limits:
+// `envoy.filters.http.local_ratelimit`, inert on the HCM, with a token bucket per virtual host or
+// route in typed_per_filter_config.
 import type { EnvoyRoute, HeaderMatcher, HttpFilter, StringMatcher, VirtualHost } from '../../../../envoy/typed.js';
 import { typed } from '../../../../envoy/typed.js';
 import type { envoy_config_route_v3_RateLimit } from '../../../../envoy/types.generated.js';
-import { RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
+import { RATE_LIMIT_DOMAIN, RAW_RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
 import { duration, extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, before, during, type RenderPlugin } from '../../feature.js';
-import type { ProxyIR, RateLimitActionIR, RateLimitIR } from '../../ir.js';
+import type { ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
 
 export const RATELIMIT_FILTER = 'envoy.filters.http.ratelimit';
 export const LOCAL_RATELIMIT_FILTER = 'envoy.filters.http.local_ratelimit';
 export const RATELIMIT_CLUSTER = 'legate-ratelimit';
 const LOCAL_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit' as const;
+const PER_ROUTE_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute' as const;
+
+/** The global filters: a domain and a side of ext_authz each, with the Envoy stage number its entries carry. */
+interface GlobalFilter {
+  name: string;
+  domain: string;
+  early: boolean;
+  stage: number;
+}
+
+export const GLOBAL_FILTERS: readonly GlobalFilter[] = [
+  { name: RATELIMIT_FILTER, domain: RATE_LIMIT_DOMAIN, early: false, stage: 0 },
+  { name: `${RATELIMIT_FILTER}.custom`, domain: RAW_RATE_LIMIT_DOMAIN, early: false, stage: 1 },
+  { name: `${RATELIMIT_FILTER}.early`, domain: RATE_LIMIT_DOMAIN, early: true, stage: 2 },
+  { name: `${RATELIMIT_FILTER}.custom.early`, domain: RAW_RATE_LIMIT_DOMAIN, early: true, stage: 3 },
+];
+
+/** The filter an entry goes to. */
+function filterOf(e: RateLimitEntryIR, beforeAuth: boolean): GlobalFilter {
+  const early = e.stage ? e.stage === 'early' : beforeAuth;
+  const domain = e.domain === 'custom' ? RAW_RATE_LIMIT_DOMAIN : RATE_LIMIT_DOMAIN;
+  return GLOBAL_FILTERS.find((f) => f.early === early && f.domain === domain)!;
+}
 
 /** How the ratelimit filter behaves (Settings ratelimitServer). */
 export interface RateLimitRenderOptions {
@@ -35,16 +62,23 @@ export interface RateLimitRenderOptions {
 
 export const DEFAULT_RATELIMIT_TIMEOUT_MS = 100;
 
-const usage = new WeakMap<ProxyIR, { global: boolean; local: boolean }>();
+interface Usage {
+  global: Set<GlobalFilter>;
+  local: boolean;
+}
 
-/** Which of the two filters the proxy needs; memoised, as it is asked once per virtual host. */
-function uses(proxy: ProxyIR): { global: boolean; local: boolean } {
+// by rateLimitBeforeAuth, which decides where unstaged entries go
+const usages = [new WeakMap<ProxyIR, Usage>(), new WeakMap<ProxyIR, Usage>()] as const;
+
+/** Which filters the proxy needs; memoised, as it is asked once per virtual host. */
+function uses(proxy: ProxyIR, beforeAuth: boolean): Usage {
+  const usage = usages[beforeAuth ? 1 : 0];
   let u = usage.get(proxy);
   if (!u) {
-    u = { global: false, local: false };
+    u = { global: new Set(), local: false };
     const note = (rl: RateLimitIR | undefined): void => {
       if (!rl) return;
-      if (rl.rateLimits.length) u!.global = true;
+      for (const e of rl.rateLimits) u!.global.add(filterOf(e, beforeAuth));
       if (rl.local) u!.local = true;
     };
     for (const l of proxy.listeners)
@@ -96,8 +130,11 @@ function envoyAction(a: RateLimitActionIR): envoy_config_route_v3_RateLimit['act
   };
 }
 
-function rateLimits(rl: RateLimitIR): envoy_config_route_v3_RateLimit[] {
-  return rl.rateLimits.map((r) => ({ actions: r.actions.map(envoyAction) }));
+function rateLimits(rl: RateLimitIR, beforeAuth: boolean): envoy_config_route_v3_RateLimit[] {
+  return rl.rateLimits.map((r) => {
+    const stage = filterOf(r, beforeAuth).stage;
+    return { ...(stage ? { stage } : {}), actions: r.actions.map(envoyAction) };
+  });
 }
 
 function localConfig(local: NonNullable<RateLimitIR['local']>) {
@@ -113,31 +150,34 @@ function localConfig(local: NonNullable<RateLimitIR['local']>) {
 
 export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_RATELIMIT_TIMEOUT_MS;
+  const beforeAuth = options.beforeAuth ?? false;
+  const globalFilter = (f: GlobalFilter): HttpFilter => ({
+    name: f.name,
+    typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit', {
+      domain: f.domain,
+      ...(f.stage ? { stage: f.stage } : {}),
+      timeout: { seconds: Math.floor(timeoutMs / 1000), nanos: (timeoutMs % 1000) * 1e6 },
+      failure_mode_deny: options.denyOnFail ?? false,
+      rate_limit_service: {
+        grpc_service: { envoy_grpc: { cluster_name: options.serverCluster ?? RATELIMIT_CLUSTER } },
+        transport_api_version: 'V3',
+      },
+      ...(options.xRateLimitHeaders === false ? {} : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
+    }),
+  });
   return {
     httpFilters(proxy) {
-      const u = uses(proxy);
+      const u = uses(proxy, beforeAuth);
       const out = [];
       if (u.local) {
         // inert here (no bucket): each virtual host or route that limits brings its own bucket
         const filter: HttpFilter = { name: LOCAL_RATELIMIT_FILTER, typed_config: typed(LOCAL_TYPE, { stat_prefix: 'local_rate_limit' }) };
-        // first of the two: cheap, and it protects the service too
-        out.push({ position: options.beforeAuth ? before(FilterStage.AuthN) : before(FilterStage.RateLimit), filter });
+        // first of them: cheap, and it protects the service too
+        out.push({ position: beforeAuth ? before(FilterStage.AuthN) : before(FilterStage.RateLimit), filter });
       }
-      if (u.global) {
-        const filter: HttpFilter = {
-          name: RATELIMIT_FILTER,
-          typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit', {
-            domain: RATE_LIMIT_DOMAIN,
-            timeout: { seconds: Math.floor(timeoutMs / 1000), nanos: (timeoutMs % 1000) * 1e6 },
-            failure_mode_deny: options.denyOnFail ?? false,
-            rate_limit_service: {
-              grpc_service: { envoy_grpc: { cluster_name: options.serverCluster ?? RATELIMIT_CLUSTER } },
-              transport_api_version: 'V3',
-            },
-            ...(options.xRateLimitHeaders === false ? {} : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
-          }),
-        };
-        out.push({ position: options.beforeAuth ? before(FilterStage.AuthN) : during(FilterStage.RateLimit), filter });
+      for (const f of GLOBAL_FILTERS) {
+        if (!u.global.has(f)) continue;
+        out.push({ position: f.early ? before(FilterStage.AuthN) : during(FilterStage.RateLimit), filter: globalFilter(f) });
       }
       return out;
     },
@@ -145,17 +185,23 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
     patchVirtualHost(ir, vhost: VirtualHost) {
       const rl = ir.rateLimit;
       if (!rl) return;
-      if (rl.rateLimits.length) vhost.rate_limits = rateLimits(rl);
+      if (rl.rateLimits.length) vhost.rate_limits = rateLimits(rl, beforeAuth);
       if (rl.local) setPerFilterConfig(vhost, LOCAL_RATELIMIT_FILTER, localConfig(rl.local));
     },
-    patchRoute(ir, route: EnvoyRoute) {
+    patchRoute(ir, route: EnvoyRoute, vh) {
       const rl = ir.rateLimit;
       if (!rl) return;
-      if (rl.rateLimits.length && route.route) route.route.rate_limits = rateLimits(rl);
+      if (rl.rateLimits.length && route.route) route.route.rate_limits = rateLimits(rl, beforeAuth);
       if (rl.local) setPerFilterConfig(route, LOCAL_RATELIMIT_FILTER, localConfig(rl.local));
+      if (rl.includeVhRateLimits && route.route) {
+        // per filter: each of the virtual host's filters also sends the virtual host's entries for this route
+        const filters = new Set((vh.rateLimit?.rateLimits ?? []).map((e) => filterOf(e, beforeAuth)));
+        for (const f of GLOBAL_FILTERS)
+          if (filters.has(f)) setPerFilterConfig(route, f.name, typed(PER_ROUTE_TYPE, { vh_rate_limits: 'INCLUDE' }));
+      }
     },
     extraClusters(proxy) {
-      return uses(proxy).global && !options.serverCluster ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
+      return uses(proxy, beforeAuth).global.size && !options.serverCluster ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
     },
   };
 }

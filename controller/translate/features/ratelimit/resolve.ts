@@ -2,9 +2,11 @@
 // the Envoy actions routes send; options.ratelimitBasic / localRatelimit -> their IR. Every check that
 // needs no I/O happens here, reported at the user's field: units, zero limits, action kinds Legate does
 // not render, and action descriptor keys that no descriptor at that depth declares (Envoy would send
-// them and the service would match nothing: a limit that silently never applies).
+// them and the service would match nothing: a limit that silently never applies). The Settings'
+// ratelimit.descriptors and the raw actions of options.ratelimit(Early|Regular) are checked the same way.
 import {
   RATE_LIMIT_UNITS,
+  RAW_RATE_LIMIT_DOMAIN,
   RateLimitKeys,
   RateLimitServiceConfigSchema,
   basicDescriptorValue,
@@ -13,10 +15,11 @@ import {
   type Limit,
   type RateLimitServiceConfig,
 } from '../../../../common/ratelimit-config.js';
-import type { RateLimitConfig } from '../../../api/resources.js';
+import type { RateLimitConfig, Settings } from '../../../api/resources.js';
 import {
   RATE_LIMIT_ACTION_KINDS,
   type RateLimitAction,
+  type RateLimitActions,
   type RateLimitDescriptor,
   type RateLimitHeaderMatcher,
   type RateLimitValue,
@@ -24,7 +27,7 @@ import {
 import type { LocalRatelimit, RatelimitBasic } from './schema.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem } from '../../feature.js';
-import type { RateLimitActionIR, RateLimitIR } from '../../ir.js';
+import type { RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
 
 /** A resolved RateLimitConfig: what the service gets, and the actions routes that refer to it send. */
 export interface ResolvedRateLimitConfig {
@@ -165,7 +168,13 @@ function action(
  * Checks that each entry an action list produces is declared at its depth of the descriptor tree: the
  * key, and for fixed values (generic keys, header matches) a descriptor with that value or without one.
  */
-function checkKeys(produced: { key: string; value?: string }[], descriptors: DescriptorConfig[], where: string, problems: Problem[]): void {
+function checkKeys(
+  produced: { key: string; value?: string }[],
+  descriptors: DescriptorConfig[],
+  where: string,
+  problems: Problem[],
+  scope: string,
+): void {
   let level: DescriptorConfig[] = descriptors;
   for (const [i, entry] of produced.entries()) {
     const sameKey = level.filter((d) => d.key === entry.key);
@@ -174,7 +183,7 @@ function checkKeys(produced: { key: string; value?: string }[], descriptors: Des
       problems.push({
         code: 'InvalidSpec',
         message:
-          `${where}.actions[${i}]: descriptor key ${JSON.stringify(entry.key)} is not declared by any descriptor at that depth ` +
+          `${where}.actions[${i}]: descriptor key ${JSON.stringify(entry.key)} is not declared by any ${scope} at that depth ` +
           `(${declared.length ? `declared: ${declared.join(', ')}` : 'none declared'})`,
       });
       return;
@@ -193,6 +202,76 @@ function checkKeys(produced: { key: string; value?: string }[], descriptors: Des
   }
 }
 
+/**
+ * One Gloo RateLimitActions -> its Envoy actions, checked against `descriptors` (unset: not checked, as
+ * when an external service holds them); undefined with problems when it cannot be rendered.
+ */
+function entryActions(
+  rl: RateLimitActions,
+  where: string,
+  descriptors: DescriptorConfig[] | undefined,
+  scope: string,
+  problems: Problem[],
+): RateLimitActionIR[] | undefined {
+  if (rl.setActions?.length) problems.push({ code: 'NotSupported', message: `${where}.setActions: not supported; use actions` });
+  if (rl.limit !== undefined) problems.push({ code: 'NotSupported', message: `${where}.limit: dynamic limit overrides are not supported` });
+  if (!rl.actions?.length) {
+    if (!rl.setActions?.length) problems.push({ code: 'InvalidSpec', message: `${where}.actions: needs at least one action` });
+    return undefined;
+  }
+  const before = problems.length;
+  const produced = rl.actions.map((a, j) => action(a, `${where}.actions[${j}]`, problems));
+  if (problems.length > before) return undefined;
+  const entries = produced as { ir: RateLimitActionIR; key: string; value?: string }[];
+  if (descriptors) checkKeys(entries, descriptors, where, problems, scope);
+  return problems.length > before ? undefined : entries.map((e) => e.ir);
+}
+
+/** The Settings' `ratelimit.descriptors` (Gloo's ServiceSettings), checked as a RateLimitConfig's are. */
+export interface ResolvedServiceSettings {
+  config: RateLimitServiceConfig;
+}
+
+export function translateServiceSettings(settings: Settings): Attempt<ResolvedServiceSettings> {
+  const problems: Problem[] = [];
+  const warnings: Problem[] = [];
+  const rl = settings.spec.ratelimit ?? {};
+  if (rl.setDescriptors?.length)
+    problems.push({ code: 'NotSupported', message: 'ratelimit.setDescriptors: set-style descriptors are not supported; use descriptors' });
+  const descriptors = (rl.descriptors ?? []).map((d, i) => descriptor(d, `ratelimit.descriptors[${i}]`, problems, warnings));
+  const config: RateLimitServiceConfig = {
+    name: `settings:${settings.metadata.namespace}.${settings.metadata.name}`,
+    domain: RAW_RATE_LIMIT_DOMAIN,
+    descriptors,
+  };
+  if (!problems.length) {
+    const parsed = RateLimitServiceConfigSchema.safeParse(config);
+    if (!parsed.success)
+      for (const m of describeRateLimitIssues(parsed.error, 'ratelimit')) problems.push({ code: 'InvalidSpec', message: m });
+  }
+  if (problems.length) return { problems, warnings };
+  return { ir: { config }, problems, warnings };
+}
+
+/**
+ * Raw actions (options.ratelimit / ratelimitEarly / ratelimitRegular `rateLimits`) -> entries in the raw
+ * domain, each checked against the Settings' descriptors (unset: not checked).
+ */
+export function rawRateLimits(
+  list: readonly RateLimitActions[],
+  where: string,
+  stage: RateLimitEntryIR['stage'],
+  descriptors: DescriptorConfig[] | undefined,
+  problems: Problem[],
+): RateLimitEntryIR[] {
+  const out: RateLimitEntryIR[] = [];
+  list.forEach((rl, i) => {
+    const actions = entryActions(rl, `${where}[${i}]`, descriptors, 'settings.ratelimit descriptor', problems);
+    if (actions) out.push({ actions, domain: 'custom', ...(stage ? { stage } : {}) });
+  });
+  return out;
+}
+
 export function translateRateLimitConfig(rlc: RateLimitConfig): Attempt<ResolvedRateLimitConfig> {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
@@ -203,22 +282,8 @@ export function translateRateLimitConfig(rlc: RateLimitConfig): Attempt<Resolved
   const descriptors = (raw.descriptors ?? []).map((d, i) => descriptor(d, `raw.descriptors[${i}]`, problems, warnings));
   const rateLimits: { actions: RateLimitActionIR[] }[] = [];
   (raw.rateLimits ?? []).forEach((rl, i) => {
-    const where = `raw.rateLimits[${i}]`;
-    if (rl.setActions?.length) problems.push({ code: 'NotSupported', message: `${where}.setActions: not supported; use actions` });
-    if (rl.limit !== undefined)
-      problems.push({ code: 'NotSupported', message: `${where}.limit: dynamic limit overrides are not supported` });
-    if (!rl.actions?.length) {
-      if (!rl.setActions?.length) problems.push({ code: 'InvalidSpec', message: `${where}.actions: needs at least one action` });
-      return;
-    }
-    const before = problems.length;
-    const produced = rl.actions.map((a, j) => action(a, `${where}.actions[${j}]`, problems));
-    if (problems.length > before) return;
-    const entries = produced as { ir: RateLimitActionIR; key: string; value?: string }[];
-    checkKeys(entries, descriptors, where, problems);
-    rateLimits.push({
-      actions: [{ genericKey: { descriptorKey: RateLimitKeys.config, descriptorValue: name } }, ...entries.map((e) => e.ir)],
-    });
+    const actions = entryActions(rl, `raw.rateLimits[${i}]`, descriptors, 'descriptor', problems);
+    if (actions) rateLimits.push({ actions: [{ genericKey: { descriptorKey: RateLimitKeys.config, descriptorValue: name } }, ...actions] });
   });
   if (!raw.rateLimits?.length)
     warnings.push({ code: 'InvalidSpec', message: 'raw.rateLimits: no actions, so no request is ever counted against these descriptors' });
