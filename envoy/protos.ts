@@ -41,6 +41,8 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/cors/v3/cors.proto',
   'envoy/extensions/filters/http/csrf/v3/csrf.proto',
   'envoy/extensions/filters/http/fault/v3/fault.proto',
+  'envoy/extensions/filters/http/jwt_authn/v3/config.proto',
+  'envoy/extensions/filters/http/rbac/v3/rbac.proto',
   'envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.proto',
   'envoy/extensions/common/matching/v3/extension_matcher.proto',
   'envoy/type/matcher/v3/http_inputs.proto',

@@ -34,6 +34,10 @@ export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
 export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
 export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
 export type HTTPFault = envoy_extensions_filters_http_fault_v3_HTTPFault;
+export type JwtAuthentication = envoy_extensions_filters_http_jwt_authn_v3_JwtAuthentication;
+export type PerRouteConfig = envoy_extensions_filters_http_jwt_authn_v3_PerRouteConfig;
+export type RBAC = envoy_extensions_filters_http_rbac_v3_RBAC;
+export type RBACPerRoute = envoy_extensions_filters_http_rbac_v3_RBACPerRoute;
 export type PreviousPrioritiesConfig = envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig;
 export type FilterConfig = envoy_config_route_v3_FilterConfig;
 export type ExtensionWithMatcher = envoy_extensions_common_matching_v3_ExtensionWithMatcher;
@@ -47,7 +51,6 @@ export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_Tl
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
 export type FileAccessLog = envoy_extensions_access_loggers_file_v3_FileAccessLog;
-export type PerRouteConfig = envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
 export type ClusterConfig = envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
 
 /** Type URL -> message, for typed() in envoy/typed.ts. */
@@ -74,6 +77,10 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault": envoy_extensions_filters_http_fault_v3_HTTPFault;
+  "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication": envoy_extensions_filters_http_jwt_authn_v3_JwtAuthentication;
+  "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig": envoy_extensions_filters_http_jwt_authn_v3_PerRouteConfig;
+  "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC": envoy_extensions_filters_http_rbac_v3_RBAC;
+  "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute": envoy_extensions_filters_http_rbac_v3_RBACPerRoute;
   "type.googleapis.com/envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig": envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig;
   "type.googleapis.com/envoy.config.route.v3.FilterConfig": envoy_config_route_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.common.matching.v3.ExtensionWithMatcher": envoy_extensions_common_matching_v3_ExtensionWithMatcher;
@@ -1721,6 +1728,85 @@ export interface envoy_config_ratelimit_v3_RateLimitServiceConfig {
   transport_api_version?: envoy_config_core_v3_ApiVersion;
 }
 
+/** envoy.config.rbac.v3.Permission */
+export interface envoy_config_rbac_v3_Permission {
+  and_rules?: envoy_config_rbac_v3_Permission_Set;
+  or_rules?: envoy_config_rbac_v3_Permission_Set;
+  any?: boolean;
+  header?: envoy_config_route_v3_HeaderMatcher;
+  url_path?: envoy_type_matcher_v3_PathMatcher;
+  destination_ip?: envoy_config_core_v3_CidrRange;
+  destination_port?: number;
+  destination_port_range?: envoy_type_v3_Int32Range;
+  metadata?: envoy_type_matcher_v3_MetadataMatcher;
+  not_rule?: envoy_config_rbac_v3_Permission;
+  requested_server_name?: envoy_type_matcher_v3_StringMatcher;
+  matcher?: envoy_config_core_v3_TypedExtensionConfig;
+  uri_template?: envoy_config_core_v3_TypedExtensionConfig;
+}
+
+/** envoy.config.rbac.v3.Permission.Set */
+export interface envoy_config_rbac_v3_Permission_Set {
+  rules?: envoy_config_rbac_v3_Permission[];
+}
+
+/** envoy.config.rbac.v3.Policy */
+export interface envoy_config_rbac_v3_Policy {
+  permissions?: envoy_config_rbac_v3_Permission[];
+  principals?: envoy_config_rbac_v3_Principal[];
+  condition?: google_api_expr_v1alpha1_Expr;
+  checked_condition?: google_api_expr_v1alpha1_CheckedExpr;
+}
+
+/** envoy.config.rbac.v3.Principal */
+export interface envoy_config_rbac_v3_Principal {
+  and_ids?: envoy_config_rbac_v3_Principal_Set;
+  or_ids?: envoy_config_rbac_v3_Principal_Set;
+  any?: boolean;
+  authenticated?: envoy_config_rbac_v3_Principal_Authenticated;
+  source_ip?: envoy_config_core_v3_CidrRange; /** deprecated in Envoy */
+  direct_remote_ip?: envoy_config_core_v3_CidrRange;
+  remote_ip?: envoy_config_core_v3_CidrRange;
+  header?: envoy_config_route_v3_HeaderMatcher;
+  url_path?: envoy_type_matcher_v3_PathMatcher;
+  metadata?: envoy_type_matcher_v3_MetadataMatcher;
+  filter_state?: envoy_type_matcher_v3_FilterStateMatcher;
+  not_id?: envoy_config_rbac_v3_Principal;
+}
+
+/** envoy.config.rbac.v3.Principal.Authenticated */
+export interface envoy_config_rbac_v3_Principal_Authenticated {
+  principal_name?: envoy_type_matcher_v3_StringMatcher;
+}
+
+/** envoy.config.rbac.v3.Principal.Set */
+export interface envoy_config_rbac_v3_Principal_Set {
+  ids?: envoy_config_rbac_v3_Principal[];
+}
+
+/** envoy.config.rbac.v3.RBAC */
+export interface envoy_config_rbac_v3_RBAC {
+  action?: envoy_config_rbac_v3_RBAC_Action;
+  policies?: Record<string, envoy_config_rbac_v3_Policy>;
+  audit_logging_options?: envoy_config_rbac_v3_RBAC_AuditLoggingOptions;
+}
+
+export type envoy_config_rbac_v3_RBAC_Action = "ALLOW" | "DENY" | "LOG";
+
+/** envoy.config.rbac.v3.RBAC.AuditLoggingOptions */
+export interface envoy_config_rbac_v3_RBAC_AuditLoggingOptions {
+  audit_condition?: envoy_config_rbac_v3_RBAC_AuditLoggingOptions_AuditCondition;
+  logger_configs?: envoy_config_rbac_v3_RBAC_AuditLoggingOptions_AuditLoggerConfig[];
+}
+
+export type envoy_config_rbac_v3_RBAC_AuditLoggingOptions_AuditCondition = "NONE" | "ON_DENY" | "ON_ALLOW" | "ON_DENY_AND_ALLOW";
+
+/** envoy.config.rbac.v3.RBAC.AuditLoggingOptions.AuditLoggerConfig */
+export interface envoy_config_rbac_v3_RBAC_AuditLoggingOptions_AuditLoggerConfig {
+  audit_logger?: envoy_config_core_v3_TypedExtensionConfig;
+  is_optional?: boolean;
+}
+
 /** envoy.config.route.v3.ClusterSpecifierPlugin */
 export interface envoy_config_route_v3_ClusterSpecifierPlugin {
   extension?: envoy_config_core_v3_TypedExtensionConfig;
@@ -2607,6 +2693,122 @@ export interface envoy_extensions_filters_http_fault_v3_HTTPFault {
   filter_metadata?: Record<string, unknown>;
 }
 
+/** envoy.extensions.filters.http.jwt_authn.v3.FilterStateRule */
+export interface envoy_extensions_filters_http_jwt_authn_v3_FilterStateRule {
+  name?: string;
+  requires?: Record<string, envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement>;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwksAsyncFetch */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwksAsyncFetch {
+  fast_listener?: boolean;
+  failed_refetch_duration?: Duration;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtAuthentication {
+  providers?: Record<string, envoy_extensions_filters_http_jwt_authn_v3_JwtProvider>;
+  rules?: envoy_extensions_filters_http_jwt_authn_v3_RequirementRule[];
+  filter_state_rules?: envoy_extensions_filters_http_jwt_authn_v3_FilterStateRule;
+  bypass_cors_preflight?: boolean;
+  requirement_map?: Record<string, envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement>;
+  strip_failure_response?: boolean;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtCacheConfig */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtCacheConfig {
+  jwt_cache_size?: number;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtClaimToHeader */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtClaimToHeader {
+  header_name?: string;
+  claim_name?: string;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtHeader */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtHeader {
+  name?: string;
+  value_prefix?: string;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtProvider */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtProvider {
+  issuer?: string;
+  audiences?: string[];
+  subjects?: envoy_type_matcher_v3_StringMatcher;
+  require_expiration?: boolean;
+  max_lifetime?: Duration;
+  remote_jwks?: envoy_extensions_filters_http_jwt_authn_v3_RemoteJwks;
+  local_jwks?: envoy_config_core_v3_DataSource;
+  forward?: boolean;
+  from_headers?: envoy_extensions_filters_http_jwt_authn_v3_JwtHeader[];
+  from_params?: string[];
+  from_cookies?: string[];
+  forward_payload_header?: string;
+  pad_forward_payload_header?: boolean;
+  payload_in_metadata?: string;
+  normalize_payload_in_metadata?: envoy_extensions_filters_http_jwt_authn_v3_JwtProvider_NormalizePayload;
+  header_in_metadata?: string;
+  failed_status_in_metadata?: string;
+  clock_skew_seconds?: number;
+  jwt_cache_config?: envoy_extensions_filters_http_jwt_authn_v3_JwtCacheConfig;
+  claim_to_headers?: envoy_extensions_filters_http_jwt_authn_v3_JwtClaimToHeader[];
+  clear_route_cache?: boolean;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtProvider.NormalizePayload */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtProvider_NormalizePayload {
+  space_delimited_claims?: string[];
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtRequirement */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement {
+  provider_name?: string;
+  provider_and_audiences?: envoy_extensions_filters_http_jwt_authn_v3_ProviderWithAudiences;
+  requires_any?: envoy_extensions_filters_http_jwt_authn_v3_JwtRequirementOrList;
+  requires_all?: envoy_extensions_filters_http_jwt_authn_v3_JwtRequirementAndList;
+  allow_missing_or_failed?: Record<string, never>;
+  allow_missing?: Record<string, never>;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtRequirementAndList */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtRequirementAndList {
+  requirements?: envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement[];
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.JwtRequirementOrList */
+export interface envoy_extensions_filters_http_jwt_authn_v3_JwtRequirementOrList {
+  requirements?: envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement[];
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig */
+export interface envoy_extensions_filters_http_jwt_authn_v3_PerRouteConfig {
+  disabled?: boolean;
+  requirement_name?: string;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.ProviderWithAudiences */
+export interface envoy_extensions_filters_http_jwt_authn_v3_ProviderWithAudiences {
+  provider_name?: string;
+  audiences?: string[];
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.RemoteJwks */
+export interface envoy_extensions_filters_http_jwt_authn_v3_RemoteJwks {
+  http_uri?: envoy_config_core_v3_HttpUri;
+  cache_duration?: Duration;
+  async_fetch?: envoy_extensions_filters_http_jwt_authn_v3_JwksAsyncFetch;
+  retry_policy?: envoy_config_core_v3_RetryPolicy;
+}
+
+/** envoy.extensions.filters.http.jwt_authn.v3.RequirementRule */
+export interface envoy_extensions_filters_http_jwt_authn_v3_RequirementRule {
+  match?: envoy_config_route_v3_RouteMatch;
+  requires?: envoy_extensions_filters_http_jwt_authn_v3_JwtRequirement;
+  requirement_name?: string;
+}
+
 /** envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit */
 export interface envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit {
   stat_prefix?: string;
@@ -2729,6 +2931,22 @@ export interface envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute {
 export type envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_OverrideOptions = "DEFAULT" | "OVERRIDE_POLICY" | "INCLUDE_POLICY" | "IGNORE_POLICY";
 
 export type envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute_VhRateLimitsOptions = "OVERRIDE" | "INCLUDE" | "IGNORE";
+
+/** envoy.extensions.filters.http.rbac.v3.RBAC */
+export interface envoy_extensions_filters_http_rbac_v3_RBAC {
+  rules?: envoy_config_rbac_v3_RBAC;
+  rules_stat_prefix?: string;
+  matcher?: xds_type_matcher_v3_Matcher;
+  shadow_rules?: envoy_config_rbac_v3_RBAC;
+  shadow_matcher?: xds_type_matcher_v3_Matcher;
+  shadow_rules_stat_prefix?: string;
+  track_per_rule_stats?: boolean;
+}
+
+/** envoy.extensions.filters.http.rbac.v3.RBACPerRoute */
+export interface envoy_extensions_filters_http_rbac_v3_RBACPerRoute {
+  rbac?: envoy_extensions_filters_http_rbac_v3_RBAC;
+}
 
 /** envoy.extensions.filters.http.router.v3.Router */
 export interface envoy_extensions_filters_http_router_v3_Router {
@@ -3232,6 +3450,12 @@ export interface envoy_type_matcher_v3_DoubleMatcher {
   exact?: number;
 }
 
+/** envoy.type.matcher.v3.FilterStateMatcher */
+export interface envoy_type_matcher_v3_FilterStateMatcher {
+  key?: string;
+  string_match?: envoy_type_matcher_v3_StringMatcher;
+}
+
 /** envoy.type.matcher.v3.HttpRequestHeaderMatchInput */
 export interface envoy_type_matcher_v3_HttpRequestHeaderMatchInput {
   header_name?: string;
@@ -3263,6 +3487,11 @@ export interface envoy_type_matcher_v3_MetadataMatcher_PathSegment {
 /** envoy.type.matcher.v3.OrMatcher */
 export interface envoy_type_matcher_v3_OrMatcher {
   value_matchers?: envoy_type_matcher_v3_ValueMatcher[];
+}
+
+/** envoy.type.matcher.v3.PathMatcher */
+export interface envoy_type_matcher_v3_PathMatcher {
+  path?: envoy_type_matcher_v3_StringMatcher;
 }
 
 /** envoy.type.matcher.v3.RegexMatchAndSubstitute */
@@ -3429,6 +3658,150 @@ export interface envoy_type_v3_TokenBucket {
   tokens_per_fill?: number;
   fill_interval?: Duration;
 }
+
+/** google.api.expr.v1alpha1.CheckedExpr */
+export interface google_api_expr_v1alpha1_CheckedExpr {
+  reference_map?: Record<string, google_api_expr_v1alpha1_Reference>;
+  type_map?: Record<string, google_api_expr_v1alpha1_Type>;
+  source_info?: google_api_expr_v1alpha1_SourceInfo;
+  expr?: google_api_expr_v1alpha1_Expr;
+}
+
+/** google.api.expr.v1alpha1.Constant */
+export interface google_api_expr_v1alpha1_Constant {
+  null_value?: google_protobuf_NullValue;
+  bool_value?: boolean;
+  int64_value?: number | string;
+  uint64_value?: number | string;
+  double_value?: number;
+  string_value?: string;
+  bytes_value?: string;
+  duration_value?: Duration; /** deprecated in Envoy */
+  timestamp_value?: string; /** deprecated in Envoy */
+}
+
+/** google.api.expr.v1alpha1.Expr */
+export interface google_api_expr_v1alpha1_Expr {
+  id?: number | string;
+  const_expr?: google_api_expr_v1alpha1_Constant;
+  ident_expr?: google_api_expr_v1alpha1_Expr_Ident;
+  select_expr?: google_api_expr_v1alpha1_Expr_Select;
+  call_expr?: google_api_expr_v1alpha1_Expr_Call;
+  list_expr?: google_api_expr_v1alpha1_Expr_CreateList;
+  struct_expr?: google_api_expr_v1alpha1_Expr_CreateStruct;
+  comprehension_expr?: google_api_expr_v1alpha1_Expr_Comprehension;
+}
+
+/** google.api.expr.v1alpha1.Expr.Call */
+export interface google_api_expr_v1alpha1_Expr_Call {
+  target?: google_api_expr_v1alpha1_Expr;
+  function?: string;
+  args?: google_api_expr_v1alpha1_Expr[];
+}
+
+/** google.api.expr.v1alpha1.Expr.Comprehension */
+export interface google_api_expr_v1alpha1_Expr_Comprehension {
+  iter_var?: string;
+  iter_range?: google_api_expr_v1alpha1_Expr;
+  accu_var?: string;
+  accu_init?: google_api_expr_v1alpha1_Expr;
+  loop_condition?: google_api_expr_v1alpha1_Expr;
+  loop_step?: google_api_expr_v1alpha1_Expr;
+  result?: google_api_expr_v1alpha1_Expr;
+}
+
+/** google.api.expr.v1alpha1.Expr.CreateList */
+export interface google_api_expr_v1alpha1_Expr_CreateList {
+  elements?: google_api_expr_v1alpha1_Expr[];
+}
+
+/** google.api.expr.v1alpha1.Expr.CreateStruct */
+export interface google_api_expr_v1alpha1_Expr_CreateStruct {
+  message_name?: string;
+  entries?: google_api_expr_v1alpha1_Expr_CreateStruct_Entry[];
+}
+
+/** google.api.expr.v1alpha1.Expr.CreateStruct.Entry */
+export interface google_api_expr_v1alpha1_Expr_CreateStruct_Entry {
+  id?: number | string;
+  field_key?: string;
+  map_key?: google_api_expr_v1alpha1_Expr;
+  value?: google_api_expr_v1alpha1_Expr;
+}
+
+/** google.api.expr.v1alpha1.Expr.Ident */
+export interface google_api_expr_v1alpha1_Expr_Ident {
+  name?: string;
+}
+
+/** google.api.expr.v1alpha1.Expr.Select */
+export interface google_api_expr_v1alpha1_Expr_Select {
+  operand?: google_api_expr_v1alpha1_Expr;
+  field?: string;
+  test_only?: boolean;
+}
+
+/** google.api.expr.v1alpha1.Reference */
+export interface google_api_expr_v1alpha1_Reference {
+  name?: string;
+  overload_id?: string[];
+  value?: google_api_expr_v1alpha1_Constant;
+}
+
+/** google.api.expr.v1alpha1.SourceInfo */
+export interface google_api_expr_v1alpha1_SourceInfo {
+  syntax_version?: string;
+  location?: string;
+  line_offsets?: number[];
+  positions?: Record<string, number>;
+  macro_calls?: Record<string, google_api_expr_v1alpha1_Expr>;
+}
+
+/** google.api.expr.v1alpha1.Type */
+export interface google_api_expr_v1alpha1_Type {
+  dyn?: Record<string, never>;
+  null?: google_protobuf_NullValue;
+  primitive?: google_api_expr_v1alpha1_Type_PrimitiveType;
+  wrapper?: google_api_expr_v1alpha1_Type_PrimitiveType;
+  well_known?: google_api_expr_v1alpha1_Type_WellKnownType;
+  list_type?: google_api_expr_v1alpha1_Type_ListType;
+  map_type?: google_api_expr_v1alpha1_Type_MapType;
+  function?: google_api_expr_v1alpha1_Type_FunctionType;
+  message_type?: string;
+  type_param?: string;
+  type?: google_api_expr_v1alpha1_Type;
+  error?: Record<string, never>;
+  abstract_type?: google_api_expr_v1alpha1_Type_AbstractType;
+}
+
+/** google.api.expr.v1alpha1.Type.AbstractType */
+export interface google_api_expr_v1alpha1_Type_AbstractType {
+  name?: string;
+  parameter_types?: google_api_expr_v1alpha1_Type[];
+}
+
+/** google.api.expr.v1alpha1.Type.FunctionType */
+export interface google_api_expr_v1alpha1_Type_FunctionType {
+  result_type?: google_api_expr_v1alpha1_Type;
+  arg_types?: google_api_expr_v1alpha1_Type[];
+}
+
+/** google.api.expr.v1alpha1.Type.ListType */
+export interface google_api_expr_v1alpha1_Type_ListType {
+  elem_type?: google_api_expr_v1alpha1_Type;
+}
+
+/** google.api.expr.v1alpha1.Type.MapType */
+export interface google_api_expr_v1alpha1_Type_MapType {
+  key_type?: google_api_expr_v1alpha1_Type;
+  value_type?: google_api_expr_v1alpha1_Type;
+}
+
+export type google_api_expr_v1alpha1_Type_PrimitiveType = "PRIMITIVE_TYPE_UNSPECIFIED" | "BOOL" | "INT64" | "UINT64" | "DOUBLE" | "STRING" | "BYTES";
+
+export type google_api_expr_v1alpha1_Type_WellKnownType = "WELL_KNOWN_TYPE_UNSPECIFIED" | "ANY" | "TIMESTAMP" | "DURATION";
+
+export type google_protobuf_NullValue = "NULL_VALUE";
 
 /** xds.core.v3.Authority */
 export interface xds_core_v3_Authority {

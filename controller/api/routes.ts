@@ -11,6 +11,7 @@ import { extauthOptions } from '../translate/features/extauth/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { lbHashOptions } from '../translate/features/lbhash/schema.js';
 import { headersDestinationOptions, headersRouteOptions, headersVirtualHostOptions } from '../translate/features/headers/schema.js';
+import { jwtRouteOptions, jwtVirtualHostOptions } from '../translate/features/jwt/schema.js';
 import { rateLimitOptions } from '../translate/features/ratelimit/schema.js';
 import {
   DirectResponseActionSchema,
@@ -77,12 +78,9 @@ const NOT_SUPPORTED_OPTIONS = {
   extensions: notSupported("opaque Gloo plugin extensions have no meaning outside Gloo's own translator"),
   waf: notSupported(`ModSecurity: ${ENTERPRISE_FILTER}`),
   dlp: notSupported(`data loss prevention: ${ENTERPRISE_FILTER}`),
-  jwt: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
-  jwtStaged: notSupported('JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt'),
   jwtProvidersStaged: notSupported(
-    'JWT verification in Envoy is not available yet; use an AuthConfig with oauth2.accessTokenValidation.jwt',
+    "route-level JWT providers are Gloo 1.18's; declare providers in the virtual host's jwt or jwtStaged, turn a stage off per route",
   ),
-  rbac: notSupported("claims-based RBAC needs Envoy's JWT filter, which Legate does not render yet"),
   extProc: notSupported('a user ext_proc server needs settings.extProc, which Legate does not read yet'),
 };
 
@@ -105,6 +103,7 @@ export const RouteOptionsSchema = z.strictObject({
   ...tracingRouteOptions,
   ...headersRouteOptions,
   ...extauthOptions,
+  ...jwtRouteOptions,
   ...rateLimitOptions,
   ...corsRouteOptions,
   ...lbHashOptions,
@@ -120,6 +119,7 @@ export const VirtualHostOptionsSchema = z.strictObject({
   ...statsVirtualHostOptions,
   ...headersVirtualHostOptions,
   ...extauthOptions,
+  ...jwtVirtualHostOptions,
   ...rateLimitOptions,
   ...corsVirtualHostOptions,
   ...bufferOptions,

@@ -242,9 +242,54 @@ export interface RouteIR {
   dynamicForwardProxy?: { hostRewrite?: string; hostRewriteHeader?: string };
   headers?: HeaderManipulationIR;
   hostRewrite?: HostRewriteIR;
+  /** JWT stages this route turns off (jwt.disable, jwtStaged.<stage>.disable) */
+  jwtDisabled?: JwtStage[];
+  /** replaces the virtual host's RBAC */
+  rbac?: RbacIR;
   /** the original Host goes to x-forwarded-host when it is rewritten */
   appendXForwardedHost?: true;
 }
+
+/** The two JWT filters: before ext_authz and after it (Gloo's jwtStaged; its legacy `jwt` is afterExtAuth). */
+export type JwtStage = 'beforeExtAuth' | 'afterExtAuth';
+
+/** A JWT provider (Gloo's jwt Provider), verified by Envoy's jwt_authn filter. */
+export interface JwtProviderIR {
+  issuer?: string;
+  audiences?: string[];
+  /** a JWKS document (JSON): the local key as given, or a single JWK or a PEM public key made into one */
+  localJwks?: string;
+  /** fetched from `url` through the cluster of the referenced Upstream, kept for cacheDuration */
+  remoteJwks?: { url: string; cluster: string; cacheDuration: DurationIR; asyncFetch?: { fastListener?: boolean } };
+  /** unset: Envoy's default, `Authorization: Bearer <token>` or the `access_token` query parameter */
+  tokenSource?: { headers: { name: string; prefix?: string }[]; queryParams: string[] };
+  /** the token stays in the request sent upstream */
+  keepToken: boolean;
+  /** the claim replaces what the client sent in that header (Envoy has no append) */
+  claimsToHeaders: { claim: string; header: string }[];
+  clockSkewSeconds?: number;
+  failedStatusInMetadata?: string;
+}
+
+/** One stage's JWT check on a virtual host: a token from any one provider passes, as the policy says. */
+export interface JwtStageIR {
+  providers: Record<string, JwtProviderIR>;
+  validationPolicy: 'REQUIRE_VALID' | 'ALLOW_MISSING' | 'ALLOW_MISSING_OR_FAILED';
+}
+
+/** How an RBAC principal's claim is compared (Gloo's ClaimMatcher). */
+export type ClaimMatchIR = { exact: string } | { bool: boolean } | { listContains: string };
+
+/** A JWT principal: every claim matches in the payload verified by one of `providers`. */
+export interface RbacPrincipalIR {
+  providers: { stage: JwtStage; name: string }[];
+  /** `path`: the claim's key, or its nested keys (nestedClaimDelimiter) */
+  claims: { path: string[]; match: ClaimMatchIR }[];
+}
+
+/** options.rbac: allowed when a policy matches (any principal, and all of its permissions); else 403. */
+export type RbacIR =
+  { disabled: true } | { policies: Record<string, { principals: RbacPrincipalIR[]; pathPrefix?: string; methods?: string[] }> };
 
 /** One element of a route's hash key (options.lbHash.hashPolicies). */
 export interface HashPolicyIR {
@@ -283,6 +328,9 @@ export interface VirtualHostIR {
   /** x-envoy-attempt-count on downstream responses (includeAttemptCountInResponse) */
   includeAttemptCountInResponse?: true;
   headers?: HeaderManipulationIR;
+  /** options.jwt / jwtStaged: the providers of each stage */
+  jwt?: Partial<Record<JwtStage, JwtStageIR>>;
+  rbac?: RbacIR;
 }
 
 export interface ListenerIR {

@@ -12,6 +12,7 @@ import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
 import { headersFeature } from './headers/index.js';
+import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { routingFeature } from './routing/index.js';
 import { statsFeature } from './stats/index.js';
@@ -51,6 +52,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
+    jwtFeature,
     corsFeature,
     graphqlFeature(options.graphql),
     upgradesFeature,

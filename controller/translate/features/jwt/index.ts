@@ -1,0 +1,14 @@
+// JWT verification and claims-based RBAC in Envoy itself (Gloo Enterprise's `jwt`, `jwtStaged` and
+// `rbac` options): Envoy's jwt_authn filter checks tokens against each virtual host's providers (local
+// keys, or a JWKS fetched through an Upstream) before or after ext_authz, copies claims to headers, and
+// leaves the payload in dynamic metadata where Envoy's RBAC filter matches the policies' claims.
+import type { Feature } from '../../feature.js';
+import { jwtRender } from './render.js';
+import { jwtBinding } from './resolve.js';
+
+export const jwtFeature: Feature = {
+  name: 'jwt',
+  kinds: [],
+  resolve: jwtBinding,
+  render: jwtRender,
+};
