@@ -351,11 +351,32 @@ function redactSecrets(value: unknown, headerValues: ReadonlySet<string> = new S
         k,
         (/secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref')) || (header && k === 'value')
           ? '<redacted>'
-          : redactSecrets(v, headerValues),
+          : k === 'localJwks' && typeof v === 'string'
+            ? redactJwks(v)
+            : k === 'local_jwks' && v && typeof v === 'object' && typeof (v as Record<string, unknown>)['inline_string'] === 'string'
+              ? { ...v, inline_string: redactJwks((v as Record<string, string>)['inline_string']!) }
+              : redactSecrets(v, headerValues),
       ]),
     );
   }
   return value;
+}
+
+// JWK members that are secret: a symmetric key (`k`) and the private parts of RSA / EC / OKP keys.
+const SECRET_JWK_MEMBERS = ['k', 'd', 'p', 'q', 'dp', 'dq', 'qi', 'oth'];
+
+/** A JWKS (JSON text) with its secret key material replaced; public keys stay readable. */
+function redactJwks(text: string): string {
+  try {
+    const jwks = JSON.parse(text) as { keys?: Record<string, unknown>[] };
+    if (!Array.isArray(jwks.keys)) return '<redacted>';
+    const keys = jwks.keys.map((key) =>
+      Object.fromEntries(Object.entries(key).map(([m, v]) => [m, SECRET_JWK_MEMBERS.includes(m) ? '<redacted>' : v])),
+    );
+    return JSON.stringify({ ...jwks, keys });
+  } catch {
+    return '<redacted>';
+  }
 }
 
 /** The values of headers read from Secrets in the IR (`secretValue`), as rendered (% escaped) too. */

@@ -18,6 +18,9 @@ const local = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const remote = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
 const stranger = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 const localPem = local.publicKey.export({ format: 'pem', type: 'spki' }).toString();
+// a shared secret (HS256): Gloo accepts symmetric keys in a local JWKS; Legate must never show them
+const hmacSecret = crypto.randomBytes(32);
+const hmacJwks = JSON.stringify({ keys: [{ kty: 'oct', k: hmacSecret.toString('base64url'), kid: 'h1', alg: 'HS256' }] });
 const remoteJwks = JSON.stringify({ keys: [{ ...remote.publicKey.export({ format: 'jwk' }), kid: 'r1', alg: 'RS256', use: 'sig' }] });
 
 interface Sign {
@@ -219,6 +222,22 @@ spec:
     routes:
       - matchers: [{ prefix: / }]
         ${toApp}
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: hmac, namespace: default }
+spec:
+  virtualHost:
+    domains: [hmac.test]
+    options:
+      jwt:
+        providers:
+          shared:
+            issuer: ${ISSUER}
+            jwks: { local: { key: '${hmacJwks}' } }
+    routes:
+      - matchers: [{ prefix: / }]
+        ${toApp}
 `,
   });
   await gw.until('/open', (r) => r.status === 200, { host: 'local.test' }, 30_000);
@@ -341,9 +360,23 @@ describe('stages: before and after ext_authz', () => {
   });
 });
 
+describe('jwt: a symmetric key', () => {
+  it('verifies an HS256 token, and the shared secret appears nowhere Legate shows: served config, the Proxy, logs', async () => {
+    const hs = await new SignJWT({ sub: 'bob' }).setProtectedHeader({ alg: 'HS256', kid: 'h1' }).setIssuer(ISSUER).sign(hmacSecret);
+    expect((await gw.request('/x', { host: 'hmac.test', headers: { authorization: `Bearer ${hs}` } })).status).toBe(200);
+    expect((await gw.request('/x', { host: 'hmac.test', headers: await bearer() })).status).toBe(401);
+    const served = await (await fetch(`http://127.0.0.1:${gw.ports.api}/api/v1/served`)).text();
+    expect(served).toContain('local_jwks');
+    const proxies = await (await fetch(`http://127.0.0.1:${gw.ports.api}/api/v1/resources?kind=Proxy`)).text();
+    expect(proxies).toContain('localJwks');
+    const secret = hmacSecret.toString('base64url');
+    for (const text of [served, proxies, gw.log('controller')]) expect(text).not.toContain(secret);
+  });
+});
+
 describe('status', () => {
   it('every resource is accepted', () => {
-    for (const vs of ['before', 'after', 'local', 'remote', 'lenient', 'rbac']) {
+    for (const vs of ['before', 'after', 'local', 'remote', 'lenient', 'rbac', 'hmac']) {
       const got = JSON.parse(gw.ctl('get', 'virtualservice', vs, '-n', 'default', '-o', 'json').stdout);
       const status = got.status.statuses['legate-system'];
       expect(status.state, vs).toBe('Accepted');
