@@ -16,7 +16,7 @@ import {
   SettingsSpecSchema,
   UpstreamSpecSchema,
 } from './schemas.js';
-import { VirtualServiceSpecSchema } from './routes.js';
+import { RouteTableSpecSchema, VirtualServiceSpecSchema } from './routes.js';
 
 interface KindInfo {
   group: string;
@@ -37,7 +37,7 @@ const CORE = { group: '', version: 'v1', aliases: [] } as const;
 export const KINDS = {
   VirtualService: { ...GATEWAY, plural: 'virtualservices', shortNames: ['vs'], spec: VirtualServiceSpecSchema },
   Gateway: { ...GATEWAY, plural: 'gateways', shortNames: ['gw'], spec: GatewaySpecSchema },
-  RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'] },
+  RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'], spec: RouteTableSpecSchema },
   VirtualHostOption: { ...GATEWAY, plural: 'virtualhostoptions', shortNames: ['vho'] },
   RouteOption: { ...GATEWAY, plural: 'routeoptions', shortNames: ['rto'] },
   Upstream: { ...GLOO, plural: 'upstreams', shortNames: ['us'], spec: UpstreamSpecSchema },

@@ -22,7 +22,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         bindRoute(route, ir, site, sink) {
           const ext = route.options?.extauth;
           if (!ext) return;
-          const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, site.vs.metadata.namespace, authConfigs, sink);
+          const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, site.namespace, authConfigs, sink);
           if (auth) ir.auth = auth;
         },
         bindVirtualHost(vs, ir, sink) {

@@ -2,7 +2,6 @@
 // role), and `options.rateLimitConfigs` / `ratelimitBasic` / `localRatelimit` on virtual hosts and routes
 // -> the Envoy actions and token buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
-import type { VirtualService } from '../../../api/resources.js';
 import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitIR, RouteActionIR } from '../../ir.js';
@@ -24,14 +23,15 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
         bindRoute(route, ir, site, sink) {
           const o = route.options;
           if (!o) return;
-          const scope = `${site.vs.metadata.namespace}.${site.vs.metadata.name}.${site.where}`;
-          const rl = bind(o, `${site.where}.options`, scope, site.vs, configs, sink, ir.action);
+          const rt = site.routeTable ? `rt:${site.routeTable.metadata.namespace}.${site.routeTable.metadata.name}.` : '';
+          const scope = `${site.vs.metadata.namespace}.${site.vs.metadata.name}.${rt}${site.where}`;
+          const rl = bind(o, `${site.where}.options`, scope, site.namespace, configs, sink, ir.action);
           if (rl) ir.rateLimit = rl;
         },
         bindVirtualHost(vs, ir, sink) {
           const o = vs.spec.virtualHost.options;
           if (!o) return;
-          const rl = bind(o, 'virtualHost.options', `${vs.metadata.namespace}.${vs.metadata.name}`, vs, configs, sink);
+          const rl = bind(o, 'virtualHost.options', `${vs.metadata.namespace}.${vs.metadata.name}`, vs.metadata.namespace, configs, sink);
           if (rl) ir.rateLimit = rl;
         },
         extensionResources() {
@@ -59,7 +59,7 @@ function bind(
   o: RateLimitOptions,
   where: string,
   scope: string,
-  vs: VirtualService,
+  namespace: string,
   configs: Resolved<ResolvedRateLimitConfig>,
   sink: BindSink,
   action?: RouteActionIR,
@@ -67,7 +67,7 @@ function bind(
   if (!o.rateLimitConfigs && !o.ratelimitBasic && !o.localRatelimit) return undefined;
   const out: RateLimitIR = { rateLimits: [] };
   o.rateLimitConfigs?.refs.forEach((ref, i) => {
-    const ns = ref.namespace ?? vs.metadata.namespace;
+    const ns = ref.namespace ?? namespace;
     const key = nsName(ns, ref.name);
     const name = `${ns}.${ref.name}`;
     const at = `${where}.rateLimitConfigs.refs[${i}]`;

@@ -20,7 +20,7 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
           const path = route.routeAction?.single
             ? `${where}.routeAction.single`
             : `${where}.routeAction.multi.destinations[${j}].destination`;
-          const cluster = resolveDestination(d.destination, path, site.vs.metadata.namespace, ctx, sink.problems);
+          const cluster = resolveDestination(d.destination, path, site.namespace, ctx, sink.problems);
           if (cluster)
             clusters.push(route.routeAction?.multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight });
         });
