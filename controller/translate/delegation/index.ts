@@ -139,31 +139,27 @@ function breakCycles(
     const cycles = cyclesThrough(edges);
     if (!cycles.size) return;
     for (const [key, cycle] of cycles) {
-      const rt = chosen.get(key)!;
-      if (!reported.has(key)) {
-        reported.add(key);
-        const path = cycle.map((k) => `[${k.replace('/', '.')}]`).join(' -> ');
-        input.report({
-          resource: sourceOf(rt),
-          severity: 'error',
-          code: 'DelegationCycle',
-          message: `invalid route: delegation cycle detected: ${path}`,
-        });
-      }
-      const last = lastAccepted.get(keyOf(rt)) as RouteTable | undefined;
-      if (!fellBack.has(key) && last && !sameSpec(last, rt) && input.check(last).problems.length === 0) {
-        fellBack.add(key);
-        chosen.set(key, last);
-        input.report({
-          resource: sourceOf(rt),
-          severity: 'warning',
-          code: 'ServingLastAccepted',
-          message: 'serving the last accepted version until this one is fixed',
-        });
-      } else {
-        chosen.delete(key);
-      }
+      if (reported.has(key)) continue;
+      reported.add(key);
+      const path = cycle.map((k) => `[${k.replace('/', '.')}]`).join(' -> ');
+      const message = `invalid route: delegation cycle detected: ${path}`;
+      input.report({ resource: sourceOf(chosen.get(key)!), severity: 'error', code: 'DelegationCycle', message });
     }
+    // tables whose last accepted version may break the cycle go back to it first; the others then
+    // serve again if that was enough, and otherwise serve nothing
+    const back = [...cycles.keys()].flatMap((key) => {
+      const rt = chosen.get(key)!;
+      const last = lastAccepted.get(keyOf(rt)) as RouteTable | undefined;
+      const usable = !fellBack.has(key) && last && !sameSpec(last, rt) && input.check(last).problems.length === 0;
+      return usable ? [{ key, rt, last }] : [];
+    });
+    for (const { key, rt, last } of back) {
+      fellBack.add(key);
+      chosen.set(key, last);
+      const message = 'serving the last accepted version until this one is fixed';
+      input.report({ resource: sourceOf(rt), severity: 'warning', code: 'ServingLastAccepted', message });
+    }
+    if (!back.length) for (const key of cycles.keys()) chosen.delete(key);
   }
 }
 
@@ -419,11 +415,10 @@ function visitTable<T>(walk: Walk<T>, served: RouteTable, parent: ParentRoute, c
     if (own.problems.length && version !== versions[versions.length - 1]) continue;
     for (const p of first.problems) report('error', p);
     for (const w of first.warnings) report('warning', w);
-    for (const p of first.problems) {
-      walk.sink.warnings.push({
-        code: p.code,
-        message: `${root}: on sub route table ${src.namespace}.${src.name}: ${p.message}`,
-      });
+    const [p, ...more] = first.problems;
+    if (p) {
+      const and = more.length ? ` (and ${more.length} more)` : '';
+      walk.sink.warnings.push({ code: p.code, message: `${root}: on sub route table ${src.namespace}.${src.name}: ${p.message}${and}` });
     }
     if (!own.problems.length) {
       if (version !== served)

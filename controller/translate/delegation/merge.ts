@@ -144,9 +144,10 @@ export function mergeOptions(child: RouteOptions | undefined, parent: RouteOptio
   return merged as RouteOptions;
 }
 
-// Go's zero values count as unset in Gloo's merge: empty lists and strings, false, 0
+// Gloo's merge skips a child's zero values; RouteOptions' top-level fields are messages and wrappers
+// (set when present, even to "" or 0), lists and maps: an empty list counts as unset
 function isEmpty(v: unknown): boolean {
-  return v === undefined || v === null || v === false || v === 0 || v === '' || (Array.isArray(v) && v.length === 0);
+  return v === undefined || v === null || (Array.isArray(v) && v.length === 0);
 }
 
 /**
