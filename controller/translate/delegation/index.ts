@@ -53,7 +53,12 @@ export interface RouteTablesMemo {
   readonly checked: ReadonlyMap<string, CheckMemo>;
   /** each table's state, by nsName */
   readonly states: ReadonlyMap<string, TableState>;
+  /** what each version's delegateActions select, while no table appears, goes or changes its labels */
+  readonly targets: TargetsMemo;
 }
+
+type Targets = { where: string; keys: string[]; warning?: string }[];
+type TargetsMemo = WeakMap<RouteTable, Targets>;
 
 interface CheckMemo {
   readonly rt: RouteTable;
@@ -71,6 +76,15 @@ interface TableState {
 export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   const { tables, lastAccepted } = input;
   const index = tableIndex(tables);
+  const targets: TargetsMemo = input.memo && sameSelectable(input.memo.states, index) ? input.memo.targets : new WeakMap();
+  const targetsOf = (rt: RouteTable): Targets => {
+    let t = targets.get(rt);
+    if (!t) {
+      t = delegations(rt).map(({ action, where }) => ({ where, ...selectTables(action, rt.metadata.namespace, index) }));
+      targets.set(rt, t);
+    }
+    return t;
+  };
   const checked = new Map<string, CheckMemo>();
   const chosen = new Map<string, RouteTable>();
   for (const rt of index.ordered) {
@@ -86,8 +100,8 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     for (const r of memo.reports) input.report(r);
     if (memo.served) chosen.set(key, memo.served);
   }
-  breakCycles(chosen, index, lastAccepted, input);
-  reportTargets(chosen, index, input);
+  breakCycles(chosen, targetsOf, lastAccepted, input);
+  reportTargets(chosen, targetsOf, input);
 
   const states = new Map<string, TableState>();
   for (const rt of index.ordered) {
@@ -104,7 +118,18 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     }
     for (const key of before.keys()) if (!states.has(key)) changed.add(key);
   }
-  return { index, served: chosen, lastAccepted, changed, memo: { checked, states } };
+  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets } };
+}
+
+/** Whether selections made against the tables of `before` hold for `index`: the same tables, with the same labels. */
+function sameSelectable(before: ReadonlyMap<string, TableState>, index: TableIndex): boolean {
+  if (before.size !== index.byKey.size) return false;
+  for (const [key, rt] of index.byKey) {
+    const b = before.get(key)?.current;
+    if (!b) return false;
+    if (b !== rt && JSON.stringify(b.metadata.labels ?? {}) !== JSON.stringify(rt.metadata.labels ?? {})) return false;
+  }
+  return true;
 }
 
 /** The delegateActions of a version, with where they are. */
@@ -122,7 +147,7 @@ function delegations(rt: RouteTable): { action: DelegateAction; where: string }[
  */
 function breakCycles(
   chosen: Map<string, RouteTable>,
-  index: TableIndex,
+  targetsOf: (rt: RouteTable) => Targets,
   lastAccepted: RouteTablesInput['lastAccepted'],
   input: RouteTablesInput,
 ) {
@@ -133,7 +158,7 @@ function breakCycles(
     for (const [key, rt] of chosen) {
       edges.set(
         key,
-        delegations(rt).flatMap(({ action }) => selectTables(action, rt.metadata.namespace, index).keys.filter((k) => chosen.has(k))),
+        targetsOf(rt).flatMap((t) => t.keys.filter((k) => chosen.has(k))),
       );
     }
     const cycles = cyclesThrough(edges);
@@ -226,10 +251,9 @@ function shortestCycle(start: string, members: ReadonlySet<string>, edges: Reado
 }
 
 /** What a served table delegates to and cannot: Gloo's warnings (missing, nothing selected), or rejected. */
-function reportTargets(chosen: ReadonlyMap<string, RouteTable>, index: TableIndex, input: RouteTablesInput): void {
+function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets, input: RouteTablesInput): void {
   for (const rt of chosen.values()) {
-    for (const { action, where } of delegations(rt)) {
-      const selection = selectTables(action, rt.metadata.namespace, index);
+    for (const { where, ...selection } of targetsOf(rt)) {
       const warn = (message: string): void =>
         input.report({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
       if (selection.warning) warn(selection.warning);

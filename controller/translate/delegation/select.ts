@@ -22,9 +22,9 @@ export interface TableIndex {
 }
 
 export function tableIndex(tables: readonly RouteTable[]): TableIndex {
-  const ordered = [...tables].sort(
-    (a, b) => a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name),
-  );
+  // Gloo's lists are sorted by namespace, then name, as Go compares strings
+  const cmp = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
+  const ordered = [...tables].sort((a, b) => cmp(a.metadata.namespace, b.metadata.namespace) || cmp(a.metadata.name, b.metadata.name));
   return { byKey: new Map(ordered.map((t) => [nsName(t.metadata.namespace, t.metadata.name), t])), ordered };
 }
 
