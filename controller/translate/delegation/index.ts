@@ -55,7 +55,19 @@ export interface RouteTablesMemo {
   readonly states: ReadonlyMap<string, TableState>;
   /** what each version's delegateActions select, while no table appears, goes or changes its labels */
   readonly targets: TargetsMemo;
+  readonly keys: KeysMemo;
+  /** the versions that passed their checks, before cycles were looked for; and whether there were none */
+  readonly checkedChosen: ReadonlyMap<string, RouteTable>;
+  readonly acyclic: boolean;
 }
+
+interface TableKeys {
+  /** nsName */
+  key: string;
+  /** keyOf (last accepted versions are kept by it) */
+  resource: string;
+}
+type KeysMemo = WeakMap<RouteTable, TableKeys>;
 
 type Targets = { where: string; keys: string[]; warning?: string }[];
 type TargetsMemo = WeakMap<RouteTable, Targets>;
@@ -75,8 +87,16 @@ interface TableState {
 
 export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   const { tables, lastAccepted } = input;
+  const before = input.memo;
+  const keys: KeysMemo = before?.keys ?? new WeakMap();
+  const keysOf = (rt: RouteTable): TableKeys => {
+    let k = keys.get(rt);
+    if (!k) keys.set(rt, (k = { key: nsName(rt.metadata.namespace, rt.metadata.name), resource: keyOf(rt) }));
+    return k;
+  };
   const index = tableIndex(tables);
-  const targets: TargetsMemo = input.memo && sameSelectable(input.memo.states, index) ? input.memo.targets : new WeakMap();
+  const selectable = before !== undefined && sameSelectable(before.states, index);
+  const targets: TargetsMemo = selectable ? before.targets : new WeakMap();
   const targetsOf = (rt: RouteTable): Targets => {
     let t = targets.get(rt);
     if (!t) {
@@ -88,9 +108,9 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   const checked = new Map<string, CheckMemo>();
   const chosen = new Map<string, RouteTable>();
   for (const rt of index.ordered) {
-    const key = nsName(rt.metadata.namespace, rt.metadata.name);
-    const last = lastAccepted.get(keyOf(rt));
-    let memo = input.memo?.checked.get(key);
+    const { key, resource } = keysOf(rt);
+    const last = lastAccepted.get(resource);
+    let memo = before?.checked.get(key);
     if (!memo || memo.rt !== rt || memo.last !== last) {
       const reporter = new Reporter();
       const served = input.serve(rt, (v) => input.check(v), reporter);
@@ -100,25 +120,32 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     for (const r of memo.reports) input.report(r);
     if (memo.served) chosen.set(key, memo.served);
   }
-  breakCycles(chosen, targetsOf, lastAccepted, input);
+  const checkedChosen = new Map(chosen);
+  // Without a cycle last time, tables picking the same tables as then, and the versions that changed
+  // delegating nowhere, there is none now either: the walk over every table is skipped.
+  const stillAcyclic =
+    selectable &&
+    before.acyclic &&
+    before.checkedChosen.size === chosen.size &&
+    [...chosen].every(([key, rt]) => before.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0));
+  const acyclic = stillAcyclic || breakCycles(chosen, targetsOf, lastAccepted, input);
   reportTargets(chosen, targetsOf, input);
 
   const states = new Map<string, TableState>();
+  const changed = before ? new Set<string>() : undefined;
   for (const rt of index.ordered) {
-    const key = nsName(rt.metadata.namespace, rt.metadata.name);
-    states.set(key, { current: rt, served: chosen.get(key), last: lastAccepted.get(keyOf(rt)) });
-  }
-  let changed: Set<string> | undefined;
-  if (input.memo) {
-    changed = new Set();
-    const before = input.memo.states;
-    for (const [key, s] of states) {
-      const b = before.get(key);
-      if (!b || b.current !== s.current || b.served !== s.served || b.last !== s.last) changed.add(key);
+    const { key, resource } = keysOf(rt);
+    const served = chosen.get(key);
+    const last = lastAccepted.get(resource);
+    const b = before?.states.get(key);
+    if (b && b.current === rt && b.served === served && b.last === last) states.set(key, b);
+    else {
+      states.set(key, { current: rt, served, last });
+      changed?.add(key);
     }
-    for (const key of before.keys()) if (!states.has(key)) changed.add(key);
   }
-  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets } };
+  if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
+  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets, keys, checkedChosen, acyclic } };
 }
 
 /** Whether selections made against the tables of `before` hold for `index`: the same tables, with the same labels. */
@@ -143,14 +170,14 @@ function delegations(rt: RouteTable): { action: DelegateAction; where: string }[
 
 /**
  * Every table on a delegation cycle is rejected; one whose last accepted version differs serves that
- * instead (which may break the cycle for the others), the rest serve nothing.
+ * instead (which may break the cycle for the others), the rest serve nothing. Returns whether there was none.
  */
 function breakCycles(
   chosen: Map<string, RouteTable>,
   targetsOf: (rt: RouteTable) => Targets,
   lastAccepted: RouteTablesInput['lastAccepted'],
   input: RouteTablesInput,
-) {
+): boolean {
   const reported = new Set<string>();
   const fellBack = new Set<string>();
   for (;;) {
@@ -162,7 +189,7 @@ function breakCycles(
       );
     }
     const cycles = cyclesThrough(edges);
-    if (!cycles.size) return;
+    if (!cycles.size) return reported.size === 0;
     for (const [key, cycle] of cycles) {
       if (reported.has(key)) continue;
       reported.add(key);
