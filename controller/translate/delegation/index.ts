@@ -13,7 +13,7 @@
 // one, its last accepted version serves under that parent instead.
 import type { LegateResource, RouteTable, VirtualService } from '../../api/resources.js';
 import { keyOf } from '../../api/resources.js';
-import type { DelegateAction, Route } from '../../api/routes.js';
+import type { DelegateAction, Route, RouteOptions } from '../../api/routes.js';
 import type { Attempt, BindSink, Problem, RouteSite } from '../feature.js';
 import { nsName, sourceOf } from '../names.js';
 import { Reporter, type Report } from '../reporter.js';
@@ -298,18 +298,33 @@ function standIn(rt: RouteTable): VirtualService {
   return { kind: 'VirtualService', apiVersion: rt.apiVersion, metadata: rt.metadata, spec: { virtualHost: {} }, raw: rt.raw };
 }
 
+/**
+ * The options of a delegating route, bound as if it answered itself (they only ever serve merged into
+ * the routes it delegates to): whether they have no problems; problems and warnings go to `sink`.
+ */
+function delegatedOptionsFit<T>(route: Route, site: RouteSite, name: string, translateRoute: TranslateRoute<T>, sink: BindSink): boolean {
+  if (!route.options) return true;
+  const own: BindSink = { problems: [], warnings: [] };
+  const { delegateAction: _delegate, ...rest } = route;
+  translateRoute({ ...rest, matchers: [], directResponseAction: { status: 200 } }, site, name, own);
+  sink.problems.push(...own.problems);
+  sink.warnings.push(...own.warnings);
+  return own.problems.length === 0;
+}
+
 /** A RouteTable's routes on their own: delegate matchers, and every other route translated. */
 export function checkRouteTable<T>(rt: RouteTable, translateRoute: TranslateRoute<T>): Attempt<true> {
   const sink: BindSink = { problems: [], warnings: [] };
   const vs = standIn(rt);
   (rt.spec.routes ?? []).forEach((route, j) => {
     const where = `routes[${j}]`;
+    const site: RouteSite = { vs, index: j, where, namespace: rt.metadata.namespace, routeTable: rt };
     if (route.delegateAction) {
       const m = delegateMatcher(route, where);
       if ('code' in m) sink.problems.push(m);
+      delegatedOptionsFit(route, site, route.name ?? `<unnamed-${j}>`, translateRoute, sink);
       return;
     }
-    const site: RouteSite = { vs, index: j, where, namespace: rt.metadata.namespace, routeTable: rt };
     translateRoute(route, site, route.name ?? `<unnamed-${j}>`, sink);
   });
   return sink.problems.length ? { problems: sink.problems, warnings: sink.warnings } : { ir: true, problems: [], warnings: sink.warnings };
@@ -388,8 +403,8 @@ function visit<T>(
   routes.forEach((original, j) => {
     const where = rt ? `routes[${j}]` : `virtualHost.routes[${j}]`;
     const root = rt ? rootWhere : where;
-    const own_name = original.name ?? `<unnamed-${j}>`;
-    const name = parent && rt ? `${parent.name}_rt:${ns}_${rt.metadata.name}_route:${own_name}` : own_name;
+    const ownName = original.name ?? `<unnamed-${j}>`;
+    const name = parent && rt ? `${parent.name}_rt:${ns}_${rt.metadata.name}_route:${ownName}` : ownName;
     let route = original;
     if (parent) {
       const merged = mergeWithParent(original, parent, where);
@@ -399,9 +414,17 @@ function visit<T>(
       }
       route = merged;
     }
+    const site: RouteSite = { vs: walk.vs, index: j, where, namespace: ns, ...(rt ? { routeTable: rt } : {}) };
     if (!route.delegateAction) {
-      const site: RouteSite = { vs: walk.vs, index: j, where, namespace: ns, ...(rt ? { routeTable: rt } : {}) };
-      const ir = walk.translateRoute(route, site, name, own);
+      const sink: BindSink = { problems: [], warnings: [] };
+      const ir = walk.translateRoute(route, site, name, sink);
+      // what is wrong with an inherited option was reported where it is written (delegatedOptionsFit)
+      const inherited = Object.keys(route.options ?? {})
+        .filter((k) => original.options?.[k as keyof RouteOptions] === undefined)
+        .map((k) => `${where}.options.${k}`);
+      const own_ = (p: Problem): boolean => !inherited.some((at) => p.message.startsWith(at) && '.:['.includes(p.message[at.length] ?? ''));
+      own.problems.push(...sink.problems.filter(own_));
+      own.warnings.push(...sink.warnings.filter(own_));
       if (ir !== undefined) entries.push({ route, ir });
       return;
     }
@@ -410,6 +433,8 @@ function visit<T>(
       own.problems.push(matcher);
       return;
     }
+    // options at fault are the delegating route's: reported here, and nothing is delegated with them
+    if (!delegatedOptionsFit(route, site, name, walk.translateRoute, own)) return;
     const down: ParentRoute = {
       matcher,
       options: route.options,

@@ -11,8 +11,6 @@ export interface Selection {
   keys: string[];
   /** why nothing could be picked (Gloo's warning) */
   warning?: string;
-  /** a ref (one table, named), not a selector */
-  byRef: boolean;
 }
 
 /** The current RouteTables, looked up by nsName and listed in Gloo's order. */
@@ -39,21 +37,20 @@ export function selectTables(action: DelegateAction, ownerNs: string, index: Tab
   const ref = delegateRef(action, ownerNs);
   if (ref) {
     const key = nsName(ref.namespace, ref.name);
-    if (!index.byKey.has(key)) return { keys: [], byRef: true, warning: `route table ${ref.namespace}.${ref.name} missing` };
-    return { keys: [key], byRef: true };
+    if (!index.byKey.has(key)) return { keys: [], warning: `route table ${ref.namespace}.${ref.name} missing` };
+    return { keys: [key] };
   }
   if (!action.selector) {
     return {
       keys: [],
-      byRef: false,
       warning: 'cannot determine delegation target: you must specify a route table either via a resource reference or a selector',
     };
   }
   const matcher = compileSelector(action.selector, ownerNs);
-  if (typeof matcher === 'string') return { keys: [], byRef: false, warning: matcher };
+  if (typeof matcher === 'string') return { keys: [], warning: matcher };
   const keys = index.ordered.filter(matcher).map((t) => nsName(t.metadata.namespace, t.metadata.name));
-  if (!keys.length) return { keys, byRef: false, warning: 'no route table matches the given selector' };
-  return { keys, byRef: false };
+  if (!keys.length) return { keys, warning: 'no route table matches the given selector' };
+  return { keys };
 }
 
 /** Whether `table` is one `action` would select (for telling which selections a changed table affects). */
