@@ -241,6 +241,11 @@ function details(r: ListedResource): string {
     const vh = spec['virtualHost'] as { domains?: string[]; routes?: unknown[] } | undefined;
     return `domains=${(vh?.domains?.length ? vh.domains : ['*']).join(',')} routes=${vh?.routes?.length ?? 0}`;
   }
+  if (r.kind === 'RouteTable') {
+    const routes = (spec['routes'] as { delegateAction?: unknown }[] | undefined) ?? [];
+    const delegating = routes.filter((x) => x.delegateAction !== undefined).length;
+    return `routes=${routes.length}${delegating ? ` delegating=${delegating}` : ''} weight=${String(spec['weight'] ?? 0)}`;
+  }
   if (r.kind === 'Upstream') {
     const s = spec as {
       static?: { hosts: { addr: string; port: number }[] };

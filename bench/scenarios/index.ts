@@ -15,6 +15,7 @@ import {
   providerIntrospection,
 } from './auth.js';
 import { configScale } from './config-scale.js';
+import { delegationScale } from './delegation-scale.js';
 import { kubeScale } from './kube-scale.js';
 import { direct } from './direct.js';
 import {
@@ -85,6 +86,7 @@ export const SCENARIOS: readonly Scenario[] = [
   routeOptionsPlain,
   routeOptionsRich,
   configScale,
+  delegationScale,
   kubeScale,
   authNewTokenWorkers,
   ratelimitDecisions,

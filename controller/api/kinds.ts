@@ -16,7 +16,13 @@ import {
   SettingsSpecSchema,
   UpstreamSpecSchema,
 } from './schemas.js';
-import { RouteOptionSpecSchema, UpstreamGroupSpecSchema, VirtualHostOptionSpecSchema, VirtualServiceSpecSchema } from './routes.js';
+import {
+  RouteOptionSpecSchema,
+  RouteTableSpecSchema,
+  UpstreamGroupSpecSchema,
+  VirtualHostOptionSpecSchema,
+  VirtualServiceSpecSchema,
+} from './routes.js';
 
 interface KindInfo {
   group: string;
@@ -37,7 +43,7 @@ const CORE = { group: '', version: 'v1', aliases: [] } as const;
 export const KINDS = {
   VirtualService: { ...GATEWAY, plural: 'virtualservices', shortNames: ['vs'], spec: VirtualServiceSpecSchema },
   Gateway: { ...GATEWAY, plural: 'gateways', shortNames: ['gw'], spec: GatewaySpecSchema },
-  RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'] },
+  RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'], spec: RouteTableSpecSchema },
   VirtualHostOption: { ...GATEWAY, plural: 'virtualhostoptions', shortNames: ['vho', 'vhopts'], spec: VirtualHostOptionSpecSchema },
   RouteOption: { ...GATEWAY, plural: 'routeoptions', shortNames: ['rto', 'rtopts'], spec: RouteOptionSpecSchema },
   Upstream: { ...GLOO, plural: 'upstreams', shortNames: ['us'], spec: UpstreamSpecSchema },

@@ -20,6 +20,7 @@ export type ResourceOf<K extends KindName> = Typed<K, ShapeOf<K>>;
 export type LegateResource = { [K in KindName]: ResourceOf<K> }[KindName];
 
 export type VirtualService = ResourceOf<'VirtualService'>;
+export type RouteTable = ResourceOf<'RouteTable'>;
 export type Gateway = ResourceOf<'Gateway'>;
 export type Upstream = ResourceOf<'Upstream'>;
 export type Settings = ResourceOf<'Settings'>;

@@ -153,6 +153,68 @@ export const RouteOptionSpecSchema = z.strictObject({
 const RouteActionSchema = routeActionSchema(WeightedDestinationOptionsSchema, { ...dfpRouteActions });
 export type RouteAction = z.infer<typeof RouteActionSchema>;
 
+// ---- Delegation (the core's: controller/translate/delegation flattens it into routes) ----
+
+/** Gloo's RouteTableSelector.Expression.Operator names, in enum order (a number picks by position). */
+export const SELECTOR_OPERATORS = [
+  'Equals',
+  'DoubleEquals',
+  'NotEquals',
+  'In',
+  'NotIn',
+  'Exists',
+  'DoesNotExist',
+  'GreaterThan',
+  'LessThan',
+] as const;
+export type SelectorOperator = (typeof SELECTOR_OPERATORS)[number];
+/** The symbols Gloo's API reference gives for each operator. */
+export const SELECTOR_OPERATOR_SYMBOLS: Readonly<Record<string, SelectorOperator>> = {
+  '=': 'Equals',
+  '==': 'DoubleEquals',
+  '!=': 'NotEquals',
+  in: 'In',
+  notin: 'NotIn',
+  exists: 'Exists',
+  '!': 'DoesNotExist',
+  gt: 'GreaterThan',
+  lt: 'LessThan',
+};
+
+export function selectorOperator(op: string | number | undefined): SelectorOperator | undefined {
+  if (op === undefined) return 'Equals';
+  if (typeof op === 'number') return SELECTOR_OPERATORS[op];
+  return SELECTOR_OPERATORS.find((o) => o === op) ?? SELECTOR_OPERATOR_SYMBOLS[op];
+}
+
+const SelectorOperatorSchema = z.union([z.string(), z.number().int()]).superRefine((op, ctx) => {
+  if (selectorOperator(op) !== undefined) return;
+  const symbols = Object.keys(SELECTOR_OPERATOR_SYMBOLS).join(' ');
+  const bang = op === '' ? ' (YAML reads a bare ! as an empty string: quote it, "!")' : '';
+  ctx.addIssue({
+    code: 'custom',
+    message: `expected one of ${SELECTOR_OPERATORS.join(', ')} (or ${symbols}), got ${JSON.stringify(op)}${bang}`,
+  });
+});
+
+const RouteTableSelectorSchema = z.strictObject({
+  namespaces: z.array(z.string()).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  expressions: z
+    .array(z.strictObject({ key: z.string(), operator: SelectorOperatorSchema.optional(), values: z.array(z.string()).optional() }))
+    .optional(),
+});
+export type RouteTableSelector = z.infer<typeof RouteTableSelectorSchema>;
+
+const DelegateActionSchema = z.strictObject({
+  /** deprecated in Gloo (use ref); when name or namespace is set, ref and selector are ignored */
+  name: z.string().optional(),
+  namespace: z.string().optional(),
+  ref: ResourceRefSchema.optional(),
+  selector: RouteTableSelectorSchema.optional(),
+});
+export type DelegateAction = z.infer<typeof DelegateActionSchema>;
+
 const RouteSchema = z
   .strictObject({
     name: z.string().optional(),
@@ -161,14 +223,18 @@ const RouteSchema = z
     directResponseAction: DirectResponseActionSchema.optional(),
     redirectAction: RedirectActionSchema.optional(),
     ...graphqlRouteActions,
+    delegateAction: DelegateActionSchema.optional(),
+    inheritableMatchers: z.boolean().nullable().optional(),
+    inheritablePathMatchers: z.boolean().nullable().optional(),
     options: RouteOptionsSchema.optional(),
     optionsConfigRefs: DelegateOptionsRefsSchema.optional(),
   })
   .refine(
     (r) =>
-      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef].filter((a) => a !== undefined)
-        .length === 1,
-    { message: 'set exactly one action: routeAction, directResponseAction, redirectAction or graphqlApiRef' },
+      [r.routeAction, r.directResponseAction, r.redirectAction, r.graphqlApiRef ?? r.graphqlSchemaRef, r.delegateAction].filter(
+        (a) => a !== undefined,
+      ).length === 1,
+    { message: 'set exactly one action: routeAction, directResponseAction, redirectAction, graphqlApiRef or delegateAction' },
   );
 export type Route = z.infer<typeof RouteSchema>;
 
@@ -178,6 +244,15 @@ export const UpstreamGroupSpecSchema = z.strictObject({
   destinations: z.array(weightedDestinationSchema(WeightedDestinationOptionsSchema)).min(1, 'needs at least one destination'),
 });
 export type UpstreamGroupSpec = z.infer<typeof UpstreamGroupSpecSchema>;
+
+// ---- RouteTable ----
+
+export const RouteTableSpecSchema = z.strictObject({
+  routes: z.array(RouteSchema).optional(),
+  /** order among the tables one selector picks (ascending; unset is 0) */
+  weight: z.number().int().optional(),
+});
+export type RouteTableSpec = z.infer<typeof RouteTableSpecSchema>;
 
 // ---- VirtualService ----
 

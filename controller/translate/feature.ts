@@ -3,7 +3,7 @@
 // stage 2. Features never import each other; what one offers another goes through ResolveContext
 // (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
 import type { KindName } from '../api/kinds.js';
-import type { LegateResource, VirtualService } from '../api/resources.js';
+import type { LegateResource, RouteTable, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import type {
   Cluster,
@@ -74,12 +74,17 @@ export interface Attempt<T> {
   warnings?: Problem[];
 }
 
-/** Where a route sits, for messages (`virtualHost.routes[2]`) and lookups (the VirtualService's namespace). */
+/** Where a route sits, for messages (`virtualHost.routes[2]`) and lookups (the namespace of what holds it). */
 export interface RouteSite {
+  /** the VirtualService whose virtual host serves the route */
   vs: VirtualService;
   index: number;
-  /** e.g. `virtualHost.routes[2]` */
+  /** e.g. `virtualHost.routes[2]`, or `routes[0]` in the RouteTable that holds a delegated route */
   where: string;
+  /** where references without a namespace resolve: the VirtualService's, or the RouteTable's that holds the route */
+  namespace: string;
+  /** the RouteTable holding the route when it was delegated to (its problems are reported there) */
+  routeTable?: RouteTable;
 }
 
 /** Problems and warnings of the virtual service being translated. */

@@ -22,7 +22,13 @@ export interface SharedResources {
 }
 
 export interface Prepared {
+  /** the VirtualService with its virtual host's options merged (its routes are prepared one by one: `route`) */
   vs: VirtualService;
+  /**
+   * A route of the VirtualService or of a RouteTable it delegates to, with its RouteOption references
+   * merged and its UpstreamGroup written as `multi`; `ns` is where its references resolve.
+   */
+  route(route: Route, ns: string, where: string): Route;
   warnings: Problem[];
   /** A message a feature wrote about a merged field or a group's destination, naming where it came from. */
   rename(message: string): string;
@@ -50,14 +56,19 @@ export function resolveShared(ctx: ResolveContext): SharedResources {
 }
 
 export function prepareVirtualService(vs: VirtualService, shared: SharedResources): Prepared {
-  const ns = vs.metadata.namespace;
   const warnings: Problem[] = [];
   const renames: [prefix: string, replacement: string][] = [];
   const vh = vs.spec.virtualHost;
-  const options = merged(vh.options, vh.optionsConfigRefs?.delegateOptions, 'virtualHost', 'VirtualHostOption', shared.virtualHostOptions);
-  const routes = (vh.routes ?? []).map((route, i) => {
-    const where = `virtualHost.routes[${i}]`;
-    const opts = merged(route.options, route.optionsConfigRefs?.delegateOptions, where, 'RouteOption', shared.routeOptions);
+  const options = merged(
+    vh.options,
+    vh.optionsConfigRefs?.delegateOptions,
+    'virtualHost',
+    'VirtualHostOption',
+    shared.virtualHostOptions,
+    vs.metadata.namespace,
+  );
+  const prepareRoute = (route: Route, ns: string, where: string): Route => {
+    const opts = merged(route.options, route.optionsConfigRefs?.delegateOptions, where, 'RouteOption', shared.routeOptions, ns);
     let out: Route = opts === route.options ? route : { ...route, options: opts };
     const group = route.routeAction?.upstreamGroup;
     if (group) {
@@ -76,7 +87,7 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
       }
     }
     return out;
-  });
+  };
 
   function merged<O extends object>(
     inline: O | undefined,
@@ -84,6 +95,7 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
     where: string,
     kind: 'VirtualHostOption' | 'RouteOption',
     served: ReadonlyMap<string, O>,
+    ns: string,
   ): O | undefined {
     if (!refs?.length) return inline;
     const out: Record<string, unknown> = { ...inline };
@@ -104,9 +116,10 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
     return out as O;
   }
 
-  const spec = { ...vs.spec, virtualHost: { ...vh, options, ...(vh.routes ? { routes } : {}) } };
+  const spec = { ...vs.spec, virtualHost: { ...vh, options } };
   return {
     vs: { ...vs, spec } as VirtualService,
+    route: prepareRoute,
     warnings,
     rename(message) {
       for (const [prefix, replacement] of renames) {

@@ -12,6 +12,8 @@ export type ReportCode =
   | 'ServiceNotFound'
   | 'ServicePortNotFound'
   | 'DomainConflict'
+  | 'DelegationCycle'
+  | 'RouteTableNotFound'
   | 'InvalidTls'
   | 'SecretNotFound'
   | 'GraphQLApiNotFound'

@@ -10,6 +10,17 @@ import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
 import type { InvalidConfigPolicy } from '../api/schemas.js';
 import { isKind, keyOf } from '../api/resources.js';
+import type { Route } from '../api/routes.js';
+import {
+  checkRouteTable,
+  flattenRoutes,
+  newTrace,
+  resolveRouteTables,
+  traceUnchanged,
+  type DelegationTrace,
+  type RouteTables,
+  type RouteTablesMemo,
+} from './delegation/index.js';
 import { parseDuration } from './duration.js';
 import type {
   Attempt,
@@ -34,7 +45,16 @@ export const DEFAULT_PROXY_NAME = 'gateway-proxy';
 export const DEFAULT_ROUTE_TIMEOUT = '15s';
 
 /** Kinds the core reads itself; every other validated kind belongs to exactly one feature. */
-export const CORE_KINDS: readonly KindName[] = ['Settings', 'Service', 'Endpoints', 'Secret', 'Gateway', 'VirtualService', ...SHARED_KINDS];
+export const CORE_KINDS: readonly KindName[] = [
+  'Settings',
+  'Service',
+  'Endpoints',
+  'Secret',
+  'Gateway',
+  'VirtualService',
+  'RouteTable',
+  ...SHARED_KINDS,
+];
 
 /** Gloo's default body for a replaced route, naming Legate's command. */
 export const DEFAULT_INVALID_ROUTE_BODY =
@@ -81,6 +101,7 @@ export interface TranslateInput {
  */
 export interface TranslateMemo {
   readonly context: TranslateContext;
+  readonly routeTables: RouteTablesMemo;
   readonly virtualServices: ReadonlyMap<string, VirtualServiceMemo>;
   /** virtual host -> gateway and proxy name -> the same with its routes' final names */
   readonly named: ReadonlyMap<VirtualHostIR, ReadonlyMap<string, VirtualHostIR>>;
@@ -90,7 +111,7 @@ export interface TranslateMemo {
 interface TranslateContext {
   /** the features key and the options */
   readonly key: string;
-  /** every resource but the VirtualServices, in order */
+  /** every resource but the VirtualServices and RouteTables (delegation tells which it read), in order */
   readonly others: readonly LegateResource[];
   /** and the last accepted version of each */
   readonly othersAccepted: readonly (LegateResource | undefined)[];
@@ -109,6 +130,8 @@ interface VirtualServiceMemo {
   readonly served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
   /** what translating it reported */
   readonly reports: readonly Report[];
+  /** the RouteTables it delegated to */
+  readonly trace: DelegationTrace;
 }
 
 function sameContext(a: TranslateContext, b: TranslateContext): boolean {
@@ -188,7 +211,7 @@ export function translate(input: TranslateInput): TranslateOutput {
 
   let context: TranslateContext | undefined;
   if (input.reuse && !readsVirtualServices) {
-    const others = resources.filter((r) => r.kind !== 'VirtualService');
+    const others = resources.filter((r) => r.kind !== 'VirtualService' && r.kind !== 'RouteTable');
     context = {
       key: JSON.stringify([input.reuse.featuresKey, options]),
       others,
@@ -198,6 +221,15 @@ export function translate(input: TranslateInput): TranslateOutput {
   const memo = input.reuse?.memo;
   const reusable = context !== undefined && memo !== undefined && sameContext(memo.context, context);
   const vsMemo = new Map<string, VirtualServiceMemo>();
+  const routeFor = (route: Route, site: RouteSite, name: string, sink: BindSink) => translateRoute(route, site, name, bindings, sink);
+  const routeTables = resolveRouteTables({
+    tables: resources.filter(isKind('RouteTable')),
+    lastAccepted,
+    serve: (rt, attempt, r) => withFallback(rt, lastAccepted, r, attempt)?.resource,
+    report: (r) => reporter.reports.push(r),
+    check: (rt) => checkRouteTable(rt, routeFor),
+    memo: reusable ? memo.routeTables : undefined,
+  });
 
   const virtualHosts = new Map<string, { vs: VirtualService; vh: VirtualHostIR }>();
   for (const vs of resources.filter(isKind('VirtualService'))) {
@@ -205,7 +237,8 @@ export function translate(input: TranslateInput): TranslateOutput {
     const previousVs = lastAccepted.get(key);
     const previous = input.lastServed?.get(key);
     const hit = reusable ? memo.virtualServices.get(key) : undefined;
-    if (hit && hit.vs === vs && (!hit.fellBack || (hit.lastAccepted === previousVs && hit.lastServed === previous))) {
+    const same = hit && hit.vs === vs && (!hit.fellBack || (hit.lastAccepted === previousVs && hit.lastServed === previous));
+    if (hit && same && traceUnchanged(hit.trace, routeTables)) {
       reporter.reports.push(...hit.reports);
       if (hit.served) virtualHosts.set(key, hit.served);
       vsMemo.set(key, hit);
@@ -213,7 +246,9 @@ export function translate(input: TranslateInput): TranslateOutput {
     }
     const mark = reporter.reports.length;
     let served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
-    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings, shared));
+    const trace = newTrace();
+    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings, shared, routeTables, trace));
+    reporter.reports.push(...trace.reports);
     if (used) {
       served = { vs: used.resource, vh: used.result };
     } else if (previous && previousVs) {
@@ -226,7 +261,8 @@ export function translate(input: TranslateInput): TranslateOutput {
     if (context) {
       // withFallback returns the current version only when its first attempt succeeded
       const fellBack = used?.resource !== vs;
-      vsMemo.set(key, { vs, fellBack, lastAccepted: previousVs, lastServed: previous, served, reports: reporter.reports.slice(mark) });
+      const reports = reporter.reports.slice(mark);
+      vsMemo.set(key, { vs, fellBack, lastAccepted: previousVs, lastServed: previous, served, reports, trace });
     }
   }
 
@@ -275,6 +311,8 @@ export function translate(input: TranslateInput): TranslateOutput {
   }
 
   for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
+  const reports = withoutRepeats(reporter.reports);
+  acceptRouteTables(routeTables, reports, accepted);
 
   for (const r of resources) {
     if (!isValidatedKind(r.kind)) {
@@ -285,12 +323,40 @@ export function translate(input: TranslateInput): TranslateOutput {
   return {
     proxies: [...proxies.values()].sort((a, b) => a.name.localeCompare(b.name)),
     upstreams: [...(upstreams?.resolved.values() ?? [])].sort((a, b) => a.cluster.localeCompare(b.cluster)),
-    reports: reporter.reports,
+    reports,
     accepted,
     extensions: bindings.flatMap((b) => b.extensionResources?.() ?? []),
     served: new Map([...virtualHosts].filter(([key]) => !conflicted.has(key)).map(([key, { vh }]) => [key, vh])),
-    ...(context ? { memo: { context, virtualServices: vsMemo, named } } : {}),
+    ...(context ? { memo: { context, routeTables: routeTables.memo, virtualServices: vsMemo, named } } : {}),
   };
+}
+
+/** A RouteTable reached from several VirtualServices reports the same problem once. */
+function withoutRepeats(reports: Report[]): Report[] {
+  const seen = new Set<string>();
+  return reports.filter((r) => {
+    if (r.resource.kind !== 'RouteTable') return true;
+    const id = JSON.stringify([r.resource.namespace, r.resource.name, r.severity, r.code, r.message]);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/** A RouteTable without errors is accepted as it serves; one with errors keeps its last accepted version. */
+function acceptRouteTables(tables: RouteTables, reports: readonly Report[], accepted: Map<string, LegateResource>): void {
+  const failed = new Set(
+    reports
+      .filter((r) => r.resource.kind === 'RouteTable' && r.severity === 'error')
+      .map((r) => keyOf({ kind: 'RouteTable', metadata: r.resource })),
+  );
+  for (const rt of tables.index.ordered) {
+    const key = keyOf(rt);
+    const last = tables.lastAccepted.get(key);
+    const served = tables.served.get(nsName(rt.metadata.namespace, rt.metadata.name));
+    if (!failed.has(key) && served) accepted.set(key, served);
+    else if (last) accepted.set(key, last);
+  }
 }
 
 function byNsName<T extends { metadata: { namespace: string; name: string } }>(items: T[]): Map<string, T> {
@@ -446,36 +512,44 @@ function translateVirtualService(
   original: VirtualService,
   bindings: readonly FeatureBinding[],
   shared: SharedResources,
+  routeTables: RouteTables,
+  trace: DelegationTrace,
 ): Attempt<VirtualHostIR> {
   const prepared = prepareVirtualService(original, shared);
   const vs = prepared.vs;
-  const sink: BindSink = { problems: [], warnings: [...prepared.warnings] };
+  const sink: BindSink = { problems: [], warnings: [] };
   const name = virtualHostName(vs.metadata.namespace, vs.metadata.name);
   const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
-  const routes: RouteIR[] = [];
-  (vs.spec.virtualHost.routes ?? []).forEach((route, index) => {
-    const site: RouteSite = { vs, index, where: `virtualHost.routes[${index}]` };
-    const matchers = (route.matchers?.length ? route.matchers : [{ prefix: '/' }]).map((m, j) =>
-      translateMatcher(m, `${site.where}.matchers[${j}]`, sink.problems),
-    );
-    let action: RouteIR['action'] | undefined;
-    for (const b of bindings) {
-      action = b.routeAction?.(route, site, sink);
-      if (action) break;
-    }
-    if (!action) return;
-    const ir: RouteIR = {
-      name: route.name ?? `<unnamed-${index}>`,
-      matchers,
-      action,
-      timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT),
-    };
-    for (const b of bindings) b.bindRoute?.(route, ir, site, sink);
-    routes.push(ir);
-  });
+  // delegateActions become the routes of the RouteTables they pick (delegation/), each with its site
+  const translate = (route: Route, site: RouteSite, routeName: string, s: BindSink) => translateRoute(route, site, routeName, bindings, s);
+  const routes = flattenRoutes(vs, routeTables, sink, translate, trace, prepared.route);
+  // what merging options and groups found (the virtual host's, then each route's as flattening read it) comes first
+  sink.warnings.unshift(...prepared.warnings);
   const ir: VirtualHostIR = { name, domains, routes, source: sourceOf(vs) };
   for (const b of bindings) b.bindVirtualHost?.(vs, ir, sink);
   const named = (list: Problem[]): Problem[] => list.map((p) => ({ ...p, message: prepared.rename(p.message) }));
   if (sink.problems.length) return { problems: named(sink.problems), warnings: named(sink.warnings) };
   return { ir, problems: [], warnings: named(sink.warnings) };
+}
+
+/** One route (as written, or flattened from a delegation): matchers, the action a feature gives it, options. */
+function translateRoute(
+  route: Route,
+  site: RouteSite,
+  name: string,
+  bindings: readonly FeatureBinding[],
+  sink: BindSink,
+): RouteIR | undefined {
+  const matchers = (route.matchers?.length ? route.matchers : [{ prefix: '/' }]).map((m, j) =>
+    translateMatcher(m, `${site.where}.matchers[${j}]`, sink.problems),
+  );
+  let action: RouteIR['action'] | undefined;
+  for (const b of bindings) {
+    action = b.routeAction?.(route, site, sink);
+    if (action) break;
+  }
+  if (!action) return undefined;
+  const ir: RouteIR = { name, matchers, action, timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT) };
+  for (const b of bindings) b.bindRoute?.(route, ir, site, sink);
+  return ir;
 }

@@ -204,6 +204,113 @@ describe('incremental translation', () => {
   });
 });
 
+const delegating = (name: string, extra = ''): string => `apiVersion: gateway.legate.dev/v1
+kind: VirtualService
+metadata: { name: ${name}, namespace: default }
+spec:
+  virtualHost:
+    domains: [${name}.example.com]
+    routes:
+      - matchers: [{ prefix: /ref }]
+        delegateAction: { ref: { name: ${name}-rt } }
+      - matchers: [{ prefix: /sel }]
+        delegateAction: { selector: { labels: { for: ${name} } } }${extra}
+`;
+
+const table = (name: string, prefix: string, body: string, labels = '{}', extra = ''): string => `apiVersion: gateway.legate.dev/v1
+kind: RouteTable
+metadata: { name: ${name}, namespace: default, labels: ${labels} }
+spec:
+  routes:
+    - matchers: [{ prefix: ${prefix} }]
+      directResponseAction: { status: 200, body: "${body}" }${extra}
+`;
+
+describe('incremental translation with delegation', () => {
+  it('gives the same results as full runs through RouteTable edits', () => {
+    const world = new Map<string, RawResource>();
+    const put = (key: string, text: string): void => void world.set(key, parseOne(text));
+    put('u1', upstream('u1', 8001));
+    for (const name of ['a', 'b', 'c']) {
+      put(name, delegating(name));
+      put(`${name}-rt`, table(`${name}-rt`, '/ref', `${name} v1`));
+    }
+    put('sel-1', table('sel-1', '/sel/1', 'sel-1', '{ for: a }'));
+    const toUpstream = (up: string) => `
+    - matchers: [{ prefix: /ref/up }]
+      routeAction: { single: { upstream: { name: ${up}, namespace: legate-system } } }`;
+    const nested = `
+    - matchers: [{ prefix: /ref/nested }]
+      delegateAction: { ref: { name: c-rt } }`;
+    const steps: [string, () => void, string?][] = [
+      ['initial', () => undefined],
+      ['nothing changed', () => undefined],
+      ['a table edited', () => put('a-rt', table('a-rt', '/ref', 'a v2')), 'a-rt:Accepted'],
+      [
+        'an edit to a missing upstream is served with a warning (the route answers as invalid)',
+        () => put('a-rt', table('a-rt', '/ref', 'a v3', '{}', toUpstream('nope'))),
+        'a-rt:Warning:nope not found',
+      ],
+      [
+        'a bad edit (a regex RE2 refuses) keeps the last good version',
+        () =>
+          put(
+            'a-rt',
+            table('a-rt', '/ref', 'a v3b', '{}', "\n    - matchers: [{ regex: '(' }]\n      directResponseAction: { status: 200 }"),
+          ),
+        'a-rt:Rejected:(serving the last accepted version)',
+      ],
+      ['fixed', () => put('a-rt', table('a-rt', '/ref', 'a v4', '{}', toUpstream('u1'))), 'a-rt:Accepted'],
+      ['a new table a selector picks', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: a }'))],
+      ['its label changed: no longer picked', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: nobody }'))],
+      ['picked by another VirtualService', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: b }'))],
+      ['a table nested under another', () => put('b-rt', table('b-rt', '/ref', 'b v2', '{}', nested))],
+      ['the nested table edited', () => put('c-rt', table('c-rt', '/ref/nested', 'c v2'))],
+      [
+        'a cycle (c-rt back to b-rt)',
+        () => put('c-rt', table('c-rt', '/ref/nested', 'c v3', '{}', nested.replace('c-rt', 'b-rt'))),
+        'c-rt:Rejected:delegation cycle',
+      ],
+      ['the cycle broken', () => put('c-rt', table('c-rt', '/ref/nested', 'c v4')), 'c-rt:Accepted'],
+      ['a referenced table deleted', () => world.delete('a-rt')],
+      ['and back', () => put('a-rt', table('a-rt', '/ref', 'a v5'))],
+      ['a VirtualService edited', () => put('b', delegating('b').replace('/sel', '/selected'))],
+      ['an upstream removed', () => world.delete('u1')],
+      ['nothing changed at the end', () => undefined],
+    ];
+    const full = new Runner(false);
+    const incremental = new Runner(true);
+    for (const [name, edit, expected] of steps) {
+      edit();
+      const resources = [...world.values()];
+      const a = full.run(resources);
+      const b = incremental.run(resources);
+      expect(summary(b), name).toEqual(summary(a));
+      expect(served(incremental.cache), name).toEqual(served(full.cache));
+      if (expected) {
+        const [rt = '', state, reason] = expected.split(':');
+        const status = a.listed.get(`RouteTable/default/${rt}`)?.status;
+        expect(status?.state, name).toBe(state);
+        if (reason) expect(status?.reason, name).toContain(reason);
+      }
+    }
+  });
+
+  it('translates again only the VirtualServices that reach the RouteTable that changed', () => {
+    const resources = [parseOne(upstream('u1', 8001))];
+    for (let i = 0; i < 30; i++) resources.push(parseOne(delegating(`vs-${i}`)), parseOne(table(`vs-${i}-rt`, '/ref', 'v1')));
+    const runner = new Runner(true);
+    runner.run(resources);
+    const second = runner.run(resources);
+    const at = resources.findIndex((r) => r.metadata.name === 'vs-7-rt');
+    resources[at] = parseOne(table('vs-7-rt', '/ref', 'v2'));
+    const third = runner.run(resources);
+    const ir = (out: PipelineOutput) => out.proxies[0]!.listeners[0]!.virtualHosts;
+    const changed = ir(third).filter((vh, i) => vh !== ir(second)[i]);
+    expect(changed.map((vh) => vh.name)).toEqual(['default_vs-7']);
+  });
+});
+
 describe('parseResourcesReusing', () => {
   const files = [
     ...fs.readdirSync(path.join(ROOT, 'test/golden/translate')).map((f) => path.join(ROOT, 'test/golden/translate', f)),

@@ -20,7 +20,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
       return {
         bindRoute(route, ir, site, sink) {
-          const ns = site.vs.metadata.namespace;
+          const ns = site.namespace;
           const ext = route.options?.extauth;
           if (ext) {
             const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, ns, authConfigs, sink);

@@ -43,7 +43,7 @@ export function graphqlFeature(service: ServiceAddress): Feature {
           const ref = route.graphqlApiRef ?? route.graphqlSchemaRef;
           if (!ref) return undefined;
           const field = route.graphqlApiRef ? 'graphqlApiRef' : 'graphqlSchemaRef';
-          const apiNs = ref.namespace ?? site.vs.metadata.namespace;
+          const apiNs = ref.namespace ?? site.namespace;
           const key = nsName(apiNs, ref.name);
           if (apis.rejected.has(key)) {
             sink.problems.push({

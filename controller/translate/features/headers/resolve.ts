@@ -32,7 +32,7 @@ export function headersBinding(ctx: ResolveContext): FeatureBinding {
   const secrets = ctx.index.secrets;
   return {
     bindRoute(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void {
-      const ns = site.vs.metadata.namespace;
+      const ns = site.namespace;
       const o = route.options;
       if (o?.headerManipulation) {
         const h = headerManipulation(o.headerManipulation, `${site.where}.options.headerManipulation`, ns, secrets, sink);

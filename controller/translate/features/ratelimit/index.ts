@@ -5,7 +5,7 @@
 // buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
 import type { DescriptorConfig } from '../../../../common/ratelimit-config.js';
-import type { Settings, VirtualService } from '../../../api/resources.js';
+import type { Settings } from '../../../api/resources.js';
 import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitEntryIR, RateLimitIR, RouteActionIR } from '../../ir.js';
@@ -47,14 +47,23 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
         bindRoute(route, ir, site, sink) {
           const o = route.options;
           if (!o) return;
-          const scope = `${site.vs.metadata.namespace}.${site.vs.metadata.name}.${site.where}`;
-          const rl = bind(o, `${site.where}.options`, scope, site.vs, configs, raw, sink, ir.action ?? null);
+          const rt = site.routeTable ? `rt:${site.routeTable.metadata.namespace}.${site.routeTable.metadata.name}.` : '';
+          const scope = `${site.vs.metadata.namespace}.${site.vs.metadata.name}.${rt}${site.where}`;
+          const rl = bind(o, `${site.where}.options`, scope, site.namespace, configs, raw, sink, ir.action ?? null);
           if (rl) ir.rateLimit = rl;
         },
         bindVirtualHost(vs, ir, sink) {
           const o = vs.spec.virtualHost.options;
           if (!o) return;
-          const rl = bind(o, 'virtualHost.options', `${vs.metadata.namespace}.${vs.metadata.name}`, vs, configs, raw, sink);
+          const rl = bind(
+            o,
+            'virtualHost.options',
+            `${vs.metadata.namespace}.${vs.metadata.name}`,
+            vs.metadata.namespace,
+            configs,
+            raw,
+            sink,
+          );
           if (rl) ir.rateLimit = rl;
         },
         extensionResources() {
@@ -99,7 +108,7 @@ function bind(
   o: RateLimitOptions,
   where: string,
   scope: string,
-  vs: VirtualService,
+  namespace: string,
   configs: Resolved<ResolvedRateLimitConfig>,
   raw: RawDescriptors,
   sink: BindSink,
@@ -111,7 +120,7 @@ function bind(
   const out: RateLimitIR = { rateLimits: [] };
   const refs = (field: 'rateLimitConfigs' | 'rateLimitEarlyConfigs' | 'rateLimitRegularConfigs', stage: RateLimitEntryIR['stage']) =>
     o[field]?.refs.forEach((ref, i) => {
-      const ns = ref.namespace ?? vs.metadata.namespace;
+      const ns = ref.namespace ?? namespace;
       const key = nsName(ns, ref.name);
       const name = `${ns}.${ref.name}`;
       const at = `${where}.${field}.refs[${i}]`;

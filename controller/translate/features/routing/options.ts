@@ -78,7 +78,7 @@ export function bindRouteOptions(route: Route, ir: RouteIR, site: RouteSite, sin
   }
   if (opts.shadowing) {
     const s = opts.shadowing;
-    const cluster = upstreamCluster(s.upstream, `${where}.shadowing.upstream`, site.vs.metadata.namespace, ctx, sink.problems);
+    const cluster = upstreamCluster(s.upstream, `${where}.shadowing.upstream`, site.namespace, ctx, sink.problems);
     const percentage = s.percentage ?? 0;
     if (percentage === 0) {
       sink.warnings.push({ code: 'InvalidSpec', message: `${where}.shadowing.percentage is 0 (the default): no request is mirrored` });

@@ -20,7 +20,7 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
       const upstreamGroup = route.routeAction?.upstreamGroup;
       if (upstreamGroup) {
         // the core puts a served group's destinations in `multi` before features bind; this one is not served
-        const ref = `${upstreamGroup.namespace ?? site.vs.metadata.namespace}.${upstreamGroup.name}`;
+        const ref = `${upstreamGroup.namespace ?? site.namespace}.${upstreamGroup.name}`;
         return {
           type: 'route',
           clusters: [{ cluster: `invalid:UpstreamGroup:${ref}`, weight: 1, invalid: `UpstreamGroup ${ref} is missing or rejected` }],
@@ -37,7 +37,7 @@ export function routingBinding(ctx: ResolveContext): FeatureBinding {
           const path = single ? `${where}.routeAction.single` : `${where}.routeAction.multi.destinations[${j}].destination`;
           // As in Gloo, a missing or rejected destination is a warning: the other routes keep serving and
           // this one (or its share of a weighted route) answers as Settings gloo.invalidConfigPolicy says.
-          const { cluster, problem } = destinationCluster(d.destination, path, site.vs.metadata.namespace, ctx);
+          const { cluster, problem } = destinationCluster(d.destination, path, site.namespace, ctx);
           const ir: WeightedClusterIR = multi ? { cluster, weight: d.weight, destination: j } : { cluster, weight: d.weight };
           if (problem) {
             sink.warnings.push({ code: problem.code, message: problem.message });

@@ -1,0 +1,515 @@
+// Delegation: the one step that turns a VirtualService's tree of RouteTables into a flat list of
+// routes, before the features run. A route with a delegateAction yields no route of its own: it
+// stands for the routes of the tables it picks (by ref or selector, ordered by weight), merged with
+// it (matchers, options) and checked against it, recursively. Each flattened route keeps its site:
+// the RouteTable holding it, whose namespace its references resolve in and on which its problems are
+// reported. Then the features' routeAction/bindRoute run on it as on any route (translate.ts).
+//
+// Per translation, resolveRouteTables decides once which version of each RouteTable serves: each is
+// checked on its own (its routes bound as if a virtual service of its own held them; keep last good
+// on problems), then delegation cycles are found and every table in one is rejected (or serves its
+// last accepted version when that breaks the cycle). Per VirtualService, flattenRoutes walks the tree;
+// a table whose routes do not fit a parent (Gloo's prefix rule) is rejected there and, if it has
+// one, its last accepted version serves under that parent instead.
+import type { LegateResource, RouteTable, VirtualService } from '../../api/resources.js';
+import { keyOf } from '../../api/resources.js';
+import type { DelegateAction, Route, RouteOptions } from '../../api/routes.js';
+import type { Attempt, BindSink, Problem, RouteSite } from '../feature.js';
+import { nsName, sourceOf } from '../names.js';
+import { Reporter, type Report } from '../reporter.js';
+import { delegateMatcher, mergeWithParent, sortByPath, type ParentRoute } from './merge.js';
+import { selects, selectTables, tableIndex, type TableIndex } from './select.js';
+
+/** Translates one (flattened) route; problems and warnings go to `sink`. The core's route translation. */
+export type TranslateRoute<T> = (route: Route, site: RouteSite, name: string, sink: BindSink) => T | undefined;
+
+/** How the core serves a resource with keep last good (translate.ts withFallback), reporting to `reporter`. */
+export type Serve = (rt: RouteTable, attempt: (r: RouteTable) => Attempt<true>, reporter: Reporter) => RouteTable | undefined;
+
+export interface RouteTablesInput {
+  tables: readonly RouteTable[];
+  lastAccepted: ReadonlyMap<string, LegateResource>;
+  serve: Serve;
+  /** Reports on a RouteTable outside `serve`. */
+  report(report: Report): void;
+  check: (rt: RouteTable) => Attempt<true>;
+  /** The previous run's memo, when nothing the checks read (other kinds, options) changed since. */
+  memo: RouteTablesMemo | undefined;
+}
+
+/** Which version of each RouteTable serves, for this translation. */
+export interface RouteTables {
+  readonly index: TableIndex;
+  /** by nsName: the version that serves (absent: rejected, or in a cycle) */
+  readonly served: ReadonlyMap<string, RouteTable>;
+  readonly lastAccepted: ReadonlyMap<string, LegateResource>;
+  /** nsNames whose current, served or last accepted version differs from the memo's run (all, without a memo) */
+  readonly changed: ReadonlySet<string> | undefined;
+  readonly memo: RouteTablesMemo;
+}
+
+export interface RouteTablesMemo {
+  /** each table's check, by nsName */
+  readonly checked: ReadonlyMap<string, CheckMemo>;
+  /** each table's state, by nsName */
+  readonly states: ReadonlyMap<string, TableState>;
+  /** what each version's delegateActions select, while no table appears, goes or changes its labels */
+  readonly targets: TargetsMemo;
+  readonly keys: KeysMemo;
+  /** the versions that passed their checks, before cycles were looked for; and whether there were none */
+  readonly checkedChosen: ReadonlyMap<string, RouteTable>;
+  readonly acyclic: boolean;
+}
+
+interface TableKeys {
+  /** nsName */
+  key: string;
+  /** keyOf (last accepted versions are kept by it) */
+  resource: string;
+}
+type KeysMemo = WeakMap<RouteTable, TableKeys>;
+
+type Targets = { where: string; keys: string[]; warning?: string }[];
+type TargetsMemo = WeakMap<RouteTable, Targets>;
+
+interface CheckMemo {
+  readonly rt: RouteTable;
+  readonly last: LegateResource | undefined;
+  readonly served: RouteTable | undefined;
+  readonly reports: readonly Report[];
+}
+
+interface TableState {
+  readonly current: RouteTable;
+  readonly served: RouteTable | undefined;
+  readonly last: LegateResource | undefined;
+}
+
+export function resolveRouteTables(input: RouteTablesInput): RouteTables {
+  const { tables, lastAccepted } = input;
+  const before = input.memo;
+  const keys: KeysMemo = before?.keys ?? new WeakMap();
+  const keysOf = (rt: RouteTable): TableKeys => {
+    let k = keys.get(rt);
+    if (!k) keys.set(rt, (k = { key: nsName(rt.metadata.namespace, rt.metadata.name), resource: keyOf(rt) }));
+    return k;
+  };
+  const index = tableIndex(tables);
+  const selectable = before !== undefined && sameSelectable(before.states, index);
+  const targets: TargetsMemo = selectable ? before.targets : new WeakMap();
+  const targetsOf = (rt: RouteTable): Targets => {
+    let t = targets.get(rt);
+    if (!t) {
+      t = delegations(rt).map(({ action, where }) => ({ where, ...selectTables(action, rt.metadata.namespace, index) }));
+      targets.set(rt, t);
+    }
+    return t;
+  };
+  const checked = new Map<string, CheckMemo>();
+  const chosen = new Map<string, RouteTable>();
+  for (const rt of index.ordered) {
+    const { key, resource } = keysOf(rt);
+    const last = lastAccepted.get(resource);
+    let memo = before?.checked.get(key);
+    if (!memo || memo.rt !== rt || memo.last !== last) {
+      const reporter = new Reporter();
+      const served = input.serve(rt, (v) => input.check(v), reporter);
+      memo = { rt, last, served, reports: reporter.reports };
+    }
+    checked.set(key, memo);
+    for (const r of memo.reports) input.report(r);
+    if (memo.served) chosen.set(key, memo.served);
+  }
+  const checkedChosen = new Map(chosen);
+  // Without a cycle last time, tables picking the same tables as then, and the versions that changed
+  // delegating nowhere, there is none now either: the walk over every table is skipped.
+  const stillAcyclic =
+    selectable &&
+    before.acyclic &&
+    before.checkedChosen.size === chosen.size &&
+    [...chosen].every(([key, rt]) => before.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0));
+  const acyclic = stillAcyclic || breakCycles(chosen, targetsOf, lastAccepted, input);
+  reportTargets(chosen, targetsOf, input);
+
+  const states = new Map<string, TableState>();
+  const changed = before ? new Set<string>() : undefined;
+  for (const rt of index.ordered) {
+    const { key, resource } = keysOf(rt);
+    const served = chosen.get(key);
+    const last = lastAccepted.get(resource);
+    const b = before?.states.get(key);
+    if (b && b.current === rt && b.served === served && b.last === last) states.set(key, b);
+    else {
+      states.set(key, { current: rt, served, last });
+      changed?.add(key);
+    }
+  }
+  if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
+  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets, keys, checkedChosen, acyclic } };
+}
+
+/** Whether selections made against the tables of `before` hold for `index`: the same tables, with the same labels. */
+function sameSelectable(before: ReadonlyMap<string, TableState>, index: TableIndex): boolean {
+  if (before.size !== index.byKey.size) return false;
+  for (const [key, rt] of index.byKey) {
+    const b = before.get(key)?.current;
+    if (!b) return false;
+    if (b !== rt && JSON.stringify(b.metadata.labels ?? {}) !== JSON.stringify(rt.metadata.labels ?? {})) return false;
+  }
+  return true;
+}
+
+/** The delegateActions of a version, with where they are. */
+function delegations(rt: RouteTable): { action: DelegateAction; where: string }[] {
+  const out: { action: DelegateAction; where: string }[] = [];
+  (rt.spec.routes ?? []).forEach((r, j) => {
+    if (r.delegateAction) out.push({ action: r.delegateAction, where: `routes[${j}].delegateAction` });
+  });
+  return out;
+}
+
+/**
+ * Every table on a delegation cycle is rejected; one whose last accepted version differs serves that
+ * instead (which may break the cycle for the others), the rest serve nothing. Returns whether there was none.
+ */
+function breakCycles(
+  chosen: Map<string, RouteTable>,
+  targetsOf: (rt: RouteTable) => Targets,
+  lastAccepted: RouteTablesInput['lastAccepted'],
+  input: RouteTablesInput,
+): boolean {
+  const reported = new Set<string>();
+  const fellBack = new Set<string>();
+  for (;;) {
+    const edges = new Map<string, string[]>();
+    for (const [key, rt] of chosen) {
+      edges.set(
+        key,
+        targetsOf(rt).flatMap((t) => t.keys.filter((k) => chosen.has(k))),
+      );
+    }
+    const cycles = cyclesThrough(edges);
+    if (!cycles.size) return reported.size === 0;
+    for (const [key, cycle] of cycles) {
+      if (reported.has(key)) continue;
+      reported.add(key);
+      const path = cycle.map((k) => `[${k.replace('/', '.')}]`).join(' -> ');
+      const message = `invalid route: delegation cycle detected: ${path}`;
+      input.report({ resource: sourceOf(chosen.get(key)!), severity: 'error', code: 'DelegationCycle', message });
+    }
+    // tables whose last accepted version may break the cycle go back to it first; the others then
+    // serve again if that was enough, and otherwise serve nothing
+    const back = [...cycles.keys()].flatMap((key) => {
+      const rt = chosen.get(key)!;
+      const last = lastAccepted.get(keyOf(rt)) as RouteTable | undefined;
+      const usable = !fellBack.has(key) && last && !sameSpec(last, rt) && input.check(last).problems.length === 0;
+      return usable ? [{ key, rt, last }] : [];
+    });
+    for (const { key, rt, last } of back) {
+      fellBack.add(key);
+      chosen.set(key, last);
+      const message = 'serving the last accepted version until this one is fixed';
+      input.report({ resource: sourceOf(rt), severity: 'warning', code: 'ServingLastAccepted', message });
+    }
+    if (!back.length) for (const key of cycles.keys()) chosen.delete(key);
+  }
+}
+
+/** Nodes on a cycle (Tarjan's strongly connected components), each with a cycle through it: [a, b, a]. */
+function cyclesThrough(edges: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
+  let next = 0;
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const connect = (v: string): void => {
+    order.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!order.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, order.get(w)!));
+    }
+    if (low.get(v) === order.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      components.push(component);
+    }
+  };
+  for (const v of [...edges.keys()].sort()) if (!order.has(v)) connect(v);
+  const out = new Map<string, string[]>();
+  for (const component of components) {
+    const members = new Set(component);
+    const self = component.length === 1 && (edges.get(component[0]!) ?? []).includes(component[0]!);
+    if (component.length < 2 && !self) continue;
+    for (const start of [...component].sort()) out.set(start, shortestCycle(start, members, edges));
+  }
+  return out;
+}
+
+function shortestCycle(start: string, members: ReadonlySet<string>, edges: ReadonlyMap<string, readonly string[]>): string[] {
+  const from = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i]!;
+    for (const w of [...(edges.get(v) ?? [])].sort()) {
+      if (!members.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let u: string | undefined = v; u !== undefined && u !== start; u = from.get(u)) path.splice(1, 0, u);
+        return [...path, start];
+      }
+      if (!from.has(w)) {
+        from.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return [start, start];
+}
+
+/** What a served table delegates to and cannot: Gloo's warnings (missing, nothing selected), or rejected. */
+function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets, input: RouteTablesInput): void {
+  for (const rt of chosen.values()) {
+    for (const { where, ...selection } of targetsOf(rt)) {
+      const warn = (message: string): void =>
+        input.report({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
+      if (selection.warning) warn(selection.warning);
+      for (const key of selection.keys) if (!chosen.has(key)) warn(`route table ${key.replace('/', '.')} is rejected`);
+    }
+  }
+}
+
+function sameSpec(a: LegateResource, b: LegateResource): boolean {
+  return a === b || JSON.stringify(a.spec) === JSON.stringify(b.spec);
+}
+
+/** A virtual service of its own, for checking a RouteTable's routes without a parent. */
+function standIn(rt: RouteTable): VirtualService {
+  return { kind: 'VirtualService', apiVersion: rt.apiVersion, metadata: rt.metadata, spec: { virtualHost: {} }, raw: rt.raw };
+}
+
+/**
+ * The options of a delegating route, bound as if it answered itself (they only ever serve merged into
+ * the routes it delegates to): whether they have no problems; problems and warnings go to `sink`.
+ */
+function delegatedOptionsFit<T>(route: Route, site: RouteSite, name: string, translateRoute: TranslateRoute<T>, sink: BindSink): boolean {
+  if (!route.options) return true;
+  const own: BindSink = { problems: [], warnings: [] };
+  const { delegateAction: _delegate, ...rest } = route;
+  // checked as the options of a forwarding route (what they become in the tables), one that needs no upstream
+  const { routeAction: _action, directResponseAction: _direct, redirectAction: _redirect, graphqlApiRef: _api, ...options } = rest;
+  translateRoute({ ...options, matchers: [], routeAction: { clusterHeader: 'x-legate-delegated' } }, site, name, own);
+  sink.problems.push(...own.problems);
+  sink.warnings.push(...own.warnings);
+  return own.problems.length === 0;
+}
+
+/** A RouteTable's routes on their own: delegate matchers, and every other route translated. */
+export function checkRouteTable<T>(rt: RouteTable, translateRoute: TranslateRoute<T>): Attempt<true> {
+  const sink: BindSink = { problems: [], warnings: [] };
+  const vs = standIn(rt);
+  (rt.spec.routes ?? []).forEach((route, j) => {
+    const where = `routes[${j}]`;
+    const site: RouteSite = { vs, index: j, where, namespace: rt.metadata.namespace, routeTable: rt };
+    if (route.delegateAction) {
+      const m = delegateMatcher(route, where);
+      if ('code' in m) sink.problems.push(m);
+      delegatedOptionsFit(route, site, route.name ?? `<unnamed-${j}>`, translateRoute, sink);
+      return;
+    }
+    translateRoute(route, site, route.name ?? `<unnamed-${j}>`, sink);
+  });
+  return sink.problems.length ? { problems: sink.problems, warnings: sink.warnings } : { ir: true, problems: [], warnings: sink.warnings };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Per VirtualService
+
+/** What flattening one VirtualService looked at (to tell when its result can be reused) and reported on RouteTables. */
+export interface DelegationTrace {
+  /** RouteTables looked up (selected, or named and missing), by nsName: the served and last accepted versions seen */
+  readonly tables: Map<string, { served: RouteTable | undefined; last: LegateResource | undefined }>;
+  /** delegateActions evaluated (a table they select that was not there changes the result) */
+  readonly selectors: { action: DelegateAction; ownerNs: string }[];
+  /** reports on RouteTables (problems under a parent, last accepted versions served there) */
+  readonly reports: Report[];
+}
+
+export function newTrace(): DelegationTrace {
+  return { tables: new Map(), selectors: [], reports: [] };
+}
+
+/** Whether a VirtualService flattened with `trace` would flatten the same now. */
+export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boolean {
+  if (!tables.changed) return false;
+  if (!tables.changed.size) return true;
+  for (const key of trace.tables.keys()) if (tables.changed.has(key)) return false;
+  for (const key of tables.changed) {
+    const rt = tables.index.byKey.get(key);
+    if (rt && !trace.tables.has(key) && trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))) return false;
+  }
+  return true;
+}
+
+interface Entry<T> {
+  route: Route;
+  ir: T;
+}
+
+interface Walk<T> {
+  vs: VirtualService;
+  tables: RouteTables;
+  translateRoute: TranslateRoute<T>;
+  trace: DelegationTrace;
+  /** the VirtualService's problems and warnings */
+  sink: BindSink;
+  /** each route as it is read, before it inherits anything (its own RouteOption references, its UpstreamGroup) */
+  prepare: PrepareRoute;
+}
+
+/** A route as written -> the route features bind (see prepare.ts); `ns` is where its references resolve. */
+export type PrepareRoute = (route: Route, ns: string, where: string) => Route;
+
+/** The VirtualService's routes with every delegation replaced by the routes it stands for, translated. */
+export function flattenRoutes<T>(
+  vs: VirtualService,
+  tables: RouteTables,
+  sink: BindSink,
+  translateRoute: TranslateRoute<T>,
+  trace: DelegationTrace,
+  prepare: PrepareRoute = (route) => route,
+): T[] {
+  const walk: Walk<T> = { vs, tables, translateRoute, trace, sink, prepare };
+  return visit(walk, undefined, vs.spec.virtualHost.routes ?? [], undefined, [], '', sink).map((e) => e.ir);
+}
+
+/**
+ * The routes of one holder (the VirtualService, or a version of a RouteTable under `parent`); its own
+ * problems go to `own`, and a RouteTable's make it serve nothing here (visitTable decides).
+ */
+function visit<T>(
+  walk: Walk<T>,
+  rt: RouteTable | undefined,
+  routes: readonly Route[],
+  parent: ParentRoute | undefined,
+  chain: readonly string[],
+  rootWhere: string,
+  own: BindSink,
+): Entry<T>[] {
+  const entries: Entry<T>[] = [];
+  const ns = rt ? rt.metadata.namespace : walk.vs.metadata.namespace;
+  routes.forEach((written, j) => {
+    const where = rt ? `routes[${j}]` : `virtualHost.routes[${j}]`;
+    const original = walk.prepare(written, ns, where);
+    const root = rt ? rootWhere : where;
+    const ownName = original.name ?? `<unnamed-${j}>`;
+    const name = parent && rt ? `${parent.name}_rt:${ns}_${rt.metadata.name}_route:${ownName}` : ownName;
+    let route = original;
+    if (parent) {
+      const merged = mergeWithParent(original, parent, where);
+      if ('code' in merged) {
+        own.problems.push(merged);
+        return;
+      }
+      route = merged;
+    }
+    const site: RouteSite = { vs: walk.vs, index: j, where, namespace: ns, ...(rt ? { routeTable: rt } : {}) };
+    if (!route.delegateAction) {
+      const sink: BindSink = { problems: [], warnings: [] };
+      const ir = walk.translateRoute(route, site, name, sink);
+      // what is wrong with an inherited option was reported where it is written (delegatedOptionsFit)
+      const inherited = Object.keys(route.options ?? {})
+        .filter((k) => original.options?.[k as keyof RouteOptions] === undefined)
+        .map((k) => `${where}.options.${k}`);
+      const own_ = (p: Problem): boolean => !inherited.some((at) => p.message.startsWith(at) && '.:['.includes(p.message[at.length] ?? ''));
+      own.problems.push(...sink.problems.filter(own_));
+      own.warnings.push(...sink.warnings.filter(own_));
+      if (ir !== undefined) entries.push({ route, ir });
+      return;
+    }
+    const matcher = delegateMatcher(route, where);
+    if ('code' in matcher) {
+      own.problems.push(matcher);
+      return;
+    }
+    // options at fault are the delegating route's: reported here, and nothing is delegated with them
+    if (!delegatedOptionsFit(route, site, name, walk.translateRoute, own)) return;
+    const down: ParentRoute = {
+      matcher,
+      options: route.options,
+      name,
+      inheritableMatchers: route.inheritableMatchers ?? false,
+      inheritablePathMatchers: route.inheritablePathMatchers ?? false,
+    };
+    const selection = selectTables(route.delegateAction, ns, walk.tables.index);
+    walk.trace.selectors.push({ action: route.delegateAction, ownerNs: ns });
+    // a RouteTable's targets are reported on it once per translation (resolveRouteTables)
+    const warn = (message: string): void => {
+      if (!rt) own.warnings.push({ code: 'RouteTableNotFound', message: `${where}.delegateAction: ${message}` });
+    };
+    if (selection.warning) warn(selection.warning);
+    const byWeight = new Map<number, Entry<T>[][]>();
+    for (const key of selection.keys) {
+      const served = walk.tables.served.get(key);
+      const state = walk.tables.memo.states.get(key);
+      walk.trace.tables.set(key, { served: state?.served, last: state?.last });
+      if (!served) {
+        warn(`route table ${key.replace('/', '.')} is rejected`);
+        continue;
+      }
+      // cycles are rejected up front; this only guards the walk
+      if (chain.includes(key)) continue;
+      const weight = served.spec.weight ?? 0;
+      const list = byWeight.get(weight) ?? [];
+      list.push(visitTable(walk, served, down, [...chain, key], root));
+      byWeight.set(weight, list);
+    }
+    for (const weight of [...byWeight.keys()].sort((a, b) => a - b)) {
+      const lists = byWeight.get(weight)!;
+      entries.push(...(lists.length > 1 ? sortByPath(lists.flat()) : lists.flat()));
+    }
+  });
+  return entries;
+}
+
+/** A RouteTable under a parent: its served version, or its last accepted one when only that fits there. */
+function visitTable<T>(walk: Walk<T>, served: RouteTable, parent: ParentRoute, chain: readonly string[], root: string): Entry<T>[] {
+  const versions = [served];
+  const current = walk.tables.index.byKey.get(chain[chain.length - 1]!);
+  const last = walk.tables.lastAccepted.get(keyOf(served)) as RouteTable | undefined;
+  if (served === current && last && !sameSpec(last, served)) versions.push(last);
+  const src = sourceOf(served);
+  const report = (severity: Report['severity'], p: Problem): void => {
+    walk.trace.reports.push({ resource: src, severity, code: p.code, message: p.message });
+  };
+  let first: BindSink | undefined;
+  for (const version of versions) {
+    const own: BindSink = { problems: [], warnings: [] };
+    const entries = visit(walk, version, version.spec.routes ?? [], parent, chain, root, own);
+    first ??= own;
+    if (own.problems.length && version !== versions[versions.length - 1]) continue;
+    for (const p of first.problems) report('error', p);
+    for (const w of first.warnings) report('warning', w);
+    const [p, ...more] = first.problems;
+    if (p) {
+      const and = more.length ? ` (and ${more.length} more)` : '';
+      walk.sink.warnings.push({ code: p.code, message: `${root}: on sub route table ${src.namespace}.${src.name}: ${p.message}${and}` });
+    }
+    if (!own.problems.length) {
+      if (version !== served)
+        report('warning', { code: 'ServingLastAccepted', message: 'serving the last accepted version until this one is fixed' });
+      return entries;
+    }
+  }
+  return [];
+}
