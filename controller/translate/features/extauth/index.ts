@@ -83,7 +83,12 @@ function authBinding(
 ): AuthBindingIR | undefined {
   if (ext.disable) return { disabled: true };
   if (ext.customAuth) {
-    sink.problems.push({ code: 'NotSupported', message: `${where}.customAuth: custom auth servers are not supported; use configRef` });
+    sink.problems.push({
+      code: 'NotSupported',
+      message:
+        `${where}.customAuth: a user's own ext_authz server is declared in settings.namedExtauth, ` +
+        'which Legate does not read yet; use configRef',
+    });
     return undefined;
   }
   if (!ext.configRef) return undefined;
