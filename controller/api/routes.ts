@@ -24,6 +24,7 @@ import {
 import { faultsRouteOptions } from '../translate/features/faults/schema.js';
 import { statsVirtualHostOptions } from '../translate/features/stats/schema.js';
 import { tracingRouteOptions } from '../translate/features/tracing/schema.js';
+import { SslConfigSchema } from '../translate/features/tls/schema.js';
 import { upgradesRouteOptions } from '../translate/features/upgrades/schema.js';
 import { Name, ResourceRefSchema, notSupported, notSupportedFields } from './primitives.js';
 
@@ -264,13 +265,6 @@ export const VirtualServiceSpecSchema = z.strictObject({
     options: VirtualHostOptionsSchema.optional(),
     optionsConfigRefs: DelegateOptionsRefsSchema.optional(),
   }),
-  sslConfig: z
-    .strictObject({
-      secretRef: ResourceRefSchema.optional(),
-      sslFiles: z.strictObject({ tlsCert: z.string(), tlsKey: z.string() }).optional(),
-      sniDomains: z.array(z.string()).optional(),
-    })
-    .refine((s) => (s.secretRef ? 1 : 0) + (s.sslFiles ? 1 : 0) === 1, { message: 'set exactly one of secretRef, sslFiles' })
-    .optional(),
+  sslConfig: SslConfigSchema.optional(),
 });
 export type VirtualServiceSpec = z.infer<typeof VirtualServiceSpecSchema>;

@@ -297,6 +297,9 @@ export interface HashPolicyIR {
   terminal: boolean;
 }
 
+/** Envoy's TlsParameters.TlsProtocol (TLS_AUTO: Envoy's default). */
+export type TlsVersionIR = 'TLS_AUTO' | 'TLSv1_0' | 'TLSv1_1' | 'TLSv1_2' | 'TLSv1_3';
+
 export interface DownstreamTlsIR {
   certChain: DataSourceIR;
   privateKey: DataSourceIR;
@@ -305,6 +308,21 @@ export interface DownstreamTlsIR {
   sdsName?: string;
   /** SNI names this certificate serves; empty = the listener's default certificate. */
   sniDomains: string[];
+  /** sslFiles.ocspStaple (a file), or the Secret's tls.ocsp-staple (DER, base64): stapled to the certificate */
+  ocspStaple?: DataSourceIR | { inlineBytes: string };
+  /** client certificates are verified against this CA (the Secret's ca.crt, over SDS under `<sdsName>#ca`,
+   * or sslFiles.rootCa) and required unless oneWayTls */
+  clientCa?: DataSourceIR;
+  requireClientCertificate?: boolean;
+  /** a client certificate must have one of these SANs (any type) */
+  verifySubjectAltName?: string[];
+  /** sslConfig.parameters: Envoy's TLS versions, cipher suites, ECDH curves (unset: TLSv1_2 at least, Envoy's defaults) */
+  params?: { minimum: TlsVersionIR; maximum?: TlsVersionIR; cipherSuites?: string[]; ecdhCurves?: string[] };
+  /** offered in the handshake (unset: h2, http/1.1; empty: no ALPN) */
+  alpnProtocols?: string[];
+  ocspStaplePolicy?: 'LENIENT_STAPLING' | 'STRICT_STAPLING' | 'MUST_STAPLE';
+  disableSessionResumption?: true;
+  transportSocketConnectTimeout?: DurationIR;
 }
 
 export interface VirtualHostIR {

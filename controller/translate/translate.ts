@@ -35,7 +35,7 @@ import type {
   UpstreamLookup,
 } from './feature.js';
 import { features as defaultFeatures } from './features/index.js';
-import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
+import type { DownstreamTlsIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { translateMatcher } from './matchers.js';
 import { listenerName, nsName, sourceOf, virtualHostName } from './names.js';
 import { SHARED_KINDS, prepareVirtualService, resolveShared, type SharedResources } from './prepare.js';
@@ -452,33 +452,43 @@ function resolveDomainConflicts(
   return selected.filter(({ vs }) => !losers.has(keyOf(vs)));
 }
 
-/** On an ssl gateway, one SNI set can only have one certificate (Envoy needs unique filter chains). */
+/** What differs between two TLS contexts (sniDomains aside), for the conflict message. */
+function tlsDifference(a: DownstreamTlsIR, b: DownstreamTlsIR): string | undefined {
+  const { certChain: ac, privateKey: ak, sniDomains: _a, ...aRest } = a;
+  const { certChain: bc, privateKey: bk, sniDomains: _b, ...bRest } = b;
+  if (JSON.stringify([ac, ak]) !== JSON.stringify([bc, bk])) return 'a different certificate';
+  const keys = [...new Set([...Object.keys(aRest), ...Object.keys(bRest)])].sort();
+  const differ = keys.filter((k) => JSON.stringify(aRest[k as keyof typeof aRest]) !== JSON.stringify(bRest[k as keyof typeof bRest]));
+  return differ.length ? `different TLS settings (${differ.join(', ')})` : undefined;
+}
+
+/** On an ssl gateway, one SNI set can only have one TLS context (Envoy needs unique filter chains). */
 function resolveSniConflicts(
   selected: { vs: VirtualService; vh: VirtualHostIR }[],
   reporter: Reporter,
   conflicted: Set<string>,
 ): { vs: VirtualService; vh: VirtualHostIR }[] {
-  const owners = new Map<string, { vs: VirtualService; cert: string }>();
+  const owners = new Map<string, { vs: VirtualService; tls: DownstreamTlsIR }>();
   const kept: { vs: VirtualService; vh: VirtualHostIR }[] = [];
   const ordered = [...selected].sort((a, b) => keyOf(a.vs).localeCompare(keyOf(b.vs)));
   for (const entry of ordered) {
     const tls = entry.vh.tls;
     if (!tls) continue;
     const sni = JSON.stringify([...new Set(tls.sniDomains)].sort());
-    const cert = JSON.stringify([tls.certChain, tls.privateKey]);
     const owner = owners.get(sni);
-    if (owner && owner.cert !== cert) {
+    const difference = owner && tlsDifference(owner.tls, tls);
+    if (owner && difference) {
       const names = tls.sniDomains.length ? tls.sniDomains.join(', ') : '(no sniDomains: the default certificate)';
       reporter.error(
         sourceOf(entry.vs),
         'DomainConflict',
-        `sslConfig conflict: SNI [${names}] already has a different certificate from virtual service ` +
+        `sslConfig conflict: SNI [${names}] already has ${difference} from virtual service ` +
           `${owner.vs.metadata.namespace}.${owner.vs.metadata.name}`,
       );
       conflicted.add(keyOf(entry.vs));
       continue;
     }
-    owners.set(sni, { vs: entry.vs, cert });
+    if (!owner) owners.set(sni, { vs: entry.vs, tls });
     kept.push(entry);
   }
   return kept;

@@ -17,9 +17,11 @@ export function expectGolden(outFile: string, value: unknown): void {
   expect(actual).toBe(fs.readFileSync(outFile, 'utf8'));
 }
 
-/** JSON form with sorted keys, numbers for 64-bit ints, enum names, so both sides compare equal. */
+/** JSON form with sorted keys, numbers for 64-bit ints, enum names, base64 bytes, so both sides compare equal. */
 function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
+  // bytes fields (an OCSP staple's inline_bytes) are base64 in JSON and decode to bytes
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
     return Object.fromEntries(
