@@ -35,3 +35,20 @@ export function notSupported(reason: string): z.ZodOptional<z.ZodUnknown> {
 export function notSupportedFields<K extends string>(keys: readonly K[], reason: string): Record<K, z.ZodOptional<z.ZodUnknown>> {
   return Object.fromEntries(keys.map((k) => [k, notSupported(reason)])) as Record<K, z.ZodOptional<z.ZodUnknown>>;
 }
+
+/** A protobuf enum as Gloo's CRDs take it: by name, or by number (its position in `names`). */
+export function protoEnum<const N extends readonly [string, ...string[]]>(names: N) {
+  return z.union(
+    [
+      z.enum(names),
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(names.length - 1),
+    ],
+    {
+      error: `expected one of ${names.join(', ')} (or its number, 0 to ${names.length - 1})`,
+    },
+  );
+}

@@ -2,6 +2,7 @@
 // host's `corsPolicyMergeSettings`, and `csrf` (Gloo's copy of Envoy's CsrfPolicy) on virtual hosts,
 // routes and weighted destinations. controller/api/routes.ts composes them into the option schemas.
 import { z } from 'zod';
+import { protoEnum } from '../../../api/primitives.js';
 
 /** Gloo passes maxAge to the header verbatim; Legate takes seconds or a duration and sends seconds. */
 export const MAX_AGE_PATTERN = /^(\d+)$|^(\d+(?:\.\d+)?)(s|m|h|d)$/;
@@ -18,23 +19,6 @@ export const CorsPolicySchema = z.strictObject({
   disableForRoute: z.boolean().optional(),
 });
 export type CorsPolicy = z.infer<typeof CorsPolicySchema>;
-
-/** Protobuf enums arrive by name or by number (as Gloo's CRDs allow both). */
-function protoEnum<const N extends readonly [string, ...string[]]>(names: N) {
-  return z.union(
-    [
-      z.enum(names),
-      z
-        .number()
-        .int()
-        .min(0)
-        .max(names.length - 1),
-    ],
-    {
-      error: `expected one of ${names.join(', ')} (or its number, 0 to ${names.length - 1})`,
-    },
-  );
-}
 
 export const MERGE_STRATEGIES = ['DEFAULT', 'UNION'] as const;
 

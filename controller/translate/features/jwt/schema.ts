@@ -3,22 +3,7 @@
 // host declares providers; a route can only turn a stage off (Gloo 1.17 has no route-level providers).
 // controller/api/routes.ts composes them into the option schemas.
 import { z } from 'zod';
-import { Duration, Name, ResourceRefSchema } from '../../../api/primitives.js';
-
-/** Protobuf enums arrive by name or by number (as Gloo's CRDs allow both). */
-function protoEnum<const N extends readonly [string, ...string[]]>(names: N) {
-  return z.union(
-    [
-      z.enum(names),
-      z
-        .number()
-        .int()
-        .min(0)
-        .max(names.length - 1),
-    ],
-    { error: `expected one of ${names.join(', ')} (or its number, 0 to ${names.length - 1})` },
-  );
-}
+import { Duration, Name, ResourceRefSchema, protoEnum } from '../../../api/primitives.js';
 
 export const VALIDATION_POLICIES = ['REQUIRE_VALID', 'ALLOW_MISSING', 'ALLOW_MISSING_OR_FAILED'] as const;
 export const CLAIM_MATCHERS = ['EXACT_STRING', 'BOOLEAN', 'LIST_CONTAINS'] as const;

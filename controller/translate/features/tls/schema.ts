@@ -2,22 +2,7 @@
 // SNI names it serves, client certificates (a CA means they are required unless oneWayTls), TLS parameters,
 // ALPN, OCSP stapling and session resumption. controller/api/routes.ts composes it into the VirtualService.
 import { z } from 'zod';
-import { Duration, Name, ResourceRefSchema, notSupported } from '../../../api/primitives.js';
-
-/** Protobuf enums arrive by name or by number (as Gloo's CRDs allow both). */
-function protoEnum<const N extends readonly [string, ...string[]]>(names: N) {
-  return z.union(
-    [
-      z.enum(names),
-      z
-        .number()
-        .int()
-        .min(0)
-        .max(names.length - 1),
-    ],
-    { error: `expected one of ${names.join(', ')} (or its number, 0 to ${names.length - 1})` },
-  );
-}
+import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from '../../../api/primitives.js';
 
 /** SslParameters.ProtocolVersion, in enum order (TLS_AUTO: Envoy's default). */
 export const TLS_VERSIONS = ['TLS_AUTO', 'TLSv1_0', 'TLSv1_1', 'TLSv1_2', 'TLSv1_3'] as const;
