@@ -257,18 +257,25 @@ describe('delegation', () => {
     gw.write('team-rt.yaml', teamTable('v2'));
     await gw.until('/team/version', (r) => r.text === 'v2', { host: 'team.example.com' });
     // a bad edit keeps the last good version serving, and says why
-    gw.write('team-rt.yaml', teamTable('v3').replace('prefix: /team/version', 'prefix: /elsewhere'));
-    const rt = await eventually(() => {
-      const got = JSON.parse(gw.ctl('get', 'rt', 'team', '-n', 'default', '-o', 'json').stdout) as Listed;
-      return Object.values(got.status.statuses)[0]?.state === 'Rejected' ? got : undefined;
-    });
-    expect(Object.values(rt.status.statuses)[0]?.reason).toContain(
-      'required prefix: /team, prefix: /elsewhere: invalid route: ' +
-        "route table matchers must begin with the prefix of their parent route's matcher (serving the last accepted version)",
-    );
+    gw.write('team-rt.yaml', teamTable('v3').replace('prefix: /team/version', "regex: '/team/(version'"));
+    const statusOf = (state: string) =>
+      eventually(() => {
+        const got = JSON.parse(gw.ctl('get', 'rt', 'team', '-n', 'default', '-o', 'json').stdout) as Listed;
+        return Object.values(got.status.statuses)[0]?.state === state ? Object.values(got.status.statuses)[0] : undefined;
+      });
+    expect((await statusOf('Rejected'))?.reason).toContain('invalid regex "/team/(version"');
     expect((await gw.request('/team/version', { host: 'team.example.com' })).text).toBe('v2');
     gw.write('team-rt.yaml', teamTable('v4'));
     await gw.until('/team/version', (r) => r.text === 'v4', { host: 'team.example.com' });
+    // as in Gloo, a route outside its parent's prefix is left out with a warning; the table's others serve
+    gw.write('team-rt.yaml', teamTable('v5') + '    - matchers: [{ prefix: /elsewhere }]\n      directResponseAction: { status: 200 }\n');
+    await gw.until('/team/version', (r) => r.text === 'v5', { host: 'team.example.com' });
+    expect((await statusOf('Warning'))?.reason).toContain(
+      "required prefix: /team, prefix: /elsewhere: invalid route: route table matchers must begin with the prefix of their parent route's matcher",
+    );
+    expect((await gw.request('/elsewhere', { host: 'team.example.com' })).status).toBe(404);
+    gw.write('team-rt.yaml', teamTable('v6'));
+    await statusOf('Accepted');
   });
 
   it("routes Gloo's delegation-by-selector example in weight order", async () => {

@@ -418,7 +418,9 @@ function visit<T>(
     if (parent) {
       const merged = mergeWithParent(original, parent, where);
       if ('code' in merged) {
-        own.problems.push(merged);
+        // As in Gloo, a route whose matchers do not fit its parent's is left out with a warning; the
+        // table's other routes keep serving under that parent.
+        own.warnings.push(merged);
         return;
       }
       route = merged;
@@ -500,7 +502,8 @@ function visitTable<T>(walk: Walk<T>, served: RouteTable, parent: ParentRoute, c
     if (own.problems.length && version !== versions[versions.length - 1]) continue;
     for (const p of first.problems) report('error', p);
     for (const w of first.warnings) report('warning', w);
-    const [p, ...more] = first.problems;
+    // as Gloo does, the VirtualService's owner sees what is wrong below it (the first item, and how many more)
+    const [p, ...more] = first.problems.length ? first.problems : first.warnings;
     if (p) {
       const and = more.length ? ` (and ${more.length} more)` : '';
       walk.sink.warnings.push({ code: p.code, message: `${root}: on sub route table ${src.namespace}.${src.name}: ${p.message}${and}` });
