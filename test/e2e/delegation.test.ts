@@ -271,7 +271,8 @@ describe('delegation', () => {
     gw.write('team-rt.yaml', teamTable('v5') + '    - matchers: [{ prefix: /elsewhere }]\n      directResponseAction: { status: 200 }\n');
     await gw.until('/team/version', (r) => r.text === 'v5', { host: 'team.example.com' });
     expect((await statusOf('Warning'))?.reason).toContain(
-      "required prefix: /team, prefix: /elsewhere: invalid route: route table matchers must begin with the prefix of their parent route's matcher",
+      'required prefix: /team, prefix: /elsewhere: invalid route: ' +
+        "route table matchers must begin with the prefix of their parent route's matcher",
     );
     expect((await gw.request('/elsewhere', { host: 'team.example.com' })).status).toBe(404);
     gw.write('team-rt.yaml', teamTable('v6'));
