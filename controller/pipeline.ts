@@ -16,7 +16,13 @@ import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
 import type { RatelimitServer, WasmChecks } from './api/schemas.js';
-import { DEFAULT_RATELIMIT, DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './translate/features/index.js';
+import {
+  DEFAULT_RATELIMIT,
+  DEFAULT_RENDER_OPTIONS,
+  extProcSettingsFilter,
+  features,
+  type RenderOptions,
+} from './translate/features/index.js';
 import { parseDuration } from './translate/duration.js';
 import { proxyRole } from './translate/names.js';
 import { renderPlugins, renderProxyReusing, type RenderMemo } from './translate/render.js';
@@ -124,12 +130,19 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const all = [...typed, ...discovered];
 
   const upstreamKeys = new Set(all.filter(isKind('Upstream')).map(keyOf));
-  const { render, warning: ratelimitWarning } = withRateLimitServer(
+  const { render: withRatelimit, warning: ratelimitWarning } = withRateLimitServer(
     withSettings(input.options?.render ?? DEFAULT_RENDER_OPTIONS, settings?.spec.wasmChecks),
     settings?.spec.ratelimitServer,
     settings?.metadata.namespace ?? LEGATE_NAMESPACE,
     (ns, name) => upstreamKeys.has(resourceKey('Upstream', ns, name)),
   );
+  const extProc = settings?.spec.extProc
+    ? extProcSettingsFilter(settings.spec.extProc, settings.metadata.namespace, (ns, name) => {
+        const u = all.find((r) => r.kind === 'Upstream' && r.metadata.namespace === ns && r.metadata.name === name);
+        return u?.kind === 'Upstream' ? { http2: u.spec.useHttp2 ?? false } : 'missing';
+      })
+    : undefined;
+  const render: RenderOptions = extProc?.filter ? { ...withRatelimit, extProc: extProc.filter } : withRatelimit;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -148,6 +161,12 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   });
   if (settings && ratelimitWarning)
     out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message: ratelimitWarning });
+  if (settings && extProc) {
+    for (const message of extProc.problems)
+      out.reports.push({ resource: sourceOf(settings), severity: 'error', code: 'InvalidRegex', message });
+    for (const message of extProc.warnings)
+      out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
+  }
 
   const listed = new Map<string, ListedResource>();
   const reportsOf = new Map<string, Report[]>();

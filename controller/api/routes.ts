@@ -8,6 +8,7 @@ import { bufferOptions } from '../translate/features/buffer/schema.js';
 import { dfpRouteActions } from '../translate/features/dfp/schema.js';
 import { envoyOptionsRouteOptions, envoyOptionsVirtualHostOptions } from '../translate/features/envoy-options/schema.js';
 import { extauthOptions } from '../translate/features/extauth/schema.js';
+import { extProcOptions } from '../translate/features/extproc/schema.js';
 import { graphqlRouteActions } from '../translate/features/graphql/schema.js';
 import { lbHashOptions } from '../translate/features/lbhash/schema.js';
 import { headersDestinationOptions, headersRouteOptions, headersVirtualHostOptions } from '../translate/features/headers/schema.js';
@@ -82,7 +83,6 @@ const NOT_SUPPORTED_OPTIONS = {
   jwtProvidersStaged: notSupported(
     "route-level JWT providers are Gloo 1.18's; declare providers in the virtual host's jwt or jwtStaged, turn a stage off per route",
   ),
-  extProc: notSupported('a user ext_proc server needs settings.extProc, which Legate does not read yet'),
 };
 
 // ---- Options ----
@@ -104,6 +104,7 @@ export const RouteOptionsSchema = z.strictObject({
   ...tracingRouteOptions,
   ...headersRouteOptions,
   ...extauthOptions,
+  ...extProcOptions,
   ...jwtRouteOptions,
   ...rateLimitOptions,
   ...corsRouteOptions,
@@ -120,6 +121,7 @@ export const VirtualHostOptionsSchema = z.strictObject({
   ...statsVirtualHostOptions,
   ...headersVirtualHostOptions,
   ...extauthOptions,
+  ...extProcOptions,
   ...jwtVirtualHostOptions,
   ...rateLimitOptions,
   ...corsVirtualHostOptions,

@@ -3,6 +3,7 @@
 // unchanged; see docs/resources.md for what each field does in Legate.
 import { z } from 'zod';
 
+import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -198,6 +199,7 @@ export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
+  extProc: ExtProcSettingsSchema.optional(),
   // lazy: defined with RateLimitConfig's schemas below
   ratelimit: z.lazy(() => RatelimitServiceSettingsSchema).optional(),
   discoveryNamespace: z.string().optional(),

@@ -212,6 +212,36 @@ export interface UpgradeIR {
   enabled?: boolean;
 }
 
+/** A gRPC service Envoy's ext_proc filter streams to (Settings extProc.grpcService, or an override of it). */
+export interface ExtProcServiceIR {
+  cluster: string;
+  authority?: string;
+  timeout?: DurationIR;
+  initialMetadata?: { key: string; value: string }[];
+  retryPolicy?: { numRetries?: number; backOff?: { baseInterval: DurationIR; maxInterval?: DurationIR } };
+}
+
+type ExtProcHeaderMode = 'DEFAULT' | 'SEND' | 'SKIP';
+type ExtProcBodyMode = 'NONE' | 'STREAMED' | 'BUFFERED' | 'BUFFERED_PARTIAL';
+/** Envoy's ext_proc ProcessingMode: what of a request and its response the server is sent. */
+export interface ExtProcModeIR {
+  requestHeaderMode?: ExtProcHeaderMode;
+  responseHeaderMode?: ExtProcHeaderMode;
+  requestBodyMode?: ExtProcBodyMode;
+  responseBodyMode?: ExtProcBodyMode;
+  requestTrailerMode?: ExtProcHeaderMode;
+  responseTrailerMode?: ExtProcHeaderMode;
+}
+
+/** options.extProc: the Settings' ext_proc filter off here, or parts of it overridden. */
+export type ExtProcIR =
+  | { disabled: true }
+  | {
+      processingMode?: ExtProcModeIR;
+      grpcService?: ExtProcServiceIR;
+      metadataNamespaces?: { untyped?: string[]; typed?: string[] };
+    };
+
 export interface RouteIR {
   name: string;
   /** unset: inherit the virtual host's */
@@ -248,6 +278,8 @@ export interface RouteIR {
   rbac?: RbacIR;
   /** the original Host goes to x-forwarded-host when it is rewritten */
   appendXForwardedHost?: true;
+  /** options.extProc (the Settings' ext_proc filter) */
+  extProc?: ExtProcIR;
 }
 
 /** The two JWT filters: before ext_authz and after it (Gloo's jwtStaged; its legacy `jwt` is afterExtAuth). */
@@ -349,6 +381,8 @@ export interface VirtualHostIR {
   /** options.jwt / jwtStaged: the providers of each stage */
   jwt?: Partial<Record<JwtStage, JwtStageIR>>;
   rbac?: RbacIR;
+  /** options.extProc (the Settings' ext_proc filter) */
+  extProc?: ExtProcIR;
 }
 
 export interface ListenerIR {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from '../../controller/translate/features/index.js';
+import type { ExtProcFilterOptions } from '../../controller/translate/features/extproc/index.js';
 import type { ProxyIR, UpstreamIR } from '../../controller/translate/ir.js';
 import { renderPlugins, renderProxy } from '../../controller/translate/render.js';
 import { expectGolden, expectRoundTrip } from './golden.js';
@@ -21,6 +22,8 @@ const RENDER: RenderOptions = {
 
 interface RenderCase {
   features?: string[];
+  /** the Settings' ext_proc filter (render options) */
+  extProc?: ExtProcFilterOptions;
   proxy: ProxyIR;
   upstreams?: UpstreamIR[];
 }
@@ -43,7 +46,7 @@ describe('render golden files (IR -> xDS)', () => {
   for (const name of cases) {
     it(name, () => {
       const input = parse(fs.readFileSync(path.join(dir, `${name}.in.yaml`), 'utf8')) as RenderCase;
-      const all = features(RENDER);
+      const all = features(input.extProc ? { ...RENDER, extProc: input.extProc } : RENDER);
       const unknown = (input.features ?? []).filter((n) => !all.some((f) => f.name === n));
       expect(unknown, 'feature names in the case').toEqual([]);
       const chosen = input.features ? all.filter((f) => input.features?.includes(f.name)) : all;

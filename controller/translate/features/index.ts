@@ -8,6 +8,7 @@ import { bufferFeature } from './buffer/index.js';
 import { dfpFeature } from './dfp/index.js';
 import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
+import { extProcFeature, type ExtProcFilterOptions } from './extproc/index.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
@@ -29,7 +30,11 @@ export interface RenderOptions {
   wasm: WasmOptions;
   /** Legate's ratelimit service and the Settings' ratelimitServer; default DEFAULT_RATELIMIT */
   ratelimit?: RateLimitRenderOptions;
+  /** Settings extProc: a user's ext_proc filter on every HCM (pipeline: settingsFilter) */
+  extProc?: ExtProcFilterOptions;
 }
+
+export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
 
 export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
 
@@ -55,6 +60,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     jwtFeature,
     corsFeature,
     graphqlFeature(options.graphql),
+    extProcFeature(options.extProc),
     upgradesFeature,
     bufferFeature,
     envoyOptionsFeature,
