@@ -8,6 +8,7 @@ import { bufferFeature } from './buffer/index.js';
 import { dfpFeature } from './dfp/index.js';
 import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
+import type { CustomAuthServer } from './extauth/render.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
@@ -29,6 +30,8 @@ export interface RenderOptions {
   wasm: WasmOptions;
   /** Legate's ratelimit service and the Settings' ratelimitServer; default DEFAULT_RATELIMIT */
   ratelimit?: RateLimitRenderOptions;
+  /** the user's own ext_authz servers (Settings namedExtauth), by name */
+  namedExtauth?: Record<string, CustomAuthServer>;
 }
 
 export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
@@ -50,7 +53,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     headersFeature,
     tlsFeature,
     wasmFeature(options.wasm),
-    extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
+    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     jwtFeature,
     corsFeature,
