@@ -1,5 +1,6 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
-// `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, or none).
+// `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, which of the user's own
+// servers of Settings namedExtauth, or none).
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
 import type { ServiceAddress } from '../../envoy-json.js';

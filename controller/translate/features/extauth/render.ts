@@ -155,15 +155,18 @@ function customAuthFilter(name: string, server: CustomAuthServer): HttpFilter {
   };
 }
 
+/** The cluster (never rendered) a filter asks whose server Settings no longer has. */
+const NO_SERVER = 'legate-custom-auth-unknown';
+
 const customUse = new WeakMap<ProxyIR, string[]>();
 
 /** The user's servers the proxy's bindings name, sorted; memoised, as it is asked once per virtual host and route. */
-function customAuthsUsed(proxy: ProxyIR, servers: Readonly<Record<string, CustomAuthServer>>): string[] {
+function customAuthsUsed(proxy: ProxyIR): string[] {
   let used = customUse.get(proxy);
   if (used === undefined) {
     const names = new Set<string>();
     const add = (auth: AuthBindingIR | undefined): void => {
-      if (auth && 'customAuth' in auth && servers[auth.customAuth]) names.add(auth.customAuth);
+      if (auth && 'customAuth' in auth) names.add(auth.customAuth);
     };
     for (const l of proxy.listeners)
       for (const vh of l.virtualHosts) {
@@ -249,10 +252,11 @@ export function extauthRender(
 ): RenderPlugin {
   return {
     httpFilters(proxy) {
-      const custom = customAuthsUsed(proxy, servers).flatMap((n) => {
-        const server = servers[n];
-        return server ? [{ position: during(FilterStage.AuthN), filter: customAuthFilter(n, server) }] : [];
-      });
+      const custom = customAuthsUsed(proxy).map((n) => ({
+        position: during(FilterStage.AuthN),
+        // a virtual host served from before its server left the Settings: its filter asks nothing there and denies
+        filter: customAuthFilter(n, servers[n] ?? { settings: { extauthzServerRef: { name: n } }, cluster: NO_SERVER, missing: true }),
+      }));
       if (!protectsAnything(proxy)) return custom;
       const filter: HttpFilter = {
         name: EXT_AUTHZ_FILTER,
