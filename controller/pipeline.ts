@@ -15,7 +15,7 @@ import {
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
-import type { RatelimitServer, WasmChecks } from './api/schemas.js';
+import type { ExtauthServerSettings, RatelimitServer, WasmChecks } from './api/schemas.js';
 import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
@@ -136,13 +136,16 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     settings?.metadata.namespace ?? LEGATE_NAMESPACE,
     (ns, name) => upstreamKeys.has(resourceKey('Upstream', ns, name)),
   );
+  const named = withNamedExtauth(withRatelimit, settings?.spec.namedExtauth, settings?.metadata.namespace ?? LEGATE_NAMESPACE, (ns, name) =>
+    upstreamKeys.has(resourceKey('Upstream', ns, name)),
+  );
   const extProc = settings?.spec.extProc
     ? extProcSettingsFilter(settings.spec.extProc, settings.metadata.namespace, (ns, name) => {
         const u = all.find((r) => r.kind === 'Upstream' && r.metadata.namespace === ns && r.metadata.name === name);
         return u?.kind === 'Upstream' ? { http2: u.spec.useHttp2 ?? false } : 'missing';
       })
     : undefined;
-  const render: RenderOptions = extProc?.filter ? { ...withRatelimit, extProc: extProc.filter } : withRatelimit;
+  const render: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -167,6 +170,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     for (const message of extProc.warnings)
       out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
   }
+  for (const message of named.warnings)
+    if (settings) out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
 
   const listed = new Map<string, ListedResource>();
   const reportsOf = new Map<string, Report[]>();
@@ -289,6 +294,32 @@ function withRateLimitServer(
     },
   };
   return warning ? { render: out, warning } : { render: out };
+}
+
+/**
+ * Settings' namedExtauth: the user's own ext_authz servers, each at its Upstream's cluster. A missing Upstream is a
+ * warning; Envoy cannot reach the server, so the routes it checks are denied (failureModeAllow does not apply).
+ */
+function withNamedExtauth(
+  render: RenderOptions,
+  named: Record<string, ExtauthServerSettings> | undefined,
+  ns: string,
+  upstreamExists: (ns: string, name: string) => boolean,
+): { render: RenderOptions; warnings: string[] } {
+  if (!named || Object.keys(named).length === 0) return { render, warnings: [] };
+  const warnings: string[] = [];
+  const servers: NonNullable<RenderOptions['namedExtauth']> = {};
+  for (const [name, server] of Object.entries(named).sort(([a], [b]) => a.localeCompare(b))) {
+    const ref = server.extauthzServerRef;
+    const refNs = ref.namespace ?? ns;
+    const found = upstreamExists(refNs, ref.name);
+    if (!found)
+      warnings.push(
+        `namedExtauth.${name}.extauthzServerRef: Upstream ${refNs}.${ref.name} not found; requests it checks are denied until it exists`,
+      );
+    servers[name] = { settings: server, cluster: clusterName(refNs, ref.name), ...(found ? {} : { missing: true as const }) };
+  }
+  return { render: { ...render, namedExtauth: servers }, warnings };
 }
 
 function durationMs(text: string): number {

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
-import { Duration, Name, ResourceRefSchema, notSupported } from './primitives.js';
+import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
 
@@ -186,6 +186,45 @@ const RatelimitServerSchema = z.strictObject({
 });
 export type RatelimitServer = z.infer<typeof RatelimitServerSchema>;
 
+/** The statuses Envoy's ext_authz can answer when its server fails (Envoy's StatusCode enum), as Gloo lists them. */
+export const EXTAUTH_STATUS_ON_ERROR = [
+  100, 200, 201, 202, 203, 204, 205, 206, 207, 208, 226, 300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407,
+  408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 421, 422, 423, 424, 426, 428, 429, 431, 500, 501, 502, 503, 504, 505, 506, 507, 508,
+  510, 511,
+] as const;
+
+/**
+ * Gloo's extauth Settings (enterprise.gloo.solo.io.Settings): an ext_authz server of the user's, an Upstream. The values
+ * of Settings `namedExtauth` (routes pick one with `extauth.customAuth.name`).
+ */
+export const ExtauthServerSettingsSchema = z.strictObject({
+  extauthzServerRef: ResourceRefSchema,
+  httpService: notSupported('Legate talks to ext_authz servers over gRPC only; leave httpService out (gRPC is the default)'),
+  grpcService: z.strictObject({ authority: z.string().optional() }).optional(),
+  userIdHeader: notSupported("Gloo's sanitize filter, which strips this header, is not in upstream Envoy"),
+  /** default 200ms, as Gloo */
+  requestTimeout: Duration.optional(),
+  failureModeAllow: z.boolean().optional(),
+  requestBody: z
+    .strictObject({
+      /** default 4KB, as Gloo */
+      maxRequestBytes: z.number().int().min(0).max(4294967295).optional(),
+      allowPartialMessage: z.boolean().optional(),
+      packAsBytes: z.boolean().optional(),
+    })
+    .optional(),
+  clearRouteCache: z.boolean().optional(),
+  /** 0 or unset: 403 */
+  statusOnError: z
+    .number()
+    .int()
+    .refine((c) => c === 0 || (EXTAUTH_STATUS_ON_ERROR as readonly number[]).includes(c), 'not an HTTP status Envoy can answer with')
+    .optional(),
+  transportApiVersion: protoEnum(['V3']).optional(),
+  statPrefix: z.string().optional(),
+});
+export type ExtauthServerSettings = z.infer<typeof ExtauthServerSettingsSchema>;
+
 /**
  * Gloo's `settings.gloo.invalidConfigPolicy`: what a route whose destination is missing or rejected answers.
  * Off (Gloo's default): Envoy's own 503 for a cluster it does not have; on: this status and body.
@@ -200,6 +239,7 @@ export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
   extProc: ExtProcSettingsSchema.optional(),
+  namedExtauth: z.record(z.string().min(1), ExtauthServerSettingsSchema).optional(),
   // lazy: defined with RateLimitConfig's schemas below
   ratelimit: z.lazy(() => RatelimitServiceSettingsSchema).optional(),
   discoveryNamespace: z.string().optional(),

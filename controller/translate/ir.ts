@@ -89,7 +89,7 @@ export type RouteActionIR =
       requestHeaders?: string[];
     };
 
-/** ext_authz binding: check with an AuthConfig (`<ns>.<name>`), or explicitly no auth. */
+/** ext_authz binding: check with an AuthConfig (`<ns>.<name>`) or a user's own server, or explicitly no auth. */
 export type AuthBindingIR =
   | {
       configId: string;
@@ -102,6 +102,8 @@ export type AuthBindingIR =
       sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }
+  /** a user's own ext_authz server of Settings namedExtauth (customAuth), told these context extensions */
+  | { customAuth: string; contextExtensions?: Record<string, string> }
   | { disabled: true };
 
 /** One Envoy rate_limits entry: the actions whose descriptor entries go to the rate-limit service. */

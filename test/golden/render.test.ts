@@ -1,7 +1,7 @@
 // Golden tests for stage 2 alone: a hand-written IR (test/golden/render/<case>.in.yaml: `proxy`, a
 // ProxyIR; `upstreams`, UpstreamIR[]; optionally `features`, the names of the features whose render
-// plugins run, default all) -> <case>.out.yaml, the xDS resources by type. A case per feature shows
-// what that feature adds on its own. UPDATE_GOLDEN=1 rewrites the .out.yaml files.
+// plugins run, default all; optionally `render`, render options) -> <case>.out.yaml, the xDS resources
+// by type. A case per feature shows what that feature adds on its own. UPDATE_GOLDEN=1 rewrites the .out.yaml files.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -26,6 +26,8 @@ interface RenderCase {
   extProc?: ExtProcFilterOptions;
   proxy: ProxyIR;
   upstreams?: UpstreamIR[];
+  /** render options besides the defaults (e.g. namedExtauth, which the pipeline takes from Settings) */
+  render?: Partial<RenderOptions>;
 }
 
 const dir = path.join(import.meta.dirname, 'render');
@@ -46,7 +48,7 @@ describe('render golden files (IR -> xDS)', () => {
   for (const name of cases) {
     it(name, () => {
       const input = parse(fs.readFileSync(path.join(dir, `${name}.in.yaml`), 'utf8')) as RenderCase;
-      const all = features(input.extProc ? { ...RENDER, extProc: input.extProc } : RENDER);
+      const all = features({ ...RENDER, ...input.render, ...(input.extProc ? { extProc: input.extProc } : {}) });
       const unknown = (input.features ?? []).filter((n) => !all.some((f) => f.name === n));
       expect(unknown, 'feature names in the case').toEqual([]);
       const chosen = input.features ? all.filter((f) => input.features?.includes(f.name)) : all;

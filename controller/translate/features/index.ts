@@ -9,6 +9,7 @@ import { dfpFeature } from './dfp/index.js';
 import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { extProcFeature, type ExtProcFilterOptions } from './extproc/index.js';
+import type { CustomAuthServer } from './extauth/render.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
@@ -32,6 +33,8 @@ export interface RenderOptions {
   ratelimit?: RateLimitRenderOptions;
   /** Settings extProc: a user's ext_proc filter on every HCM (pipeline: settingsFilter) */
   extProc?: ExtProcFilterOptions;
+  /** the user's own ext_authz servers (Settings namedExtauth), by name */
+  namedExtauth?: Record<string, CustomAuthServer>;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -55,7 +58,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     headersFeature,
     tlsFeature,
     wasmFeature(options.wasm),
-    extauthFeature(options.extauth, edgeCacheSkip(options.wasm)),
+    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     jwtFeature,
     corsFeature,

@@ -1,16 +1,24 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
-// `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, or none).
+// `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, which of the user's own
+// servers of Settings namedExtauth, or none).
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
 import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
-import { extauthRender } from './render.js';
+import { extauthRender, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
-/** `skip`: the header and value with which a request skips ext_authz (the wasm edge cache). */
-export function extauthFeature(service: ServiceAddress, skip?: { header: string; value: string }): Feature {
+/**
+ * `skip`: the header and value with which a request skips ext_authz (the wasm edge cache); `servers`: the user's own
+ * ext_authz servers of Settings namedExtauth, by name.
+ */
+export function extauthFeature(
+  service: ServiceAddress,
+  skip?: { header: string; value: string },
+  servers: Readonly<Record<string, CustomAuthServer>> = {},
+): Feature {
   // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
   // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
   return {
@@ -23,7 +31,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
           const ns = site.namespace;
           const ext = route.options?.extauth;
           if (ext) {
-            const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, ns, authConfigs, sink);
+            const auth = authBinding(ext, `${site.where}.options.extauth`, 'route', ir.name, ns, authConfigs, servers, sink);
             if (auth) ir.auth = auth;
           }
           // a weighted destination's extauth applies when it is picked (ExtAuthzPerRoute on its weighted cluster)
@@ -31,7 +39,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
             const dext = d.options?.extauth;
             if (!dext) return;
             const where = `${site.where}.routeAction.multi.destinations[${j}].options.extauth`;
-            const auth = authBinding(dext, where, 'weighted_destination', ir.name, ns, authConfigs, sink);
+            const auth = authBinding(dext, where, 'weighted_destination', ir.name, ns, authConfigs, servers, sink);
             // a destination of weight 0 gets no traffic and has no cluster; its reference is still checked
             const cluster = ir.action.type === 'route' ? ir.action.clusters.find((c) => c.destination === j) : undefined;
             if (auth && cluster) cluster.auth = auth;
@@ -40,7 +48,8 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         bindVirtualHost(vs, ir, sink) {
           const ext = vs.spec.virtualHost.options?.extauth;
           if (!ext) return;
-          const auth = authBinding(ext, 'virtualHost.options.extauth', 'virtual_host', ir.name, vs.metadata.namespace, authConfigs, sink);
+          const where = 'virtualHost.options.extauth';
+          const auth = authBinding(ext, where, 'virtual_host', ir.name, vs.metadata.namespace, authConfigs, servers, sink);
           if (auth && !('disabled' in auth)) ir.auth = auth;
         },
         routeNamed(route) {
@@ -64,7 +73,7 @@ export function extauthFeature(service: ServiceAddress, skip?: { header: string;
         },
       };
     },
-    render: extauthRender(service, skip),
+    render: extauthRender(service, skip, servers),
   };
 }
 
@@ -79,17 +88,34 @@ function authBinding(
   sourceName: string,
   ns: string,
   authConfigs: Resolved<AuthConfigConfig>,
+  servers: Readonly<Record<string, CustomAuthServer>>,
   sink: BindSink,
 ): AuthBindingIR | undefined {
   if (ext.disable) return { disabled: true };
   if (ext.customAuth) {
-    sink.problems.push({
-      code: 'NotSupported',
-      message:
-        `${where}.customAuth: a user's own ext_authz server is declared in settings.namedExtauth, ` +
-        'which Legate does not read yet; use configRef',
-    });
-    return undefined;
+    const { name, contextExtensions } = ext.customAuth;
+    if (!name) {
+      // Gloo checks with the server of Settings `extauth` then
+      sink.problems.push({
+        code: 'NotSupported',
+        message:
+          `${where}.customAuth: without a name it asks the server of Settings extauth, which Legate does not read yet; ` +
+          'name a server of Settings namedExtauth',
+      });
+      return undefined;
+    }
+    // as Gloo, an unknown server is an error: the resource is rejected rather than served unchecked
+    if (!Object.hasOwn(servers, name)) {
+      const known = Object.keys(servers).sort();
+      sink.problems.push({
+        code: 'InvalidSpec',
+        message:
+          `${where}.customAuth.name: no server ${JSON.stringify(name)} in Settings namedExtauth` +
+          (known.length ? ` (known: ${known.join(', ')})` : ' (it has none)'),
+      });
+      return undefined;
+    }
+    return { customAuth: name, ...(contextExtensions && Object.keys(contextExtensions).length ? { contextExtensions } : {}) };
   }
   if (!ext.configRef) return undefined;
   const acNs = ext.configRef.namespace ?? ns;

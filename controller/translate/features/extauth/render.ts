@@ -1,8 +1,12 @@
 // Access-token authentication: Envoy's ext_authz filter asks Legate's extauth service. The filter is on
 // the HCM of every proxy that protects anything; each virtual host and route says which AuthConfig
 // applies (context_extensions.config_id) or that auth is off there (disabled).
+// A user's own servers (Settings namedExtauth, options.extauth.customAuth) get one ext_authz filter each,
+// disabled on the HCM and enabled where a virtual host or route names it; at most one filter checks a request.
 import { AuthContextKeys } from '../../../../common/contract.js';
-import { typed, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
+import { typed, type HttpFilter, type TypedConfig, type envoy_type_v3_StatusCode as StatusCode } from '../../../../envoy/typed.js';
+import type { ExtauthServerSettings } from '../../../api/schemas.js';
+import { parseDuration } from '../../duration.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
@@ -10,6 +14,80 @@ import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
 const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute' as const;
+const FILTER_CONFIG = 'type.googleapis.com/envoy.config.route.v3.FilterConfig' as const;
+const EXT_AUTHZ = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz' as const;
+
+/** A server of Settings namedExtauth as the pipeline resolved it: its Upstream's cluster, `missing` when there is none. */
+export interface CustomAuthServer {
+  settings: ExtauthServerSettings;
+  cluster: string;
+  missing?: true;
+}
+
+/** The ext_authz filter of the user's server `name` (Gloo names them all alike and picks one by metadata). */
+export function customAuthFilterName(name: string): string {
+  return `${EXT_AUTHZ_FILTER}.custom.${name}`;
+}
+
+/** Envoy's StatusCode names by number (the statuses Settings statusOnError may name). */
+const STATUS_NAMES: Record<number, StatusCode> = {
+  100: 'Continue',
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  203: 'NonAuthoritativeInformation',
+  204: 'NoContent',
+  205: 'ResetContent',
+  206: 'PartialContent',
+  207: 'MultiStatus',
+  208: 'AlreadyReported',
+  226: 'IMUsed',
+  300: 'MultipleChoices',
+  301: 'MovedPermanently',
+  302: 'Found',
+  303: 'SeeOther',
+  304: 'NotModified',
+  305: 'UseProxy',
+  307: 'TemporaryRedirect',
+  308: 'PermanentRedirect',
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  402: 'PaymentRequired',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  407: 'ProxyAuthenticationRequired',
+  408: 'RequestTimeout',
+  409: 'Conflict',
+  410: 'Gone',
+  411: 'LengthRequired',
+  412: 'PreconditionFailed',
+  413: 'PayloadTooLarge',
+  414: 'URITooLong',
+  415: 'UnsupportedMediaType',
+  416: 'RangeNotSatisfiable',
+  417: 'ExpectationFailed',
+  421: 'MisdirectedRequest',
+  422: 'UnprocessableEntity',
+  423: 'Locked',
+  424: 'FailedDependency',
+  426: 'UpgradeRequired',
+  428: 'PreconditionRequired',
+  429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
+  500: 'InternalServerError',
+  501: 'NotImplemented',
+  502: 'BadGateway',
+  503: 'ServiceUnavailable',
+  504: 'GatewayTimeout',
+  505: 'HTTPVersionNotSupported',
+  506: 'VariantAlsoNegotiates',
+  507: 'InsufficientStorage',
+  508: 'LoopDetected',
+  510: 'NotExtended',
+  511: 'NetworkAuthenticationRequired',
+};
 
 const protecting = new WeakMap<ProxyIR, boolean>();
 
@@ -24,7 +102,7 @@ function protectsAnything(proxy: ProxyIR): boolean {
   if (protects === undefined) {
     const checks = (auth: AuthBindingIR | undefined): boolean => auth !== undefined && 'configId' in auth;
     protects = proxy.listeners.some((l) =>
-      l.virtualHosts.some((vh) => vh.auth || vh.routes.some((r) => checks(r.auth) || destinationAuths(r).some(checks))),
+      l.virtualHosts.some((vh) => checks(vh.auth) || vh.routes.some((r) => checks(r.auth) || destinationAuths(r).some(checks))),
     );
     protecting.set(proxy, protects);
   }
@@ -32,7 +110,8 @@ function protectsAnything(proxy: ProxyIR): boolean {
 }
 
 function perFilterConfig(auth: AuthBindingIR): TypedConfig {
-  if ('disabled' in auth) return typed(PER_ROUTE, { disabled: true });
+  // a user's own server checks there instead (customAuth)
+  if (!('configId' in auth)) return typed(PER_ROUTE, { disabled: true });
   return typed(PER_ROUTE, {
     check_settings: {
       context_extensions: {
@@ -42,6 +121,91 @@ function perFilterConfig(auth: AuthBindingIR): TypedConfig {
       },
     },
   });
+}
+
+/** The ext_authz filter for a user's server, as Gloo's generateEnvoyConfigForFilter renders it (gRPC). */
+function customAuthFilter(name: string, server: CustomAuthServer): HttpFilter {
+  const s = server.settings;
+  const body = s.requestBody;
+  const status = s.statusOnError ? STATUS_NAMES[s.statusOnError] : undefined;
+  return {
+    name: customAuthFilterName(name),
+    disabled: true,
+    typed_config: typed(EXT_AUTHZ, {
+      transport_api_version: 'V3',
+      grpc_service: {
+        envoy_grpc: { cluster_name: server.cluster, ...(s.grpcService?.authority ? { authority: s.grpcService.authority } : {}) },
+        timeout: s.requestTimeout !== undefined ? parseDuration(s.requestTimeout) : { nanos: 200_000_000 },
+      },
+      // a server whose Upstream is missing cannot answer: its routes are denied, whatever failureModeAllow says
+      failure_mode_allow: server.missing ? false : (s.failureModeAllow ?? false),
+      ...(body
+        ? {
+            with_request_body: {
+              max_request_bytes: body.maxRequestBytes || 4096,
+              allow_partial_message: body.allowPartialMessage ?? false,
+              pack_as_bytes: body.packAsBytes ?? false,
+            },
+          }
+        : {}),
+      ...(s.clearRouteCache ? { clear_route_cache: true } : {}),
+      ...(status ? { status_on_error: { code: status } } : {}),
+      ...(s.statPrefix ? { stat_prefix: s.statPrefix } : {}),
+    }),
+  };
+}
+
+/** The cluster (never rendered) a filter asks whose server Settings no longer has. */
+const NO_SERVER = 'legate-custom-auth-unknown';
+
+const customUse = new WeakMap<ProxyIR, string[]>();
+
+/** The user's servers the proxy's bindings name, sorted; memoised, as it is asked once per virtual host and route. */
+function customAuthsUsed(proxy: ProxyIR): string[] {
+  let used = customUse.get(proxy);
+  if (used === undefined) {
+    const names = new Set<string>();
+    const add = (auth: AuthBindingIR | undefined): void => {
+      if (auth && 'customAuth' in auth) names.add(auth.customAuth);
+    };
+    for (const l of proxy.listeners)
+      for (const vh of l.virtualHosts) {
+        add(vh.auth);
+        for (const r of vh.routes) {
+          add(r.auth);
+          for (const a of destinationAuths(r)) add(a);
+        }
+      }
+    used = [...names].sort();
+    customUse.set(proxy, used);
+  }
+  return used;
+}
+
+/** Per-route config that turns a user's server's filter (off on the HCM) on, with the binding's context extensions. */
+function customFilterConfig(auth: Extract<AuthBindingIR, { customAuth: string }>): TypedConfig {
+  const ext = auth.contextExtensions ? { context_extensions: { ...auth.contextExtensions } } : {};
+  const check = typed(PER_ROUTE, { check_settings: ext });
+  return typed(FILTER_CONFIG, { config: check });
+}
+
+/**
+ * The ext_authz configs of a route or weighted cluster with binding `auth`, inside `outer` (the binding it overrides):
+ * exactly one filter checks, the one `auth` names; a filter `outer` turned on is turned off again.
+ */
+function bindAuth(
+  target: { typed_per_filter_config?: Record<string, TypedConfig> },
+  auth: AuthBindingIR,
+  outer: AuthBindingIR | undefined,
+): void {
+  if (!('customAuth' in auth)) setPerFilterConfig(target, EXT_AUTHZ_FILTER, perFilterConfig(auth));
+  else {
+    // Legate's own filter is off by default wherever it is not bound (the virtual host turns it off)
+    if (outer && 'configId' in outer) setPerFilterConfig(target, EXT_AUTHZ_FILTER, perFilterConfig(auth));
+    setPerFilterConfig(target, customAuthFilterName(auth.customAuth), customFilterConfig(auth));
+  }
+  if (outer && 'customAuth' in outer && !('customAuth' in auth && auth.customAuth === outer.customAuth))
+    setPerFilterConfig(target, customAuthFilterName(outer.customAuth), typed(FILTER_CONFIG, { disabled: true }));
 }
 
 /** ext_authz wrapped in a matcher that skips it when `skip.header` carries exactly `skip.value`. */
@@ -81,10 +245,19 @@ function extraHeaders(proxy: ProxyIR): string[] {
 }
 
 /** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
-export function extauthRender(service: ServiceAddress, skip?: { header: string; value: string }): RenderPlugin {
+export function extauthRender(
+  service: ServiceAddress,
+  skip: { header: string; value: string } | undefined,
+  servers: Readonly<Record<string, CustomAuthServer>>,
+): RenderPlugin {
   return {
     httpFilters(proxy) {
-      if (!protectsAnything(proxy)) return [];
+      const custom = customAuthsUsed(proxy).map((n) => ({
+        position: during(FilterStage.AuthN),
+        // a virtual host served from before its server left the Settings: its filter asks nothing there and denies
+        filter: customAuthFilter(n, servers[n] ?? { settings: { extauthzServerRef: { name: n } }, cluster: NO_SERVER, missing: true }),
+      }));
+      if (!protectsAnything(proxy)) return custom;
       const filter: HttpFilter = {
         name: EXT_AUTHZ_FILTER,
         typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', {
@@ -98,26 +271,27 @@ export function extauthRender(service: ServiceAddress, skip?: { header: string; 
           allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy).map((h) => ({ exact: h }))] },
         }),
       };
-      return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }];
+      return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }, ...custom];
     },
     proxyContext: protectsAnything,
     patchVirtualHost(ir, vhost, proxy) {
-      if (!protectsAnything(proxy)) return;
       // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on
-      setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));
+      if (protectsAnything(proxy)) setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));
+      if (ir.auth && 'customAuth' in ir.auth)
+        setPerFilterConfig(vhost, customAuthFilterName(ir.auth.customAuth), customFilterConfig(ir.auth));
     },
-    patchRoute(ir, route) {
+    patchRoute(ir, route, vh) {
       const clusters = ir.action.type === 'route' ? ir.action.clusters : [];
       const weighted = route.route?.weighted_clusters?.clusters;
       // one destination left is rendered as a plain cluster: its binding, the more specific, is the route's
       const only = weighted ? undefined : clusters.length === 1 ? clusters[0]?.auth : undefined;
       const auth = only ?? ir.auth;
-      if (auth) setPerFilterConfig(route, EXT_AUTHZ_FILTER, perFilterConfig(auth));
+      if (auth) bindAuth(route, auth, vh.auth);
       // a weighted cluster's config is the most specific when it is picked (routing keeps the IR's order)
       if (weighted)
         clusters.forEach((c, i) => {
           const w = weighted[i];
-          if (c.auth && w) setPerFilterConfig(w, EXT_AUTHZ_FILTER, perFilterConfig(c.auth));
+          if (c.auth && w) bindAuth(w, c.auth, ir.auth ?? vh.auth);
         });
     },
     extraClusters(proxy) {
