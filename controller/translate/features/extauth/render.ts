@@ -96,6 +96,20 @@ function destinationAuths(route: RouteIR): AuthBindingIR[] {
   return route.action.type === 'route' ? route.action.clusters.flatMap((c) => (c.auth ? [c.auth] : [])) : [];
 }
 
+/** Every auth binding of the proxy: virtual hosts', routes' and weighted destinations'. */
+function allAuthBindings(proxy: ProxyIR): AuthBindingIR[] {
+  const out: AuthBindingIR[] = [];
+  for (const l of proxy.listeners)
+    for (const vh of l.virtualHosts) {
+      if (vh.auth) out.push(vh.auth);
+      for (const r of vh.routes) {
+        if (r.auth) out.push(r.auth);
+        out.push(...destinationAuths(r));
+      }
+    }
+  return out;
+}
+
 /** Whether any virtual host or route of the proxy is protected; memoised, as it is asked once per virtual host. */
 function protectsAnything(proxy: ProxyIR): boolean {
   let protects = protecting.get(proxy);
@@ -165,17 +179,7 @@ function customAuthsUsed(proxy: ProxyIR): string[] {
   let used = customUse.get(proxy);
   if (used === undefined) {
     const names = new Set<string>();
-    const add = (auth: AuthBindingIR | undefined): void => {
-      if (auth && 'customAuth' in auth) names.add(auth.customAuth);
-    };
-    for (const l of proxy.listeners)
-      for (const vh of l.virtualHosts) {
-        add(vh.auth);
-        for (const r of vh.routes) {
-          add(r.auth);
-          for (const a of destinationAuths(r)) add(a);
-        }
-      }
+    for (const auth of allAuthBindings(proxy)) if ('customAuth' in auth) names.add(auth.customAuth);
     used = [...names].sort();
     customUse.set(proxy, used);
   }
@@ -230,17 +234,7 @@ function skippable(filter: HttpFilter, skip: { header: string; value: string }):
 /** The headers the AuthConfigs bound on the proxy read besides `authorization` (API keys), sorted. */
 function extraHeaders(proxy: ProxyIR): string[] {
   const names = new Set<string>();
-  const add = (auth: AuthBindingIR | undefined): void => {
-    if (auth && 'configId' in auth) for (const h of auth.headers ?? []) names.add(h);
-  };
-  for (const l of proxy.listeners)
-    for (const vh of l.virtualHosts) {
-      add(vh.auth);
-      for (const r of vh.routes) {
-        add(r.auth);
-        for (const a of destinationAuths(r)) add(a);
-      }
-    }
+  for (const auth of allAuthBindings(proxy)) if ('configId' in auth) for (const h of auth.headers ?? []) names.add(h);
   return [...names].sort();
 }
 
