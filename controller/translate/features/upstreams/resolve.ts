@@ -1,10 +1,12 @@
 // Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
 import { isIP } from 'node:net';
 import type { Endpoints, Service, Upstream } from '../../../api/resources.js';
+import { tlsVersion } from '../../../api/primitives.js';
 import type { LoadBalancerConfig, SubsetSpec } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem, ResourceIndex } from '../../feature.js';
 import type { EndpointIR, LoadBalancerIR, SubsetsIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
+import { connectionOf, failoverOf } from './options.js';
 import { clusterName, nsName, sourceOf } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 
@@ -43,6 +45,18 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
           message: `kube: Service ${serviceNamespace}.${serviceName} has no port ${servicePort} (ports: ${have})`,
         });
       } else {
+        const selector = spec.kube.selector ?? {};
+        const serviceSelector = service.spec.spec.selector ?? {};
+        const narrower = Object.entries(selector).filter(([k, v]) => serviceSelector[k] !== v);
+        if (narrower.length) {
+          problems.push({
+            code: 'NotSupported',
+            message:
+              `kube.selector: ${narrower.map(([k, v]) => `${k}=${v}`).join(', ')} is not in the selector of Service ` +
+              `${serviceNamespace}.${serviceName}: Legate reads EndpointSlices, which carry no pod labels, so it cannot keep ` +
+              "only some of a Service's pods; select them with a Service of their own (a selector the Service has is honoured)",
+          });
+        }
         endpoints = kubeEndpoints(index.endpoints.get(nsName(serviceNamespace, serviceName)), port, service.spec.spec.ports.length);
       }
     }
@@ -53,6 +67,14 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     tls = { verifySubjectAltName: spec.sslConfig?.verifySubjectAltName ?? [], alpnProtocols: spec.sslConfig?.alpnProtocols ?? [] };
     const sni = spec.sslConfig?.sni ?? defaultSni;
     if (sni) tls.sni = sni;
+    const params = spec.sslConfig?.parameters;
+    const min = tlsVersion(params?.minimumProtocolVersion);
+    const max = tlsVersion(params?.maximumProtocolVersion);
+    if (min) tls.minimumVersion = min;
+    if (max) tls.maximumVersion = max;
+    if (params?.cipherSuites?.length) tls.cipherSuites = params.cipherSuites;
+    if (params?.ecdhCurves?.length) tls.ecdhCurves = params.ecdhCurves;
+    if (spec.sslConfig?.allowRenegotiation) tls.allowRenegotiation = true;
     const ssl = spec.sslConfig;
     if (ssl?.secretRef) {
       const secretNs = ssl.secretRef.namespace ?? ns;
@@ -91,6 +113,20 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings) : undefined;
   const subsets = spec.static?.subsetSpec ? subsetsOf(spec.static.subsetSpec, spec.static.hosts, warnings) : undefined;
 
+  const connection = connectionOf(spec, warnings);
+  const failover = spec.failover ? failoverOf(spec.failover) : undefined;
+  if (failover && discovery === 'EDS' && failover.some((p) => p.localities.some((l) => l.endpoints.some((e) => isIP(e.address) === 0)))) {
+    // EDS carries IPs only: a DNS name among the failover endpoints makes the cluster resolve its hosts itself
+    if (spec.kube) problems.push({ code: 'InvalidSpec', message: 'failover: the endpoints of a kube upstream must be IP addresses' });
+    else discovery = 'STRICT_DNS';
+  }
+  if ((spec.dnsRefreshRate !== undefined || spec.respectDnsTtl !== undefined) && discovery === 'EDS') {
+    warnings.push({
+      code: 'InvalidSpec',
+      message: 'dnsRefreshRate, respectDnsTtl: this upstream has IP endpoints only (no DNS names to resolve), so they change nothing',
+    });
+  }
+
   if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
     cluster: clusterName(ns, upstream.metadata.name),
@@ -103,6 +139,20 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   if (tls) ir.tls = tls;
   if (loadBalancer) ir.loadBalancer = loadBalancer;
   if (subsets) ir.subsets = subsets;
+  if (connection) ir.connection = connection;
+  if (failover) ir.failover = failover;
+  if (spec.proxyProtocolVersion) ir.proxyProtocol = spec.proxyProtocolVersion;
+  if (discovery === 'STRICT_DNS') {
+    if (spec.dnsRefreshRate !== undefined) ir.dnsRefreshRate = parseDuration(spec.dnsRefreshRate);
+    if (spec.respectDnsTtl !== undefined) ir.respectDnsTtl = spec.respectDnsTtl;
+  }
+  const pre = spec.preconnectPolicy;
+  if (pre && (pre.perUpstreamPreconnectRatio !== undefined || pre.predictivePreconnectRatio !== undefined)) {
+    ir.preconnect = {
+      ...(pre.perUpstreamPreconnectRatio !== undefined ? { perUpstreamRatio: pre.perUpstreamPreconnectRatio } : {}),
+      ...(pre.predictivePreconnectRatio !== undefined ? { predictiveRatio: pre.predictivePreconnectRatio } : {}),
+    };
+  }
   return { ir, problems, warnings };
 }
 
