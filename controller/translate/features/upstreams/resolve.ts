@@ -110,7 +110,7 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   }
 
   const warnings: Problem[] = [];
-  const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings) : undefined;
+  const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings, spec.failover !== undefined) : undefined;
   const subsets = spec.static?.subsetSpec ? subsetsOf(spec.static.subsetSpec, spec.static.hosts, warnings) : undefined;
 
   const connection = connectionOf(spec, warnings);
@@ -157,7 +157,7 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
 }
 
 /** loadBalancerConfig -> LoadBalancerIR (the schema checked shapes and ranges). */
-function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[]): LoadBalancerIR {
+function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[], hasLocalities: boolean): LoadBalancerIR {
   const ir: LoadBalancerIR = {};
   const slowStart = (s: NonNullable<NonNullable<LoadBalancerConfig['roundRobin']>['slowStartConfig']>): LoadBalancerIR['slowStart'] => ({
     ...(s.slowStartWindow !== undefined ? { window: parseDuration(s.slowStartWindow) } : {}),
@@ -185,12 +185,14 @@ function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[]): LoadBalanc
   if (lb.updateMergeWindow !== undefined) ir.updateMergeWindow = parseDuration(lb.updateMergeWindow);
   if (lb.localityWeightedLbConfig) {
     ir.localityWeighted = true;
-    warnings.push({
-      code: 'NotSupported',
-      message:
-        "loadBalancerConfig.localityWeightedLbConfig: Legate puts all of an upstream's endpoints in one locality, " +
-        'so locality weights change nothing',
-    });
+    // failover localities carry weights; without failover every endpoint is in one locality
+    if (!hasLocalities)
+      warnings.push({
+        code: 'NotSupported',
+        message:
+          "loadBalancerConfig.localityWeightedLbConfig: Legate puts all of an upstream's endpoints in one locality, " +
+          'so locality weights change nothing',
+      });
   }
   if (lb.useHostnameForHashing) {
     ir.useHostnameForHashing = true;
