@@ -121,7 +121,8 @@ export const OTHER_UPSTREAM_TYPES = {
 
 const HTTP_CONNECT =
   "tunnelling through an HTTP CONNECT proxy: Gloo renders an internal listener with tcp_proxy's tunneling_config in front " +
-  'of the cluster; Legate renders no internal listeners, so it cannot send CONNECT before the upstream requests';
+  "of the cluster, and Legate renders no internal listeners (Envoy's http_11_proxy transport socket sends CONNECT only " +
+  'before TLS, to a proxy a filter names per request), so it cannot send CONNECT before the upstream requests';
 
 export const PROTOCOL_SELECTIONS = ['USE_CONFIGURED_PROTOCOL', 'USE_DOWNSTREAM_PROTOCOL'] as const;
 
