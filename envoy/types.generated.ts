@@ -46,6 +46,9 @@ export type SkipFilter = envoy_extensions_filters_common_matcher_action_v3_SkipF
 export type HttpProtocolOptions = envoy_extensions_upstreams_http_v3_HttpProtocolOptions;
 export type DownstreamTlsContext = envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext;
 export type UpstreamTlsContext = envoy_extensions_transport_sockets_tls_v3_UpstreamTlsContext;
+export type ProxyProtocolUpstreamTransport = envoy_extensions_transport_sockets_proxy_protocol_v3_ProxyProtocolUpstreamTransport;
+export type RawBuffer = envoy_extensions_transport_sockets_raw_buffer_v3_RawBuffer;
+export type PreserveCaseFormatterConfig = envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
 export type Secret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
@@ -89,6 +92,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions": envoy_extensions_upstreams_http_v3_HttpProtocolOptions;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext": envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext": envoy_extensions_transport_sockets_tls_v3_UpstreamTlsContext;
+  "type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport": envoy_extensions_transport_sockets_proxy_protocol_v3_ProxyProtocolUpstreamTransport;
+  "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer": envoy_extensions_transport_sockets_raw_buffer_v3_RawBuffer;
+  "type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig": envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": envoy_extensions_transport_sockets_tls_v3_Secret;
   "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog": envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
@@ -3186,9 +3192,27 @@ export interface envoy_extensions_http_early_header_mutation_header_mutation_v3_
   mutations?: envoy_config_common_mutation_rules_v3_HeaderMutation[];
 }
 
+/** envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig */
+export interface envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig {
+  forward_reason_phrase?: boolean;
+  formatter_type_on_envoy_headers?: envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig_FormatterTypeOnEnvoyHeaders;
+}
+
+export type envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig_FormatterTypeOnEnvoyHeaders = "DEFAULT" | "PROPER_CASE";
+
 /** envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig */
 export interface envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig {
   update_frequency?: number;
+}
+
+/** envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport */
+export interface envoy_extensions_transport_sockets_proxy_protocol_v3_ProxyProtocolUpstreamTransport {
+  config?: envoy_config_core_v3_ProxyProtocolConfig;
+  transport_socket?: envoy_config_core_v3_TransportSocket;
+}
+
+/** envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer */
+export interface envoy_extensions_transport_sockets_raw_buffer_v3_RawBuffer {
 }
 
 /** envoy.extensions.transport_sockets.tls.v3.CertificateProviderPluginInstance */

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
+import { OTHER_UPSTREAM_TYPES, UPSTREAM_OPTIONS, serviceSpecField } from '../translate/features/upstreams/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -41,16 +42,7 @@ export type GatewaySpec = z.infer<typeof GatewaySpecSchema>;
 
 // ---- Upstream ----
 
-const SslConfigSchema = z
-  .strictObject({
-    secretRef: ResourceRefSchema.optional(),
-    sslFiles: z.strictObject({ tlsCert: z.string().optional(), tlsKey: z.string().optional(), rootCa: z.string().optional() }).optional(),
-    sni: z.string().optional(),
-    verifySubjectAltName: z.array(z.string()).optional(),
-    alpnProtocols: z.array(z.string()).optional(),
-  })
-  .refine((s) => !(s.secretRef && s.sslFiles), { message: 'set at most one of secretRef, sslFiles' });
-export type SslConfig = z.infer<typeof SslConfigSchema>;
+export type { UpstreamSslConfig as SslConfig } from '../translate/features/upstreams/schema.js';
 
 const StaticHostSchema = z.strictObject({
   addr: Name,
@@ -126,6 +118,7 @@ export const UpstreamSpecSchema = z
         autoSniRewrite: z.boolean().optional(),
         /** Legate's: Gloo has subsetSpec on kube upstreams only; here the hosts' `metadata` define the subsets */
         subsetSpec: SubsetSpecSchema.optional(),
+        ...serviceSpecField,
       })
       .optional(),
     kube: z
@@ -138,15 +131,21 @@ export const UpstreamSpecSchema = z
           'subsets of a kube upstream select on pod labels, and Legate reads EndpointSlices, not Pods, so its endpoints ' +
             'carry no labels; use a static upstream whose hosts carry metadata',
         ),
+        ...serviceSpecField,
       })
       .optional(),
-    sslConfig: SslConfigSchema.optional(),
-    useHttp2: z.boolean().optional(),
-    connectionConfig: z.strictObject({ connectTimeout: Duration.optional() }).optional(),
+    ...UPSTREAM_OPTIONS,
     loadBalancerConfig: LoadBalancerConfigSchema.optional(),
     discoveryMetadata: z.strictObject({ labels: z.record(z.string(), z.string()).optional() }).optional(),
   })
-  .refine((u) => (u.static ? 1 : 0) + (u.kube ? 1 : 0) === 1, { message: 'set exactly one upstream type: static or kube' });
+  .refine(
+    (u) =>
+      [u.static, u.kube, ...Object.keys(OTHER_UPSTREAM_TYPES).map((k) => u[k as keyof typeof OTHER_UPSTREAM_TYPES])].filter(Boolean)
+        .length === 1,
+    {
+      message: 'set exactly one upstream type: static or kube',
+    },
+  );
 export type UpstreamSpec = z.infer<typeof UpstreamSpecSchema>;
 
 // ---- Settings ----

@@ -413,6 +413,12 @@ export interface UpstreamTlsIR {
   privateKey?: DataSourceIR;
   verifySubjectAltName: string[];
   alpnProtocols: string[];
+  /** sslConfig.parameters */
+  minimumVersion?: TlsVersionIR;
+  maximumVersion?: TlsVersionIR;
+  cipherSuites?: string[];
+  ecdhCurves?: string[];
+  allowRenegotiation?: boolean;
 }
 
 export interface EndpointIR {
@@ -458,4 +464,40 @@ export interface UpstreamIR {
   connectTimeout: DurationIR;
   loadBalancer?: LoadBalancerIR;
   subsets?: SubsetsIR;
+  /** connectionConfig beyond connectTimeout, the HTTP/1 and HTTP/2 options, protocolSelection */
+  connection?: UpstreamConnectionIR;
+  /** failover: priorities 1, 2, … after the upstream's own endpoints (priority 0) */
+  failover?: FailoverPriorityIR[];
+  proxyProtocol?: 'V1' | 'V2';
+  /** STRICT_DNS clusters only */
+  dnsRefreshRate?: DurationIR;
+  respectDnsTtl?: boolean;
+  preconnect?: { perUpstreamRatio?: number; predictiveRatio?: number };
+}
+
+export interface UpstreamConnectionIR {
+  maxRequestsPerConnection?: number;
+  tcpKeepalive?: { probes?: number; timeSeconds?: number; intervalSeconds?: number };
+  perConnectionBufferLimitBytes?: number;
+  idleTimeout?: DurationIR;
+  maxHeadersCount?: number;
+  maxStreamDuration?: DurationIR;
+  headersWithUnderscoresAction?: 'ALLOW' | 'REJECT_REQUEST' | 'DROP_HEADER';
+  http1?: { enableTrailers?: boolean; headerKeyFormat?: 'properCase' | 'preserveCase'; overrideStreamErrorOnInvalidHttpMessage?: boolean };
+  http2?: {
+    initialStreamWindowSize?: number;
+    initialConnectionWindowSize?: number;
+    maxConcurrentStreams?: number;
+    overrideStreamErrorOnInvalidHttpMessage?: boolean;
+  };
+  /** protocolSelection USE_DOWNSTREAM_PROTOCOL: HTTP/1.1 or HTTP/2 as the client spoke */
+  useDownstreamProtocol?: boolean;
+}
+
+export interface FailoverPriorityIR {
+  localities: {
+    locality?: { region?: string; zone?: string; subZone?: string };
+    weight?: number;
+    endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string } })[];
+  }[];
 }

@@ -4,15 +4,20 @@ import {
   type Cluster,
   type ClusterLoadAssignment,
   type CommonTlsContext,
+  type HttpProtocolOptions,
   type LbEndpoint,
   type TransportSocket,
   type UpstreamTlsContext,
   type envoy_extensions_transport_sockets_tls_v3_CertificateValidationContext as CertificateValidationContext,
   type envoy_config_cluster_v3_Cluster_SlowStartConfig as SlowStartConfig,
+  type envoy_config_core_v3_Http1ProtocolOptions as Http1ProtocolOptions,
+  type envoy_config_core_v3_Http2ProtocolOptions as Http2ProtocolOptions,
+  type envoy_config_core_v3_HttpProtocolOptions as CommonHttpProtocolOptions,
+  type envoy_config_endpoint_v3_LocalityLbEndpoints as LocalityLbEndpoints,
 } from '../../../../envoy/typed.js';
 import { dataSource, duration } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
-import type { LoadBalancerIR, UpstreamIR } from '../../ir.js';
+import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR } from '../../ir.js';
 
 export const upstreamsRender: RenderPlugin = {
   loadAssignment,
@@ -25,18 +30,47 @@ export const upstreamsRender: RenderPlugin = {
       cluster.type = 'STRICT_DNS';
       cluster.dns_lookup_family = 'V4_PREFERRED';
       cluster.load_assignment = loadAssignment(ir);
+      if (ir.dnsRefreshRate) cluster.dns_refresh_rate = duration(ir.dnsRefreshRate);
+      if (ir.respectDnsTtl !== undefined) cluster.respect_dns_ttl = ir.respectDnsTtl;
     }
-    if (ir.http2) {
+    const http = httpProtocolOptions(ir.http2, ir.connection);
+    if (http) {
       cluster.typed_extension_protocol_options = {
         'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': typed(
           'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
-          {
-            explicit_http_config: { http2_protocol_options: {} },
-          },
+          http,
         ),
       };
     }
+    const conn = ir.connection;
+    if (conn?.perConnectionBufferLimitBytes !== undefined) cluster.per_connection_buffer_limit_bytes = conn.perConnectionBufferLimitBytes;
+    if (conn?.tcpKeepalive) {
+      const ka = conn.tcpKeepalive;
+      cluster.upstream_connection_options = {
+        tcp_keepalive: {
+          ...(ka.probes !== undefined ? { keepalive_probes: ka.probes } : {}),
+          ...(ka.timeSeconds !== undefined ? { keepalive_time: ka.timeSeconds } : {}),
+          ...(ka.intervalSeconds !== undefined ? { keepalive_interval: ka.intervalSeconds } : {}),
+        },
+      };
+    }
+    if (ir.preconnect) {
+      cluster.preconnect_policy = {
+        ...(ir.preconnect.perUpstreamRatio !== undefined ? { per_upstream_preconnect_ratio: ir.preconnect.perUpstreamRatio } : {}),
+        ...(ir.preconnect.predictiveRatio !== undefined ? { predictive_preconnect_ratio: ir.preconnect.predictiveRatio } : {}),
+      };
+    }
     if (ir.tls) cluster.transport_socket = upstreamTls(ir);
+    if (ir.proxyProtocol) {
+      // the PROXY header goes first on the connection, then the TLS handshake (if any) inside it
+      cluster.transport_socket = {
+        name: 'envoy.transport_sockets.upstream_proxy_protocol',
+        typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport', {
+          config: { version: ir.proxyProtocol },
+          transport_socket: cluster.transport_socket ?? RAW_BUFFER,
+        }),
+      };
+    }
     if (ir.loadBalancer) loadBalancer(ir.cluster, ir.loadBalancer, cluster);
     if (ir.subsets) {
       const subsets: NonNullable<Cluster['lb_subset_config']> = {
@@ -95,26 +129,90 @@ function slowStartConfig(cluster: string, s: NonNullable<LoadBalancerIR['slowSta
   return Object.keys(config).length ? config : undefined;
 }
 
+const RAW_BUFFER: TransportSocket = {
+  name: 'envoy.transport_sockets.raw_buffer',
+  typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer', {}),
+};
+
 function loadAssignment(ir: UpstreamIR): ClusterLoadAssignment {
-  return {
-    cluster_name: ir.cluster,
-    endpoints: ir.endpoints.length
-      ? [
-          {
-            lb_endpoints: ir.endpoints.map((e) => {
-              const lb: LbEndpoint = { endpoint: { address: { socket_address: { address: e.address, port_value: e.port } } } };
-              // what useHostnameForHashing hashes: without it every IP endpoint would hash alike (an empty name)
-              if (ir.loadBalancer?.useHostnameForHashing && lb.endpoint) lb.endpoint.hostname = e.address;
-              if (e.weight !== undefined) lb.load_balancing_weight = e.weight;
-              if (e.metadata) lb.metadata = { filter_metadata: e.metadata };
-              return lb;
-            }),
-            // locality-weighted balancing gives a locality without a weight no traffic
-            ...(ir.loadBalancer?.localityWeighted ? { load_balancing_weight: 1 } : {}),
-          },
-        ]
-      : [],
+  const lbEndpoint = (e: EndpointIR & { healthCheck?: { port?: number; hostname?: string } }): LbEndpoint => {
+    const lb: LbEndpoint = { endpoint: { address: { socket_address: { address: e.address, port_value: e.port } } } };
+    // what useHostnameForHashing hashes: without it every IP endpoint would hash alike (an empty name)
+    if (ir.loadBalancer?.useHostnameForHashing && lb.endpoint) lb.endpoint.hostname = e.address;
+    if (e.healthCheck && lb.endpoint) {
+      lb.endpoint.health_check_config = {
+        ...(e.healthCheck.port !== undefined ? { port_value: e.healthCheck.port } : {}),
+        ...(e.healthCheck.hostname !== undefined ? { hostname: e.healthCheck.hostname } : {}),
+      };
+    }
+    if (e.weight !== undefined) lb.load_balancing_weight = e.weight;
+    if (e.metadata) lb.metadata = { filter_metadata: e.metadata };
+    return lb;
   };
+  // locality-weighted balancing gives a locality without a weight no traffic
+  const localityWeight = ir.loadBalancer?.localityWeighted ? { load_balancing_weight: 1 } : {};
+  const endpoints: LocalityLbEndpoints[] =
+    ir.endpoints.length || ir.failover ? [{ lb_endpoints: ir.endpoints.map(lbEndpoint), ...localityWeight }] : [];
+  (ir.failover ?? []).forEach((p: FailoverPriorityIR, i) => {
+    for (const l of p.localities) {
+      const group: LocalityLbEndpoints = { lb_endpoints: l.endpoints.map(lbEndpoint), priority: i + 1 };
+      if (l.locality) {
+        group.locality = {
+          ...(l.locality.region ? { region: l.locality.region } : {}),
+          ...(l.locality.zone ? { zone: l.locality.zone } : {}),
+          ...(l.locality.subZone ? { sub_zone: l.locality.subZone } : {}),
+        };
+      }
+      if (l.weight !== undefined) group.load_balancing_weight = l.weight;
+      else Object.assign(group, localityWeight);
+      endpoints.push(group);
+    }
+  });
+  return { cluster_name: ir.cluster, endpoints };
+}
+
+/** The cluster's HttpProtocolOptions, or undefined when Envoy's defaults (HTTP/1.1, no options) stand. */
+function httpProtocolOptions(useHttp2: boolean, c: UpstreamConnectionIR | undefined): HttpProtocolOptions | undefined {
+  const common: CommonHttpProtocolOptions = {};
+  if (c?.idleTimeout) common.idle_timeout = duration(c.idleTimeout);
+  if (c?.maxHeadersCount !== undefined) common.max_headers_count = c.maxHeadersCount;
+  if (c?.maxStreamDuration) common.max_stream_duration = duration(c.maxStreamDuration);
+  if (c?.headersWithUnderscoresAction) common.headers_with_underscores_action = c.headersWithUnderscoresAction;
+  if (c?.maxRequestsPerConnection !== undefined) common.max_requests_per_connection = c.maxRequestsPerConnection;
+  const h1: Http1ProtocolOptions = {};
+  if (c?.http1?.enableTrailers) h1.enable_trailers = true;
+  if (c?.http1?.headerKeyFormat === 'properCase') h1.header_key_format = { proper_case_words: {} };
+  if (c?.http1?.headerKeyFormat === 'preserveCase') {
+    h1.header_key_format = {
+      stateful_formatter: {
+        name: 'preserve_case',
+        typed_config: typed('type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig', {}),
+      },
+    };
+  }
+  if (c?.http1?.overrideStreamErrorOnInvalidHttpMessage !== undefined) {
+    h1.override_stream_error_on_invalid_http_message = c.http1.overrideStreamErrorOnInvalidHttpMessage;
+  }
+  const h2: Http2ProtocolOptions = {};
+  const o = c?.http2;
+  if (o?.initialStreamWindowSize !== undefined) h2.initial_stream_window_size = o.initialStreamWindowSize;
+  if (o?.initialConnectionWindowSize !== undefined) h2.initial_connection_window_size = o.initialConnectionWindowSize;
+  if (o?.maxConcurrentStreams !== undefined) h2.max_concurrent_streams = o.maxConcurrentStreams;
+  if (o?.overrideStreamErrorOnInvalidHttpMessage !== undefined) {
+    h2.override_stream_error_on_invalid_http_message = o.overrideStreamErrorOnInvalidHttpMessage;
+  }
+  const set = (x: object): boolean => Object.keys(x).length > 0;
+  const options: HttpProtocolOptions = set(common) ? { common_http_protocol_options: common } : {};
+  if (c?.useDownstreamProtocol) {
+    options.use_downstream_protocol_config = { http_protocol_options: h1, http2_protocol_options: h2 };
+  } else if (useHttp2) {
+    options.explicit_http_config = { http2_protocol_options: h2 };
+  } else if (set(common) || set(h1)) {
+    options.explicit_http_config = { http_protocol_options: h1 };
+  } else {
+    return undefined;
+  }
+  return options;
 }
 
 function upstreamTls(ir: UpstreamIR): TransportSocket {
@@ -131,7 +229,16 @@ function upstreamTls(ir: UpstreamIR): TransportSocket {
     common.validation_context = validation;
   }
   if (tls?.alpnProtocols.length) common.alpn_protocols = tls.alpnProtocols;
+  const params: NonNullable<CommonTlsContext['tls_params']> = {};
+  if (tls?.minimumVersion) params.tls_minimum_protocol_version = tls.minimumVersion;
+  if (tls?.maximumVersion) params.tls_maximum_protocol_version = tls.maximumVersion;
+  // Envoy's client default maximum is below TLSv1_3 in older releases: a TLSv1_3 floor alone must not leave no version
+  else if (tls?.minimumVersion === 'TLSv1_3') params.tls_maximum_protocol_version = 'TLSv1_3';
+  if (tls?.cipherSuites) params.cipher_suites = tls.cipherSuites;
+  if (tls?.ecdhCurves) params.ecdh_curves = tls.ecdhCurves;
+  if (Object.keys(params).length) common.tls_params = params;
   const context: UpstreamTlsContext = { common_tls_context: common };
+  if (tls?.allowRenegotiation) context.allow_renegotiation = true;
   if (tls?.sni) context.sni = tls.sni;
   return {
     name: 'envoy.transport_sockets.tls',

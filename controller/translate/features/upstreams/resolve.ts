@@ -1,10 +1,12 @@
 // Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
 import { isIP } from 'node:net';
 import type { Endpoints, Service, Upstream } from '../../../api/resources.js';
+import { tlsVersion } from '../../../api/primitives.js';
 import type { LoadBalancerConfig, SubsetSpec } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem, ResourceIndex } from '../../feature.js';
 import type { EndpointIR, LoadBalancerIR, SubsetsIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
+import { connectionOf, failoverOf } from './options.js';
 import { clusterName, nsName, sourceOf } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 
@@ -43,6 +45,18 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
           message: `kube: Service ${serviceNamespace}.${serviceName} has no port ${servicePort} (ports: ${have})`,
         });
       } else {
+        const selector = spec.kube.selector ?? {};
+        const serviceSelector = service.spec.spec.selector ?? {};
+        const narrower = Object.entries(selector).filter(([k, v]) => serviceSelector[k] !== v);
+        if (narrower.length) {
+          problems.push({
+            code: 'NotSupported',
+            message:
+              `kube.selector: ${narrower.map(([k, v]) => `${k}=${v}`).join(', ')} is not in the selector of Service ` +
+              `${serviceNamespace}.${serviceName}: Legate reads EndpointSlices, which carry no pod labels, so it cannot keep ` +
+              "only some of a Service's pods; select them with a Service of their own (a selector the Service has is honoured)",
+          });
+        }
         endpoints = kubeEndpoints(index.endpoints.get(nsName(serviceNamespace, serviceName)), port, service.spec.spec.ports.length);
       }
     }
@@ -53,6 +67,14 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     tls = { verifySubjectAltName: spec.sslConfig?.verifySubjectAltName ?? [], alpnProtocols: spec.sslConfig?.alpnProtocols ?? [] };
     const sni = spec.sslConfig?.sni ?? defaultSni;
     if (sni) tls.sni = sni;
+    const params = spec.sslConfig?.parameters;
+    const min = tlsVersion(params?.minimumProtocolVersion);
+    const max = tlsVersion(params?.maximumProtocolVersion);
+    if (min) tls.minimumVersion = min;
+    if (max) tls.maximumVersion = max;
+    if (params?.cipherSuites?.length) tls.cipherSuites = params.cipherSuites;
+    if (params?.ecdhCurves?.length) tls.ecdhCurves = params.ecdhCurves;
+    if (spec.sslConfig?.allowRenegotiation) tls.allowRenegotiation = true;
     const ssl = spec.sslConfig;
     if (ssl?.secretRef) {
       const secretNs = ssl.secretRef.namespace ?? ns;
@@ -88,8 +110,22 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   }
 
   const warnings: Problem[] = [];
-  const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings) : undefined;
+  const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings, spec.failover !== undefined) : undefined;
   const subsets = spec.static?.subsetSpec ? subsetsOf(spec.static.subsetSpec, spec.static.hosts, warnings) : undefined;
+
+  const connection = connectionOf(spec, warnings);
+  const failover = spec.failover ? failoverOf(spec.failover) : undefined;
+  if (failover && discovery === 'EDS' && failover.some((p) => p.localities.some((l) => l.endpoints.some((e) => isIP(e.address) === 0)))) {
+    // EDS carries IPs only: a DNS name among the failover endpoints makes the cluster resolve its hosts itself
+    if (spec.kube) problems.push({ code: 'InvalidSpec', message: 'failover: the endpoints of a kube upstream must be IP addresses' });
+    else discovery = 'STRICT_DNS';
+  }
+  if ((spec.dnsRefreshRate !== undefined || spec.respectDnsTtl !== undefined) && discovery === 'EDS') {
+    warnings.push({
+      code: 'InvalidSpec',
+      message: 'dnsRefreshRate, respectDnsTtl: this upstream has IP endpoints only (no DNS names to resolve), so they change nothing',
+    });
+  }
 
   if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
@@ -103,11 +139,25 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   if (tls) ir.tls = tls;
   if (loadBalancer) ir.loadBalancer = loadBalancer;
   if (subsets) ir.subsets = subsets;
+  if (connection) ir.connection = connection;
+  if (failover) ir.failover = failover;
+  if (spec.proxyProtocolVersion) ir.proxyProtocol = spec.proxyProtocolVersion;
+  if (discovery === 'STRICT_DNS') {
+    if (spec.dnsRefreshRate !== undefined) ir.dnsRefreshRate = parseDuration(spec.dnsRefreshRate);
+    if (spec.respectDnsTtl !== undefined) ir.respectDnsTtl = spec.respectDnsTtl;
+  }
+  const pre = spec.preconnectPolicy;
+  if (pre && (pre.perUpstreamPreconnectRatio !== undefined || pre.predictivePreconnectRatio !== undefined)) {
+    ir.preconnect = {
+      ...(pre.perUpstreamPreconnectRatio !== undefined ? { perUpstreamRatio: pre.perUpstreamPreconnectRatio } : {}),
+      ...(pre.predictivePreconnectRatio !== undefined ? { predictiveRatio: pre.predictivePreconnectRatio } : {}),
+    };
+  }
   return { ir, problems, warnings };
 }
 
 /** loadBalancerConfig -> LoadBalancerIR (the schema checked shapes and ranges). */
-function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[]): LoadBalancerIR {
+function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[], hasLocalities: boolean): LoadBalancerIR {
   const ir: LoadBalancerIR = {};
   const slowStart = (s: NonNullable<NonNullable<LoadBalancerConfig['roundRobin']>['slowStartConfig']>): LoadBalancerIR['slowStart'] => ({
     ...(s.slowStartWindow !== undefined ? { window: parseDuration(s.slowStartWindow) } : {}),
@@ -135,12 +185,14 @@ function loadBalancerOf(lb: LoadBalancerConfig, warnings: Problem[]): LoadBalanc
   if (lb.updateMergeWindow !== undefined) ir.updateMergeWindow = parseDuration(lb.updateMergeWindow);
   if (lb.localityWeightedLbConfig) {
     ir.localityWeighted = true;
-    warnings.push({
-      code: 'NotSupported',
-      message:
-        "loadBalancerConfig.localityWeightedLbConfig: Legate puts all of an upstream's endpoints in one locality, " +
-        'so locality weights change nothing',
-    });
+    // failover localities carry weights; without failover every endpoint is in one locality
+    if (!hasLocalities)
+      warnings.push({
+        code: 'NotSupported',
+        message:
+          "loadBalancerConfig.localityWeightedLbConfig: Legate puts all of an upstream's endpoints in one locality, " +
+          'so locality weights change nothing',
+      });
   }
   if (lb.useHostnameForHashing) {
     ir.useHostnameForHashing = true;

@@ -1,0 +1,156 @@
+// The Upstream options this feature renders beyond the upstream type (static / kube): client TLS, connection and
+// HTTP protocol options, failover priorities, DNS, PROXY protocol and preconnecting, and the Gloo fields Legate
+// refuses with a reason. controller/api/schemas.ts spreads UPSTREAM_OPTIONS into UpstreamSpecSchema.
+import { z } from 'zod';
+import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from '../../../api/primitives.js';
+
+/** UpstreamSslConfig (ssl.proto): TLS and mTLS from Envoy to the upstream. */
+const UpstreamSslConfigSchema = z
+  .strictObject({
+    secretRef: ResourceRefSchema.optional(),
+    sslFiles: z.strictObject({ tlsCert: z.string().optional(), tlsKey: z.string().optional(), rootCa: z.string().optional() }).optional(),
+    sds: notSupported(
+      "sds reads client certificates from Gloo's SDS server (a gRPC target in Gloo's Envoy bootstrap), which Legate's Envoy " +
+        'does not have; put the certificate in a Secret and use secretRef',
+    ),
+    sni: z.string().optional(),
+    verifySubjectAltName: z.array(z.string()).optional(),
+    parameters: SslParametersSchema.optional(),
+    alpnProtocols: z.array(z.string()).optional(),
+    allowRenegotiation: z.boolean().optional(),
+  })
+  .refine((s) => !(s.secretRef && s.sslFiles), { message: 'set at most one of secretRef, sslFiles' });
+export type UpstreamSslConfig = z.infer<typeof UpstreamSslConfigSchema>;
+
+export const HEADERS_WITH_UNDERSCORES_ACTIONS = ['ALLOW', 'REJECT_REQUEST', 'DROP_HEADER'] as const;
+
+/** ConnectionConfig (connection.proto), with Gloo 1.17's http1ProtocolOptions (protocol.proto Http1ProtocolOptions). */
+const ConnectionConfigSchema = z.strictObject({
+  maxRequestsPerConnection: z.number().int().min(0).optional(),
+  connectTimeout: Duration.optional(),
+  tcpKeepalive: z
+    .strictObject({
+      keepaliveProbes: z.number().int().min(0).optional(),
+      keepaliveTime: Duration.optional(),
+      keepaliveInterval: Duration.optional(),
+    })
+    .optional(),
+  perConnectionBufferLimitBytes: z.number().int().min(0).optional(),
+  commonHttpProtocolOptions: z
+    .strictObject({
+      idleTimeout: Duration.optional(),
+      maxHeadersCount: z.number().int().min(0).optional(),
+      maxStreamDuration: Duration.optional(),
+      headersWithUnderscoresAction: protoEnum(HEADERS_WITH_UNDERSCORES_ACTIONS).optional(),
+    })
+    .optional(),
+  http1ProtocolOptions: z
+    .strictObject({
+      enableTrailers: z.boolean().optional(),
+      properCaseHeaderKeyFormat: z.boolean().optional(),
+      preserveCaseHeaderKeyFormat: z.boolean().optional(),
+      overrideStreamErrorOnInvalidHttpMessage: z.boolean().optional(),
+    })
+    .refine((h) => !(h.properCaseHeaderKeyFormat && h.preserveCaseHeaderKeyFormat), {
+      message: 'set at most one of properCaseHeaderKeyFormat, preserveCaseHeaderKeyFormat',
+    })
+    .optional(),
+});
+export type ConnectionConfig = z.infer<typeof ConnectionConfigSchema>;
+
+const Port = z.number().int().min(1).max(65535);
+
+/** failover.proto LbEndpoint */
+const FailoverEndpointSchema = z.strictObject({
+  address: Name,
+  port: Port,
+  healthCheckConfig: z
+    .strictObject({ portValue: z.number().int().min(0).max(65535).optional(), hostname: z.string().optional() })
+    .optional(),
+  upstreamSslConfig: notSupported(
+    'TLS of its own per failover endpoint needs a transport socket match per endpoint, which Legate does not render; ' +
+      "failover endpoints use the upstream's sslConfig",
+  ),
+  loadBalancingWeight: z.number().int().min(1).optional(),
+});
+
+/** failover.proto Failover: priority i+1 for prioritizedLocalities[i] (the upstream's own hosts are priority 0). */
+const FailoverSchema = z.strictObject({
+  prioritizedLocalities: z
+    .array(
+      z.strictObject({
+        localityEndpoints: z
+          .array(
+            z.strictObject({
+              locality: z
+                .strictObject({ region: z.string().optional(), zone: z.string().optional(), subZone: z.string().optional() })
+                .optional(),
+              lbEndpoints: z.array(FailoverEndpointSchema).min(1, 'needs at least one endpoint'),
+              loadBalancingWeight: z.number().int().min(1).optional(),
+            }),
+          )
+          .min(1, 'needs at least one locality'),
+      }),
+    )
+    .min(1, 'needs at least one prioritized locality'),
+  policy: notSupported(
+    "the failover policy orders localities relative to the proxy's own locality (Gloo Enterprise), and Legate's Envoy has " +
+      'no locality; priorities follow the order of prioritizedLocalities',
+  ),
+});
+export type Failover = z.infer<typeof FailoverSchema>;
+
+/** HTTP/2 flow-control windows: Envoy takes 65535 (the HTTP/2 default) to 2^31-1. */
+const Window = z.number().int().min(65535).max(2147483647);
+
+const SERVICE_SPEC =
+  'serviceSpec describes the API the upstream serves for function discovery (REST / gRPC-JSON transcoding / GraphQL ' +
+  'schemas on the upstream); Legate has no function discovery: route with a VirtualService and use GraphQLApi for GraphQL';
+/** `serviceSpec` of static and kube upstreams */
+export const serviceSpecField = { serviceSpec: notSupported(SERVICE_SPEC) };
+
+/** Gloo's other upstream types (the upstream_type oneof): each refused with why. */
+export const OTHER_UPSTREAM_TYPES = {
+  aws: notSupported('AWS Lambda upstreams need the aws_lambda filter with AWS credentials (Gloo Enterprise); Legate has neither'),
+  awsEc2: notSupported("EC2 upstreams need Gloo's EC2 discovery of instances by tag; Legate discovers Kubernetes Services only"),
+  azure: notSupported("Azure Functions upstreams need Gloo's Azure function discovery; Legate has none"),
+  gcp: notSupported("Google Cloud Functions / Cloud Run upstreams need Gloo Enterprise's GCP authentication; Legate has none"),
+  consul: notSupported('Consul upstreams need a Consul client for service discovery; Legate discovers Kubernetes Services only'),
+  pipe: notSupported('pipe upstreams connect over a Unix domain socket path; Legate renders TCP endpoints only'),
+};
+
+const HTTP_CONNECT =
+  "tunnelling through an HTTP CONNECT proxy: Gloo renders an internal listener with tcp_proxy's tunneling_config in front " +
+  "of the cluster, and Legate renders no internal listeners (Envoy's http_11_proxy transport socket sends CONNECT only " +
+  'before TLS, to a proxy a filter names per request), so it cannot send CONNECT before the upstream requests';
+
+export const PROTOCOL_SELECTIONS = ['USE_CONFIGURED_PROTOCOL', 'USE_DOWNSTREAM_PROTOCOL'] as const;
+
+/** Upstream fields besides the upstream type, discoveryMetadata and loadBalancerConfig. */
+export const UPSTREAM_OPTIONS = {
+  sslConfig: UpstreamSslConfigSchema.optional(),
+  useHttp2: z.boolean().optional(),
+  connectionConfig: ConnectionConfigSchema.optional(),
+  failover: FailoverSchema.optional(),
+  protocolSelection: protoEnum(PROTOCOL_SELECTIONS).optional(),
+  initialStreamWindowSize: Window.optional(),
+  initialConnectionWindowSize: Window.optional(),
+  maxConcurrentStreams: z.number().int().min(1).max(2147483647).optional(),
+  overrideStreamErrorOnInvalidHttpMessage: z.boolean().optional(),
+  proxyProtocolVersion: z.enum(['V1', 'V2']).optional(),
+  dnsRefreshRate: Duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), { message: 'must be at least 1ms' }).optional(),
+  respectDnsTtl: z.boolean().optional(),
+  httpProxyHostname: notSupported(HTTP_CONNECT),
+  httpConnectSslConfig: notSupported(HTTP_CONNECT),
+  httpConnectHeaders: notSupported(HTTP_CONNECT),
+  preconnectPolicy: z
+    .strictObject({
+      perUpstreamPreconnectRatio: z.number().min(1).max(3).optional(),
+      predictivePreconnectRatio: z.number().min(1).max(3).optional(),
+    })
+    .optional(),
+  // Accepted and without effect, by design: Gloo only adds Istio's auto-mTLS transport socket match when its Istio
+  // integration is on; Legate has no Istio integration, so every upstream already behaves as if this were true.
+  disableIstioAutoMtls: z.boolean().optional(),
+  ...OTHER_UPSTREAM_TYPES,
+};
