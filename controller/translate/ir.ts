@@ -458,4 +458,58 @@ export interface UpstreamIR {
   connectTimeout: DurationIR;
   loadBalancer?: LoadBalancerIR;
   subsets?: SubsetsIR;
+  /** healthChecks, outlierDetection, circuitBreakers (or Settings gloo.circuitBreakers), ignoreHealthOnHostRemoval */
+  healthChecks?: HealthCheckIR[];
+  outlierDetection?: OutlierDetectionIR;
+  circuitBreakers?: CircuitBreakersIR;
+  ignoreHealthOnHostRemoval?: boolean;
+}
+
+/** One active health check of an upstream (Envoy's HealthCheck); durations parsed, one checker kind. */
+export interface HealthCheckIR {
+  timeout: DurationIR;
+  interval: DurationIR;
+  unhealthyThreshold: number;
+  healthyThreshold: number;
+  initialJitter?: DurationIR;
+  intervalJitter?: DurationIR;
+  intervalJitterPercent?: number;
+  reuseConnection?: boolean;
+  noTrafficInterval?: DurationIR;
+  unhealthyInterval?: DurationIR;
+  unhealthyEdgeInterval?: DurationIR;
+  healthyEdgeInterval?: DurationIR;
+  eventLogPath?: string;
+  alwaysLogHealthCheckFailures?: boolean;
+  http?: {
+    path: string;
+    host?: string;
+    serviceName?: string;
+    headersToAdd?: { key: string; value: string; append: boolean }[];
+    headersToRemove?: string[];
+    http2?: boolean;
+    /** half-open [start, end) */
+    expectedStatuses?: { start: number; end: number }[];
+    method?: string;
+  };
+  /** hex payloads; none: connect only */
+  tcp?: { send?: string; receive?: string[] };
+  grpc?: { serviceName?: string; authority?: string };
+}
+
+/** Envoy's OutlierDetection fields Gloo has, by their camelCase names (durations parsed). */
+export interface OutlierDetectionIR {
+  durations: { interval?: DurationIR; baseEjectionTime?: DurationIR };
+  /** consecutive5xx, enforcing*, successRate*, failurePercentage*, …: counts and percentages */
+  values: Record<string, number>;
+  splitExternalLocalOriginErrors?: boolean;
+}
+
+/** Envoy's circuit breaker thresholds at the default priority; `fromSettings` when Settings gloo.circuitBreakers set them. */
+export interface CircuitBreakersIR {
+  maxConnections?: number;
+  maxPendingRequests?: number;
+  maxRequests?: number;
+  maxRetries?: number;
+  fromSettings?: boolean;
 }
