@@ -188,6 +188,8 @@ export interface RenderPlugin {
   patchCluster?(ir: UpstreamIR, cluster: Cluster): void;
   /** The ClusterLoadAssignment of an EDS upstream. */
   loadAssignment?(ir: UpstreamIR): ClusterLoadAssignment | undefined;
+  /** Fill in or adjust the endpoints of an upstream (EDS, or a STRICT_DNS cluster's load_assignment), after loadAssignment. */
+  patchLoadAssignment?(ir: UpstreamIR, assignment: ClusterLoadAssignment): void;
   /** Extra clusters (e.g. for extension services). */
   extraClusters?(proxy: ProxyIR): Cluster[];
   /** SDS secrets (TLS certificates referenced by name from listeners). */

@@ -463,6 +463,11 @@ export interface UpstreamIR {
   outlierDetection?: OutlierDetectionIR;
   circuitBreakers?: CircuitBreakersIR;
   ignoreHealthOnHostRemoval?: boolean;
+  /**
+   * Static upstreams with health checks, as Gloo: the Host (or :authority) a health check sends each host
+   * unless the check sets its own: `host`, or each host's own address when unset.
+   */
+  endpointHealthCheckHost?: { host?: string };
 }
 
 /** One active health check of an upstream (Envoy's HealthCheck); durations parsed, one checker kind. */

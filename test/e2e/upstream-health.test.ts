@@ -16,12 +16,15 @@ interface Backend {
   healthy: boolean;
   failing: boolean;
   delayMs: number;
+  /** the Host header of each health check */
+  healthHosts: string[];
   close(): Promise<void>;
 }
 
 async function startBackend(name: string): Promise<Backend> {
   const server = http.createServer((req, res) => {
     if (req.url === '/healthz') {
+      backend.healthHosts.push(req.headers.host ?? '');
       res.writeHead(backend.healthy ? 200 : 503).end();
       return;
     }
@@ -38,6 +41,7 @@ async function startBackend(name: string): Promise<Backend> {
     healthy: true,
     failing: false,
     delayMs: 0,
+    healthHosts: [],
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -184,6 +188,8 @@ describe('upstream health checks', () => {
       return names.has('a') && names.has('b') ? true : undefined;
     });
     expect(await healthFlags('checked_legate-system', backends.a.port)).toBe('healthy');
+    // as Gloo's static hosts: each host is checked with its own address as Host
+    expect(backends.a.healthHosts[0]).toBe('127.0.0.1');
 
     backends.a.healthy = false;
     const started = Date.now();

@@ -15,7 +15,12 @@ export function resolveResilience(upstream: Upstream, defaults: CircuitBreakerCo
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const ir: Partial<UpstreamIR> = {};
-  if (spec.healthChecks?.length) ir.healthChecks = spec.healthChecks.map((h, i) => healthCheck(h, `healthChecks[${i}]`, problems));
+  if (spec.healthChecks?.length) {
+    ir.healthChecks = spec.healthChecks.map((h, i) => healthCheck(h, `healthChecks[${i}]`, problems));
+    // Gloo's static plugin: each host is health-checked by its own name (or the first HTTP check's host)
+    const host = spec.healthChecks[0]?.httpHealthCheck?.host;
+    if (spec.static) ir.endpointHealthCheckHost = host ? { host } : {};
+  }
   if (spec.outlierDetection) ir.outlierDetection = outlierDetection(spec.outlierDetection, problems);
   const breakers = spec.circuitBreakers ? circuitBreakers(spec.circuitBreakers) : defaults && circuitBreakers(defaults, true);
   if (breakers) ir.circuitBreakers = breakers;
