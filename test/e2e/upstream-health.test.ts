@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually, freePort } from './harness/util.js';
+import { eventually, freePort, sleep } from './harness/util.js';
 
 /** A backend whose health, failures and delay the test turns on and off. */
 interface Backend {
@@ -16,15 +16,15 @@ interface Backend {
   healthy: boolean;
   failing: boolean;
   delayMs: number;
-  /** the Host header of each health check */
-  healthHosts: string[];
+  /** the headers of each health check */
+  healthChecks: http.IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
 async function startBackend(name: string): Promise<Backend> {
   const server = http.createServer((req, res) => {
     if (req.url === '/healthz') {
-      backend.healthHosts.push(req.headers.host ?? '');
+      backend.healthChecks.push(req.headers);
       res.writeHead(backend.healthy ? 200 : 503).end();
       return;
     }
@@ -41,7 +41,7 @@ async function startBackend(name: string): Promise<Backend> {
     healthy: true,
     failing: false,
     delayMs: 0,
-    healthHosts: [],
+    healthChecks: [],
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -87,6 +87,7 @@ spec:
       healthyThreshold: 1
       httpHealthCheck:
         path: /healthz
+        requestHeadersToAdd: [{ header: { key: x-load, value: "100%%" } }]
 ---
 apiVersion: gloo.solo.io/v1
 kind: Upstream
@@ -189,7 +190,8 @@ describe('upstream health checks', () => {
     });
     expect(await healthFlags('checked_legate-system', backends.a.port)).toBe('healthy');
     // as Gloo's static hosts: each host is checked with its own address as Host
-    expect(backends.a.healthHosts[0]).toBe('127.0.0.1');
+    expect(backends.a.healthChecks[0]?.host).toBe('127.0.0.1');
+    expect(backends.a.healthChecks[0]?.['x-load']).toBe('100%');
 
     backends.a.healthy = false;
     const started = Date.now();
@@ -236,7 +238,10 @@ describe('outlier detection', () => {
 describe('circuit breakers', () => {
   it('with maxPendingRequests 1 and maxRequests 1, concurrent slow requests overflow: 503s and upstream_rq_pending_overflow', async () => {
     const overflowBefore = await stat('cluster.narrow_legate-system.upstream_rq_pending_overflow');
-    const answers = await Promise.all(Array.from({ length: 6 }, () => gw.request('/narrow', HOST)));
+    // one slow request holds the only connection; the next one waits (the one pending slot), the rest overflow
+    const first = gw.request('/narrow', HOST);
+    await sleep(300);
+    const answers = await Promise.all([first, ...Array.from({ length: 5 }, () => gw.request('/narrow', HOST))]);
     const statuses = answers.map((r) => r.status);
     expect(statuses).toContain(200);
     expect(statuses).toContain(503);

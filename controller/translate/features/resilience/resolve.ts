@@ -9,6 +9,8 @@ import { HEALTH_CHECK_METHODS, type CircuitBreakerConfig, type HealthCheck, type
 // RFC 9110 token characters: what Envoy accepts as a header name
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\r\n\0]/;
+// Envoy formats health check headers as route headers: %OPERATOR% values, %% a literal %
+const OPERATOR = /%(%|[A-Z_][A-Z0-9_]*(\([^)]*\))?(:\d+)?%)/g;
 
 export function resolveResilience(upstream: Upstream, defaults: CircuitBreakerConfig | undefined): Attempt<Partial<UpstreamIR>> {
   const spec = upstream.spec;
@@ -71,6 +73,12 @@ function healthCheck(h: HealthCheck, where: string, problems: Problem[]): Health
       const value = o.header.value ?? '';
       if (!HEADER_NAME.test(o.header.key)) problems.push({ code: 'InvalidSpec', message: `${hat}.header.key: not a header name` });
       if (BAD_VALUE.test(value)) problems.push({ code: 'InvalidSpec', message: `${hat}.header.value: has a line break or NUL` });
+      else if (value.replace(OPERATOR, '').includes('%')) {
+        problems.push({
+          code: 'InvalidSpec',
+          message: `${hat}.header.value: a % starts one of Envoy's %OPERATOR% values; write a literal % as %%`,
+        });
+      }
       add.push({ key: o.header.key, value, append: o.append ?? true });
     });
     if (add.length) out.headersToAdd = add;

@@ -66,7 +66,7 @@ export const HealthCheckSchema = z
     httpHealthCheck: HttpHealthCheckSchema.optional(),
     tcpHealthCheck: z.strictObject({ send: PayloadSchema.optional(), receive: z.array(PayloadSchema).optional() }).optional(),
     grpcHealthCheck: z.strictObject({ serviceName: z.string().optional(), authority: z.string().optional() }).optional(),
-    customHealthCheck: notSupported("custom health checkers are extensions of Gloo's own Envoy build; use http, tcp or grpc"),
+    customHealthCheck: notSupported("Legate renders Envoy's http, tcp and grpc health checkers, not custom ones; use one of those"),
     noTrafficInterval: Duration.optional(),
     unhealthyInterval: Duration.optional(),
     unhealthyEdgeInterval: Duration.optional(),
