@@ -464,10 +464,10 @@ export interface UpstreamIR {
   circuitBreakers?: CircuitBreakersIR;
   ignoreHealthOnHostRemoval?: boolean;
   /**
-   * Static upstreams with health checks, as Gloo: the Host (or :authority) a health check sends each host
-   * unless the check sets its own: `host`, or each host's own address when unset.
+   * A static upstream's health checks send each host's own address as Host (:authority), as Gloo's do; set when
+   * no check names its own host or authority (a host's name for health checks overrides the checks' in Envoy).
    */
-  endpointHealthCheckHost?: { host?: string };
+  healthCheckByAddress?: boolean;
 }
 
 /** One active health check of an upstream (Envoy's HealthCheck); durations parsed, one checker kind. */

@@ -4,6 +4,8 @@
 // Settings gloo.circuitBreakers for the others) turn concurrent requests away with 503s Envoy counts.
 import fs from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
@@ -51,7 +53,49 @@ async function startBackend(name: string): Promise<Backend> {
   return backend;
 }
 
+/** A gRPC server with only grpc.health.v1.Health/Check, answering SERVING or NOT_SERVING. */
+interface GrpcHealth {
+  port: number;
+  serving: boolean;
+  /** `service` and `:authority` of each check */
+  checks: { service: string; authority: string }[];
+  stop(): Promise<void>;
+}
+
+async function startGrpcHealth(): Promise<GrpcHealth> {
+  const server = new grpc.Server();
+  const bytes = (b: Buffer): Buffer => b;
+  server.addService(
+    {
+      Check: {
+        path: '/grpc.health.v1.Health/Check',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: bytes,
+        requestDeserialize: bytes,
+        responseSerialize: bytes,
+        responseDeserialize: bytes,
+      },
+    },
+    {
+      Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        // HealthCheckRequest{service = 1}; HealthCheckResponse{status = 1}: SERVING 1, NOT_SERVING 2
+        const req = call.request;
+        const service = req[0] === 0x0a ? req.subarray(2, 2 + (req[1] ?? 0)).toString() : '';
+        health.checks.push({ service, authority: call.getHost() });
+        cb(null, Buffer.from([0x08, health.serving ? 1 : 2]));
+      },
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  const health: GrpcHealth = { port, serving: true, checks: [], stop: () => new Promise<void>((r) => server.tryShutdown(() => r())) };
+  return health;
+}
+
 let gw: Gateway;
+let grpcHealth: GrpcHealth;
 let backends: Record<'a' | 'b' | 'c' | 'd' | 'slow' | 'open', Backend>;
 let closedPort: number;
 const HOST = { host: 'health.example.com' };
@@ -63,6 +107,7 @@ beforeAll(async () => {
   backends = Object.fromEntries(names.map((n, i) => [n, started[i]])) as typeof backends;
   backends.slow.delayMs = 1500;
   closedPort = await freePort();
+  grpcHealth = await startGrpcHealth();
   const { a, b, c, d, slow, open } = backends;
   gw = await startGateway({
     'settings.yaml': `
@@ -102,6 +147,20 @@ spec:
       healthyThreshold: 1
       eventLogPath: ${gwEventLog()}
       tcpHealthCheck: {}
+---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: grpc-checked, namespace: legate-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${grpcHealth.port} }] }
+  useHttp2: true
+  healthChecks:
+    - timeout: 1s
+      interval: 500ms
+      noTrafficInterval: 500ms
+      unhealthyThreshold: 1
+      healthyThreshold: 1
+      grpcHealthCheck: { serviceName: books, authority: books.internal }
 ---
 apiVersion: gloo.solo.io/v1
 kind: Upstream
@@ -147,7 +206,7 @@ spec:
 
 afterAll(async () => {
   await gw?.stop();
-  await Promise.all(Object.values(backends ?? {}).map((b) => b.close()));
+  await Promise.all([...Object.values(backends ?? {}).map((b) => b.close()), grpcHealth?.stop()]);
   fs.rmSync(gwEventLog(), { force: true });
 });
 
@@ -222,6 +281,18 @@ describe('upstream health checks', () => {
   });
 });
 
+describe('gRPC health checks', () => {
+  it('a gRPC health check asks grpc.health.v1 for the service: NOT_SERVING takes the host out, SERVING brings it back', async () => {
+    const flags = () => healthFlags('grpc-checked_legate-system', grpcHealth.port);
+    await eventually('the gRPC host is healthy', async () => ((await flags()) === 'healthy' ? true : undefined));
+    expect(grpcHealth.checks[0]).toEqual({ service: 'books', authority: 'books.internal' });
+    grpcHealth.serving = false;
+    await eventually('NOT_SERVING fails the check', async () => ((await flags())?.includes('/failed_active_hc') ? true : undefined));
+    grpcHealth.serving = true;
+    await eventually('SERVING again', async () => ((await flags()) === 'healthy' ? true : undefined));
+  });
+});
+
 describe('outlier detection', () => {
   it('ejects a host after consecutive5xx 5xx answers: then every request goes to the other host', async () => {
     backends.c.failing = true;
@@ -238,14 +309,29 @@ describe('outlier detection', () => {
 describe('circuit breakers', () => {
   it('with maxPendingRequests 1 and maxRequests 1, concurrent slow requests overflow: 503s and upstream_rq_pending_overflow', async () => {
     const overflowBefore = await stat('cluster.narrow_legate-system.upstream_rq_pending_overflow');
-    // one slow request holds the only connection; the next one waits (the one pending slot), the rest overflow
-    const first = gw.request('/narrow', HOST);
-    await sleep(300);
-    const answers = await Promise.all([first, ...Array.from({ length: 5 }, () => gw.request('/narrow', HOST))]);
-    const statuses = answers.map((r) => r.status);
-    expect(statuses).toContain(200);
-    expect(statuses).toContain(503);
-    expect(answers.find((r) => r.status === 503)?.headers.get('x-envoy-overloaded')).toBe('true');
+    // over one HTTP/2 connection (one Envoy worker, one connection pool): one slow request holds the only
+    // upstream connection, the next one waits in the one pending slot, the other four overflow
+    const client = http2.connect(`http://127.0.0.1:${gw.ports.http}`);
+    const ask = (): Promise<{ status: number; overloaded: string | undefined }> =>
+      new Promise((resolve, reject) => {
+        const stream = client.request({ ':path': '/narrow', ':authority': HOST.host });
+        stream.on('response', (headers) => {
+          const overloaded = headers['x-envoy-overloaded'];
+          resolve({ status: Number(headers[':status']), overloaded: typeof overloaded === 'string' ? overloaded : undefined });
+        });
+        stream.on('error', reject);
+        stream.resume();
+      });
+    let answers: { status: number; overloaded: string | undefined }[];
+    try {
+      const first = ask();
+      await sleep(300);
+      answers = await Promise.all([first, ...Array.from({ length: 5 }, () => ask())]);
+    } finally {
+      client.close();
+    }
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 200, 503, 503, 503, 503]);
+    expect(answers.find((r) => r.status === 503)?.overloaded).toBe('true');
     expect(await stat('cluster.narrow_legate-system.upstream_rq_pending_overflow')).toBeGreaterThan(overflowBefore);
     const lines = await clusterLines('narrow_legate-system');
     expect(lines).toContain('narrow_legate-system::default_priority::max_pending_requests::1');

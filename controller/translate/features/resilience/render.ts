@@ -18,12 +18,10 @@ export const resilienceRender: RenderPlugin = {
     if (ir.ignoreHealthOnHostRemoval !== undefined) cluster.ignore_health_on_host_removal = ir.ignoreHealthOnHostRemoval;
   },
   patchLoadAssignment(ir, assignment) {
-    const hc = ir.endpointHealthCheckHost;
-    if (!hc) return;
+    if (!ir.healthCheckByAddress) return;
     for (const locality of assignment.endpoints ?? []) {
       for (const lb of locality.lb_endpoints ?? []) {
-        const address = lb.endpoint?.address?.socket_address?.address;
-        const hostname = hc.host ?? address;
+        const hostname = lb.endpoint?.address?.socket_address?.address;
         if (lb.endpoint && hostname) lb.endpoint.health_check_config = { ...lb.endpoint.health_check_config, hostname };
       }
     }

@@ -19,9 +19,9 @@ export function resolveResilience(upstream: Upstream, defaults: CircuitBreakerCo
   const ir: Partial<UpstreamIR> = {};
   if (spec.healthChecks?.length) {
     ir.healthChecks = spec.healthChecks.map((h, i) => healthCheck(h, `healthChecks[${i}]`, problems));
-    // Gloo's static plugin: each host is health-checked by its own name (or the first HTTP check's host)
-    const host = spec.healthChecks[0]?.httpHealthCheck?.host;
-    if (spec.static) ir.endpointHealthCheckHost = host ? { host } : {};
+    // Gloo's static plugin: each host is health-checked by its own name unless a check says otherwise
+    const named = spec.healthChecks.some((h) => h.httpHealthCheck?.host || h.grpcHealthCheck?.authority);
+    if (spec.static && !named) ir.healthCheckByAddress = true;
   }
   if (spec.outlierDetection) ir.outlierDetection = outlierDetection(spec.outlierDetection, problems);
   const breakers = spec.circuitBreakers ? circuitBreakers(spec.circuitBreakers) : defaults && circuitBreakers(defaults, true);
