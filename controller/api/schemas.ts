@@ -5,6 +5,11 @@ import { z } from 'zod';
 
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
 import { OTHER_UPSTREAM_TYPES, UPSTREAM_OPTIONS, serviceSpecField } from '../translate/features/upstreams/schema.js';
+import {
+  CircuitBreakerConfigSchema,
+  resilienceStaticHostOptions,
+  resilienceUpstreamOptions,
+} from '../translate/features/resilience/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -51,6 +56,7 @@ const StaticHostSchema = z.strictObject({
   loadBalancingWeight: z.number().int().min(1).optional(),
   /** Envoy filter metadata of the endpoint, by filter name; `envoy.lb` keys are what subsets select on */
   metadata: z.record(Name, z.record(z.string(), z.unknown())).optional(),
+  ...resilienceStaticHostOptions,
 });
 
 /** Gloo's SubsetSpec: the endpoint subsets Envoy precomputes (by `envoy.lb` metadata keys). */
@@ -137,6 +143,7 @@ export const UpstreamSpecSchema = z
     ...UPSTREAM_OPTIONS,
     loadBalancerConfig: LoadBalancerConfigSchema.optional(),
     discoveryMetadata: z.strictObject({ labels: z.record(z.string(), z.string()).optional() }).optional(),
+    ...resilienceUpstreamOptions,
   })
   .refine(
     (u) =>
@@ -247,7 +254,13 @@ export const SettingsSpecSchema = z.strictObject({
   watchNamespaces: z.array(z.string()).optional(),
   devMode: z.boolean().optional(),
   // Gloo's nested sections are accepted so Gloo manifests apply; Legate reads only what it documents.
-  gloo: z.looseObject({ invalidConfigPolicy: InvalidConfigPolicySchema.optional() }).optional(),
+  gloo: z
+    .looseObject({
+      invalidConfigPolicy: InvalidConfigPolicySchema.optional(),
+      /** the circuit breakers of every Upstream without its own */
+      circuitBreakers: CircuitBreakerConfigSchema.optional(),
+    })
+    .optional(),
   gateway: z.record(z.string(), z.unknown()).optional(),
   discovery: z.record(z.string(), z.unknown()).optional(),
   kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),

@@ -3,7 +3,7 @@
 // stage 2. Features never import each other; what one offers another goes through ResolveContext
 // (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
 import type { KindName } from '../api/kinds.js';
-import type { LegateResource, RouteTable, VirtualService } from '../api/resources.js';
+import type { LegateResource, RouteTable, Upstream, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import type {
   Cluster,
@@ -62,6 +62,11 @@ export interface ResolveContext {
   resolveEach<R extends LegateResource, T>(resources: readonly R[], attempt: (r: R) => Attempt<T>): Resolved<T>;
   /** Reports an error on a resource outside resolveEach (e.g. a name clash between two kinds). */
   reportError(resource: SourceRef, code: ReportCode, message: string): void;
+  /**
+   * What the other features make of the Upstream fields they own (Feature.resolveUpstream), for the upstreams
+   * feature to resolve with the rest of the Upstream: a problem there rejects the Upstream as its own would.
+   */
+  upstreamOptions(upstream: Upstream): Attempt<Partial<UpstreamIR>>;
   /** Upstreams, once the upstreams feature (first in the list) has published them. */
   upstreams(): UpstreamLookup;
   publishUpstreams(lookup: UpstreamLookup): void;
@@ -183,6 +188,8 @@ export interface RenderPlugin {
   patchCluster?(ir: UpstreamIR, cluster: Cluster): void;
   /** The ClusterLoadAssignment of an EDS upstream. */
   loadAssignment?(ir: UpstreamIR): ClusterLoadAssignment | undefined;
+  /** Fill in or adjust the endpoints of an upstream (EDS, or a STRICT_DNS cluster's load_assignment), after loadAssignment. */
+  patchLoadAssignment?(ir: UpstreamIR, assignment: ClusterLoadAssignment): void;
   /** Extra clusters (e.g. for extension services). */
   extraClusters?(proxy: ProxyIR): Cluster[];
   /** SDS secrets (TLS certificates referenced by name from listeners). */
@@ -193,6 +200,8 @@ export interface Feature {
   readonly name: string;
   /** The kinds this feature resolves; every validated kind is the core's or exactly one feature's. */
   readonly kinds: readonly KindName[];
+  /** Stage 1 for the Upstream fields this feature owns (collected by ResolveContext.upstreamOptions). */
+  resolveUpstream?(upstream: Upstream): Attempt<Partial<UpstreamIR>>;
   /** Stage 1: resolve this feature's resources and return how it binds virtual services. */
   resolve?(ctx: ResolveContext): FeatureBinding;
   /** Stage 2. */

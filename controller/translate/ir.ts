@@ -473,6 +473,16 @@ export interface UpstreamIR {
   dnsRefreshRate?: DurationIR;
   respectDnsTtl?: boolean;
   preconnect?: { perUpstreamRatio?: number; predictiveRatio?: number };
+  /** healthChecks, outlierDetection, circuitBreakers (or Settings gloo.circuitBreakers), ignoreHealthOnHostRemoval */
+  healthChecks?: HealthCheckIR[];
+  outlierDetection?: OutlierDetectionIR;
+  circuitBreakers?: CircuitBreakersIR;
+  ignoreHealthOnHostRemoval?: boolean;
+  /**
+   * A static upstream's health checks send each host's own address as Host (:authority), as Gloo's do; set when
+   * no check names its own host or authority (a host's name for health checks overrides the checks' in Envoy).
+   */
+  healthCheckByAddress?: boolean;
 }
 
 export interface UpstreamConnectionIR {
@@ -500,4 +510,53 @@ export interface FailoverPriorityIR {
     weight?: number;
     endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string } })[];
   }[];
+}
+
+/** One active health check of an upstream (Envoy's HealthCheck); durations parsed, one checker kind. */
+export interface HealthCheckIR {
+  timeout: DurationIR;
+  interval: DurationIR;
+  unhealthyThreshold: number;
+  healthyThreshold: number;
+  initialJitter?: DurationIR;
+  intervalJitter?: DurationIR;
+  intervalJitterPercent?: number;
+  reuseConnection?: boolean;
+  noTrafficInterval?: DurationIR;
+  unhealthyInterval?: DurationIR;
+  unhealthyEdgeInterval?: DurationIR;
+  healthyEdgeInterval?: DurationIR;
+  eventLogPath?: string;
+  alwaysLogHealthCheckFailures?: boolean;
+  http?: {
+    path: string;
+    host?: string;
+    serviceName?: string;
+    headersToAdd?: { key: string; value: string; append: boolean }[];
+    headersToRemove?: string[];
+    http2?: boolean;
+    /** half-open [start, end) */
+    expectedStatuses?: { start: number; end: number }[];
+    method?: string;
+  };
+  /** hex payloads; none: connect only */
+  tcp?: { send?: string; receive?: string[] };
+  grpc?: { serviceName?: string; authority?: string };
+}
+
+/** Envoy's OutlierDetection fields Gloo has, by their camelCase names (durations parsed). */
+export interface OutlierDetectionIR {
+  durations: { interval?: DurationIR; baseEjectionTime?: DurationIR };
+  /** consecutive5xx, enforcing*, successRate*, failurePercentage*, …: counts and percentages */
+  values: Record<string, number>;
+  splitExternalLocalOriginErrors?: boolean;
+}
+
+/** Envoy's circuit breaker thresholds at the default priority; `fromSettings` when Settings gloo.circuitBreakers set them. */
+export interface CircuitBreakersIR {
+  maxConnections?: number;
+  maxPendingRequests?: number;
+  maxRequests?: number;
+  maxRetries?: number;
+  fromSettings?: boolean;
 }

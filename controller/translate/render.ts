@@ -103,11 +103,14 @@ function render(
   for (const up of upstreams) {
     const cluster: Cluster = { name: up.cluster };
     for (const p of plugins) p.patchCluster?.(up, cluster);
+    if (cluster.load_assignment) for (const p of plugins) p.patchLoadAssignment?.(up, cluster.load_assignment);
     clusters.push({ name: up.cluster, resource: cluster });
     if (up.discovery !== 'EDS') continue;
     for (const p of plugins) {
       const assignment = p.loadAssignment?.(up);
-      if (assignment) endpoints.push({ name: up.cluster, resource: assignment });
+      if (!assignment) continue;
+      for (const q of plugins) q.patchLoadAssignment?.(up, assignment);
+      endpoints.push({ name: up.cluster, resource: assignment });
     }
   }
   for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: c.name ?? '', resource: c });

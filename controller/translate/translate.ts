@@ -198,6 +198,17 @@ export function translate(input: TranslateInput): TranslateOutput {
       return { results, rejected };
     },
     reportError: (resource, code, message) => reporter.error(resource, code, message),
+    upstreamOptions(upstream) {
+      const out: Required<Attempt<Partial<UpstreamIR>>> = { ir: {}, problems: [], warnings: [] };
+      for (const f of features) {
+        const part = f.resolveUpstream?.(upstream);
+        if (!part) continue;
+        out.problems.push(...part.problems);
+        out.warnings.push(...(part.warnings ?? []));
+        Object.assign(out.ir, part.ir);
+      }
+      return out;
+    },
     upstreams() {
       if (!upstreams) throw new Error('upstreams are not resolved yet: the upstreams feature must come first in features/index.ts');
       return upstreams;

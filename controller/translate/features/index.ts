@@ -16,6 +16,7 @@ import { lbHashFeature } from './lbhash/index.js';
 import { headersFeature } from './headers/index.js';
 import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
+import { resilienceFeature, type CircuitBreakerConfig } from './resilience/index.js';
 import { routingFeature } from './routing/index.js';
 import { statsFeature } from './stats/index.js';
 import { tlsFeature } from './tls/index.js';
@@ -35,6 +36,8 @@ export interface RenderOptions {
   extProc?: ExtProcFilterOptions;
   /** the user's own ext_authz servers (Settings namedExtauth), by name */
   namedExtauth?: Record<string, CustomAuthServer>;
+  /** Settings gloo.circuitBreakers: the circuit breakers of every Upstream without its own */
+  circuitBreakers?: CircuitBreakerConfig;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -50,6 +53,7 @@ export const DEFAULT_RENDER_OPTIONS: RenderOptions = {
 export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): readonly Feature[] {
   return Object.freeze([
     upstreamsFeature,
+    resilienceFeature(options.circuitBreakers),
     routingFeature,
     lbHashFeature,
     faultsFeature,
