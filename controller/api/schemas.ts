@@ -4,6 +4,7 @@
 import { z } from 'zod';
 
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
+import { listenerGatewayFields } from '../translate/features/listener/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -28,7 +29,7 @@ export const GatewaySpecSchema = z.strictObject({
   bindPort: z.number().int().min(1).max(65535),
   ssl: z.boolean().optional(),
   proxyNames: z.array(Name).optional(),
-  useProxyProto: z.boolean().optional(),
+  ...listenerGatewayFields,
   httpGateway: z
     .strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),

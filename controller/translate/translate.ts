@@ -288,6 +288,10 @@ export function translate(input: TranslateInput): TranslateOutput {
       source: sourceOf(gw),
       virtualHosts: [],
     };
+    const gwSink: BindSink = { problems: [], warnings: [] };
+    for (const b of bindings) b.bindGateway?.(gw, listener, gwSink);
+    for (const w of gwSink.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
+    for (const p of gwSink.problems) reporter.error(sourceOf(gw), p.code, p.message);
     for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
       let proxy = proxies.get(proxyName);
       if (!proxy) {
