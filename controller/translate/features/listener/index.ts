@@ -4,6 +4,7 @@
 // `listenerAccessLoggingService` (the listener's own), `perConnectionBufferLimitBytes`, `socketOptions`,
 // `connectionBalanceConfig`, and `routeOptions` on the listener's RouteConfiguration.
 import type { Gateway } from '../../../api/resources.js';
+import type { GatewaySpec } from '../../../api/schemas.js';
 import {
   typed,
   type HeaderMatcher,
@@ -24,6 +25,32 @@ const OPS = ['EQ', 'GE', 'LE'] as const;
 const SOCKET_STATES = ['STATE_PREBIND', 'STATE_BOUND', 'STATE_LISTENING'] as const;
 
 type Spec = Gateway['spec'];
+
+/** The fields of Legate's default access log line: Envoy's default format's, by name. */
+export const DEFAULT_ACCESS_LOG_FORMAT: Readonly<Record<string, string>> = {
+  start_time: '%START_TIME%',
+  method: '%REQ(:METHOD)%',
+  path: '%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%',
+  protocol: '%PROTOCOL%',
+  response_code: '%RESPONSE_CODE%',
+  response_flags: '%RESPONSE_FLAGS%',
+  bytes_received: '%BYTES_RECEIVED%',
+  bytes_sent: '%BYTES_SENT%',
+  duration: '%DURATION%',
+  upstream_service_time: '%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%',
+  x_forwarded_for: '%REQ(X-FORWARDED-FOR)%',
+  user_agent: '%REQ(USER-AGENT)%',
+  request_id: '%REQ(X-REQUEST-ID)%',
+  authority: '%REQ(:AUTHORITY)%',
+  upstream_host: '%UPSTREAM_HOST%',
+  upstream_cluster: '%UPSTREAM_CLUSTER%',
+  downstream_remote_address: '%DOWNSTREAM_REMOTE_ADDRESS%',
+};
+
+/** The options of the default Gateways (no Gateway resource): a JSON access log line per request to `path`. */
+export function defaultAccessLog(path: string): NonNullable<GatewaySpec['options']> {
+  return { accessLoggingService: { accessLog: [{ fileSink: { path, jsonFormat: { ...DEFAULT_ACCESS_LOG_FORMAT } } }] } };
+}
 
 export const listenerFeature: Feature = {
   name: 'listener',
