@@ -133,7 +133,10 @@ const SocketOptionSchema = z
     name: z.number().int(),
     intValue: z.number().int().optional(),
     /** base64, as protobuf JSON bytes */
-    bufValue: z.base64('expected base64 bytes').optional(),
+    bufValue: z
+      .string()
+      .regex(/^(?:[0-9a-zA-Z+/]{4})*(?:[0-9a-zA-Z+/]{2}==|[0-9a-zA-Z+/]{3}=)?$/, 'expected base64 bytes')
+      .optional(),
     state: protoEnum(['STATE_PREBIND', 'STATE_BOUND', 'STATE_LISTENING']).optional(),
   })
   .refine((s) => (s.intValue === undefined ? 0 : 1) + (s.bufValue === undefined ? 0 : 1) === 1, {
