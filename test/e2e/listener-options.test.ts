@@ -1,11 +1,15 @@
 // A Gateway's listener options end to end through the real Envoy: access logs as Gloo's access-logging guide writes
 // them (a JSON line and a string line per request, a statusCodeFilter that logs only 4xx), and useProxyProto with a
-// PROXY protocol v1 and a v2 client, whose header's source address is what Envoy logs as the downstream address.
+// PROXY protocol v1 and a v2 client, whose header's source address is what Envoy logs as the downstream address; a gRPC
+// access log service (Envoy's AccessLogService, served here with grpc-js) gets each request with the headers asked for.
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { protoLoaderOptions } from '../../envoy/protos.js';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 import { eventually, freePort } from './harness/util.js';
@@ -15,6 +19,41 @@ let echo: EchoUpstream;
 let logs: string;
 let plainPort: number;
 let proxyPort: number;
+let als: grpc.Server;
+let alsPort: number;
+/** what the gRPC access log service received: log name and each HTTP entry */
+const received: { logName: string; entry: HttpLogEntry }[] = [];
+
+interface HttpLogEntry {
+  request?: { path?: string; request_headers?: Record<string, string> };
+  response?: { response_code?: { value?: number } };
+}
+interface StreamMessage {
+  identifier?: { log_name?: string };
+  http_logs?: { log_entry?: HttpLogEntry[] };
+}
+
+/** Envoy's envoy.service.accesslog.v3.AccessLogService: a client stream of log entries. */
+async function startAccessLogService(): Promise<number> {
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(['envoy/service/accesslog/v3/als.proto'], protoLoaderOptions()));
+  let service: unknown = pkg;
+  for (const p of 'envoy.service.accesslog.v3.AccessLogService'.split('.')) service = (service as Record<string, unknown>)[p];
+  als = new grpc.Server();
+  als.addService((service as { service: grpc.ServiceDefinition }).service, {
+    StreamAccessLogs: (call: grpc.ServerReadableStream<StreamMessage, unknown>, done: grpc.sendUnaryData<unknown>) => {
+      // the identifier comes with the stream's first message only
+      let logName = '';
+      call.on('data', (m: StreamMessage) => {
+        logName = m.identifier?.log_name ?? logName;
+        for (const entry of m.http_logs?.log_entry ?? []) received.push({ logName, entry });
+      });
+      call.on('end', () => done(null, {}));
+    },
+  });
+  return new Promise((resolve, reject) =>
+    als.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+  );
+}
 
 const file = (name: string): string => path.join(logs, name);
 const lines = (name: string): string[] => {
@@ -63,7 +102,7 @@ function proxyV2(src: string, srcPort: number, dstPort: number): Buffer {
 
 beforeAll(async () => {
   logs = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-access-logs-'));
-  [echo, plainPort, proxyPort] = await Promise.all([startEcho('app'), freePort(), freePort()]);
+  [echo, plainPort, proxyPort, alsPort] = await Promise.all([startEcho('app'), freePort(), freePort(), startAccessLogService()]);
   gw = await startGateway({
     'app.yaml': `
 apiVersion: gloo.solo.io/v1
@@ -71,6 +110,13 @@ kind: Upstream
 metadata: { name: app, namespace: gloo-system }
 spec:
   static: { hosts: [{ addr: 127.0.0.1, port: ${echo.port} }] }
+---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: access-logger, namespace: gloo-system }
+spec:
+  useHttp2: true
+  static: { hosts: [{ addr: 127.0.0.1, port: ${alsPort} }] }
 ---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
@@ -121,6 +167,10 @@ spec:
               filters:
                 - statusCodeFilter: { comparison: { op: GE, value: { defaultValue: 400, runtimeKey: access_log.min_status } } }
                 - statusCodeFilter: { comparison: { op: LE, value: { defaultValue: 499, runtimeKey: access_log.max_status } } }
+        - grpcService:
+            logName: example
+            staticClusterName: access-logger_gloo-system
+            additionalRequestHeadersToLog: [x-user]
   routeOptions:
     maxDirectResponseBodySizeBytes: 8192
 ---
@@ -163,6 +213,7 @@ spec:
 afterAll(async () => {
   await gw?.stop();
   await echo?.close();
+  als?.forceShutdown();
   if (logs) fs.rmSync(logs, { recursive: true, force: true });
 });
 
@@ -204,6 +255,20 @@ describe('access logs (options.accessLoggingService)', () => {
     // the 200 was written to the unfiltered log by the same flush, and not to this one
     await eventually('the 200 in the unfiltered log', () => (lines('access.log').some((l) => l.includes('/fine')) ? true : undefined));
     expect(lines('client-errors.log')).toEqual(['404 /missing/one']);
+  });
+});
+
+describe('gRPC access log service (grpcService)', () => {
+  it('streams each request to the Upstream named by staticClusterName, with the headers asked for', async () => {
+    const socket = net.connect(plainPort, '127.0.0.1');
+    socket.write('GET /grpc-logged HTTP/1.1\r\nHost: shop.example.com\r\nx-user: alice\r\nConnection: close\r\n\r\n');
+    socket.resume();
+    const got = await eventually('the entry at the access log service', () =>
+      received.find((r) => r.entry.request?.path === '/grpc-logged'),
+    );
+    expect(got.logName).toBe('example');
+    expect(got.entry.request?.request_headers).toEqual({ 'x-user': 'alice' });
+    expect(got.entry.response?.response_code?.value).toBe(200);
   });
 });
 
