@@ -9,6 +9,7 @@ import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
 import type { LegateResource } from './api/resources.js';
 import type { VirtualHostIR } from './translate/ir.js';
+import type { TranslateOptions } from './translate/translate.js';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { startAdminServer, type RunningAdmin } from '../common/admin.js';
 import { SpanRecorder } from '../common/trace.js';
@@ -32,7 +33,7 @@ export interface ControllerOptions {
   xds: { host: string; port: number; tls?: { cert: Buffer; key: Buffer; ca: Buffer } };
   api: { host: string; port: number };
   writeNamespace?: string;
-  defaultGateway: { bindAddress: string; bindPort: number };
+  defaultGateway: TranslateOptions['defaultGateway'];
   defaultSslPort?: number;
   /** Where Envoy reaches the extension services. */
   render?: RenderOptions;

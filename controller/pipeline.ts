@@ -27,13 +27,13 @@ import { parseDuration } from './translate/duration.js';
 import { proxyRole } from './translate/names.js';
 import { renderPlugins, renderProxyReusing, type RenderMemo } from './translate/render.js';
 import type { Report } from './translate/reporter.js';
-import { translate, type TranslateMemo } from './translate/translate.js';
+import { translate, type TranslateMemo, type TranslateOptions } from './translate/translate.js';
 import type { XdsSnapshot } from './xds/types.js';
 
 export interface PipelineOptions {
   /** Used when no Settings resource names one. */
   writeNamespace?: string;
-  defaultGateway?: { bindAddress: string; bindPort: number };
+  defaultGateway?: TranslateOptions['defaultGateway'];
   /** Port of the default ssl gateway (used when no Gateway exists and a virtual service has sslConfig). */
   defaultSslPort?: number;
   /** Where Envoy reaches the extension services. */

@@ -51,9 +51,11 @@ export type RawBuffer = envoy_extensions_transport_sockets_raw_buffer_v3_RawBuff
 export type PreserveCaseFormatterConfig = envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
 export type Secret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
+export type ProxyProtocol = envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
 export type FileAccessLog = envoy_extensions_access_loggers_file_v3_FileAccessLog;
+export type HttpGrpcAccessLogConfig = envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
 export type ClusterConfig = envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
 
 /** Type URL -> message, for typed() in envoy/typed.ts. */
@@ -97,9 +99,11 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig": envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": envoy_extensions_transport_sockets_tls_v3_Secret;
   "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
+  "type.googleapis.com/envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol": envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog": envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog": envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog": envoy_extensions_access_loggers_file_v3_FileAccessLog;
+  "type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig": envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
   "type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig": envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
@@ -2360,6 +2364,26 @@ export interface envoy_extensions_access_loggers_file_v3_FileAccessLog {
   log_format?: envoy_config_core_v3_SubstitutionFormatString;
 }
 
+/** envoy.extensions.access_loggers.grpc.v3.CommonGrpcAccessLogConfig */
+export interface envoy_extensions_access_loggers_grpc_v3_CommonGrpcAccessLogConfig {
+  log_name?: string;
+  grpc_service?: envoy_config_core_v3_GrpcService;
+  transport_api_version?: envoy_config_core_v3_ApiVersion;
+  buffer_flush_interval?: Duration;
+  buffer_size_bytes?: number;
+  filter_state_objects_to_log?: string[];
+  grpc_stream_retry_policy?: envoy_config_core_v3_RetryPolicy;
+  custom_tags?: envoy_type_tracing_v3_CustomTag[];
+}
+
+/** envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig */
+export interface envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig {
+  common_config?: envoy_extensions_access_loggers_grpc_v3_CommonGrpcAccessLogConfig;
+  additional_request_headers_to_log?: string[];
+  additional_response_headers_to_log?: string[];
+  additional_response_trailers_to_log?: string[];
+}
+
 /** envoy.extensions.access_loggers.stream.v3.StderrAccessLog */
 export interface envoy_extensions_access_loggers_stream_v3_StderrAccessLog {
   log_format?: envoy_config_core_v3_SubstitutionFormatString;
@@ -2976,6 +3000,27 @@ export interface envoy_extensions_filters_http_router_v3_Router_UpstreamAccessLo
 /** envoy.extensions.filters.http.wasm.v3.Wasm */
 export interface envoy_extensions_filters_http_wasm_v3_Wasm {
   config?: envoy_extensions_wasm_v3_PluginConfig;
+}
+
+/** envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol */
+export interface envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol {
+  rules?: envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol_Rule[];
+  allow_requests_without_proxy_protocol?: boolean;
+  pass_through_tlvs?: envoy_config_core_v3_ProxyProtocolPassThroughTLVs;
+  disallowed_versions?: envoy_config_core_v3_ProxyProtocolConfig_Version[];
+  stat_prefix?: string;
+}
+
+/** envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.KeyValuePair */
+export interface envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol_KeyValuePair {
+  metadata_namespace?: string;
+  key?: string;
+}
+
+/** envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol.Rule */
+export interface envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol_Rule {
+  tlv_type?: number;
+  on_tlv_present?: envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol_KeyValuePair;
 }
 
 /** envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector */

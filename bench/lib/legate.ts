@@ -36,6 +36,8 @@ export async function startLegate(
   name: string,
   files: Record<string, string>,
   cpus: string | undefined,
+  /** the default gateways' access log (`legate run --access-log`); off unless a scenario measures it */
+  accessLog = 'off',
 ): Promise<Legate> {
   const base = fs.mkdtempSync(path.join(ctx.workDir, `${name}-`));
   const configDir = path.join(base, 'config');
@@ -64,6 +66,8 @@ export async function startLegate(
       String(ports.xds),
       '--api-port',
       String(ports.api),
+      '--access-log',
+      accessLog,
       ...extraPorts,
     ],
     cwd: ctx.root,

@@ -14,6 +14,7 @@ import {
   authUnprotected,
   providerIntrospection,
 } from './auth.js';
+import { accessLogJson, accessLogOff } from './access-log.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
 import { kubeScale } from './kube-scale.js';
@@ -85,6 +86,8 @@ export const SCENARIOS: readonly Scenario[] = [
   ratelimitLocal,
   routeOptionsPlain,
   routeOptionsRich,
+  accessLogOff,
+  accessLogJson,
   configScale,
   delegationScale,
   kubeScale,

@@ -106,6 +106,12 @@ export const controllerCommand = command({
     'http-port': { type: 'port', default: DEFAULTS.httpPort, description: 'port of the default HTTP gateway (when no Gateway exists)' },
     'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: 'port of the default HTTPS gateway' },
     'bind-address': { type: 'string', default: '::', placeholder: 'ADDR', description: "the default gateways' bind address" },
+    'access-log': {
+      type: 'string',
+      default: '/dev/stdout',
+      placeholder: 'PATH',
+      description: "where the default gateways write Envoy's JSON access log (a line per request); off for none",
+    },
     'write-namespace': {
       type: 'string',
       placeholder: 'NS',
@@ -117,6 +123,7 @@ export const controllerCommand = command({
     // loaded here, not at the top: the other commands' processes never load the controller (cli/commands/index.ts)
     const { startController } = await import('../../controller/controller.js');
     const { DEFAULT_WASM_OPTIONS } = await import('../../controller/translate/features/wasm/index.js');
+    const { defaultAccessLog } = await import('../../controller/translate/features/listener/index.js');
     const logger = componentLogger('controller', flags['log-level']);
     const { source, statusSinks, start } = await resourceSource(flags, logger);
     const edgeSecretFile = flags['edge-secret-file'];
@@ -135,7 +142,11 @@ export const controllerCommand = command({
       xds: { host: flags['xds-host'], port: flags['xds-port'], ...(flags['xds-tls'] ? { tls: readXdsTls(flags['xds-tls']) } : {}) },
       api: { host: flags['api-host'], port: flags['api-port'] },
       ...(flags['write-namespace'] ? { writeNamespace: flags['write-namespace'] } : {}),
-      defaultGateway: { bindAddress: flags['bind-address'], bindPort: flags['http-port'] },
+      defaultGateway: {
+        bindAddress: flags['bind-address'],
+        bindPort: flags['http-port'],
+        ...(flags['access-log'] !== 'off' ? { options: defaultAccessLog(flags['access-log']) } : {}),
+      },
       defaultSslPort: flags['https-port'],
       render: {
         graphql: flags['graphql-address'],

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
+import { listenerGatewayFields } from '../translate/features/listener/schema.js';
 import { OTHER_UPSTREAM_TYPES, UPSTREAM_OPTIONS, serviceSpecField } from '../translate/features/upstreams/schema.js';
 import {
   CircuitBreakerConfigSchema,
@@ -34,7 +35,7 @@ export const GatewaySpecSchema = z.strictObject({
   bindPort: z.number().int().min(1).max(65535),
   ssl: z.boolean().optional(),
   proxyNames: z.array(Name).optional(),
-  useProxyProto: z.boolean().optional(),
+  ...listenerGatewayFields,
   httpGateway: z
     .strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),

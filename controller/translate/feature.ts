@@ -3,7 +3,7 @@
 // stage 2. Features never import each other; what one offers another goes through ResolveContext
 // (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
 import type { KindName } from '../api/kinds.js';
-import type { LegateResource, RouteTable, Upstream, VirtualService } from '../api/resources.js';
+import type { Gateway, LegateResource, RouteTable, Upstream, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import type {
   Cluster,
@@ -12,6 +12,7 @@ import type {
   HttpFilter,
   Listener,
   NetworkFilter,
+  RouteConfiguration,
   TlsSecret,
   VirtualHost,
 } from '../../envoy/typed.js';
@@ -111,6 +112,8 @@ export interface FeatureBinding {
   routeAction?(route: Route, site: RouteSite, sink: BindSink): RouteActionIR | undefined;
   /** Apply route options this feature owns to a translated route. */
   bindRoute?(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void;
+  /** Apply Gateway fields this feature owns to its listener. */
+  bindGateway?(gw: Gateway, ir: ListenerIR, sink: BindSink): void;
   /** Apply virtual-host options this feature owns (after every route is bound). */
   bindVirtualHost?(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void;
   /** A route got its final per-proxy name; adjust what refers to it. Returns the route to serve. */
@@ -171,6 +174,8 @@ export interface RenderPlugin {
   httpFilters?(proxy: ProxyIR, listener: ListenerIR): StagedHttpFilter[];
   /** Fill in or adjust an Envoy listener rendered from `ir`; `filters` is its filter chain (the HCM). */
   patchListener?(ir: ListenerIR, listener: Listener, filters: NetworkFilter[]): void;
+  /** Fill in or adjust the Envoy RouteConfiguration of listener `ir`. */
+  patchRouteConfig?(ir: ListenerIR, config: RouteConfiguration): void;
   /** Fill in or adjust an Envoy virtual host rendered from `ir`. */
   patchVirtualHost?(ir: VirtualHostIR, vhost: VirtualHost, proxy: ProxyIR): void;
   /**

@@ -396,6 +396,62 @@ export interface ListenerIR {
   source: SourceRef;
   /** Settings gloo.invalidConfigPolicy.replaceInvalidRoutes, set when a route here has an invalid cluster */
   invalidRouteResponse?: { status: number; body: string };
+  /** the Gateway's useProxyProto, options and routeOptions (features/listener) */
+  options?: ListenerOptionsIR;
+}
+
+/** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */
+export interface AccessLogComparisonIR {
+  op: 'EQ' | 'GE' | 'LE';
+  value: number;
+  runtimeKey: string;
+}
+
+/** Gloo's (and Envoy's) access log filters, one per object. */
+export type AccessLogFilterIR =
+  | { statusCode: AccessLogComparisonIR }
+  | { duration: AccessLogComparisonIR }
+  | { notHealthCheck: true }
+  | { traceable: true }
+  | { runtime: { runtimeKey: string; numerator: number; denominator: 'HUNDRED' | 'TEN_THOUSAND' | 'MILLION'; independent: boolean } }
+  | { and: AccessLogFilterIR[] }
+  | { or: AccessLogFilterIR[] }
+  | {
+      header: {
+        name: string;
+        match?: StringMatchIR & { prefix?: string; suffix?: string; contains?: string; present?: boolean };
+        range?: { start: number; end: number };
+        invert: boolean;
+      };
+    }
+  | { responseFlags: string[] }
+  | { grpcStatus: { statuses: string[]; exclude: boolean } };
+
+/** An access log: to a file (Envoy's format string or JSON dictionary), or to a gRPC access log service cluster. */
+export interface AccessLogIR {
+  file?: { path: string; text?: string; json?: Record<string, unknown> };
+  grpc?: {
+    logName: string;
+    cluster: string;
+    requestHeaders?: string[];
+    responseHeaders?: string[];
+    responseTrailers?: string[];
+    filterStateObjects?: string[];
+  };
+  filter?: AccessLogFilterIR;
+}
+
+export interface ListenerOptionsIR {
+  /** the proxy_protocol listener filter (useProxyProto or options.proxyProtocol) */
+  proxyProtocol?: { rules: { tlvType: number; metadataNamespace?: string; key?: string }[]; allowWithout: boolean };
+  /** HTTP access logs (the HCM's) */
+  accessLogs?: AccessLogIR[];
+  /** the listener's own access logs (connections, e.g. refused ones) */
+  listenerAccessLogs?: AccessLogIR[];
+  perConnectionBufferLimitBytes?: number;
+  socketOptions?: { description?: string; level: number; name: number; intValue?: number; bufValue?: string; state: string }[];
+  exactBalance?: true;
+  routeConfig?: { maxDirectResponseBodySizeBytes?: number; mostSpecificHeaderMutationsWins?: boolean };
 }
 
 export interface ProxyIR {

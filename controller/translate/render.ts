@@ -169,7 +169,7 @@ function renderRouteConfig(
   plugins: readonly RenderPlugin[],
   vhosts: VirtualHostReuse | undefined,
 ): RouteConfiguration {
-  return {
+  const config: RouteConfiguration = {
     name: routeConfigName(listener),
     // Match virtual hosts on the host name alone, so `Host: example.com:8080` finds `example.com`,
     // without rewriting the Host (HCM strip_any_host_port would, and redirects would lose the port:
@@ -185,6 +185,8 @@ function renderRouteConfig(
       return vhost;
     }),
   };
+  for (const p of plugins) p.patchRouteConfig?.(listener, config);
+  return config;
 }
 
 /** One Envoy route per matcher, all sharing the action. */

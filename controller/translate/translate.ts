@@ -8,7 +8,7 @@
 // accepted, that version is translated instead, so a bad edit never takes down what was serving.
 import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
-import type { InvalidConfigPolicy } from '../api/schemas.js';
+import type { GatewaySpec, InvalidConfigPolicy } from '../api/schemas.js';
 import { isKind, keyOf } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import {
@@ -63,8 +63,8 @@ export const DEFAULT_INVALID_ROUTE_BODY =
 export interface TranslateOptions {
   /** Where generated resources (Proxy, discovered Upstreams) live; also the status key. */
   writeNamespace: string;
-  /** The Gateway assumed when none exists. */
-  defaultGateway: { bindAddress: string; bindPort: number };
+  /** The Gateway assumed when none exists (its options: e.g. the access log `legate controller --access-log` asks) */
+  defaultGateway: { bindAddress: string; bindPort: number; options?: GatewaySpec['options'] };
   /** Port of the ssl gateway assumed when no Gateway exists and a virtual service has sslConfig. */
   defaultSslPort?: number;
   /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
@@ -299,6 +299,10 @@ export function translate(input: TranslateInput): TranslateOutput {
       source: sourceOf(gw),
       virtualHosts: [],
     };
+    const gwSink: BindSink = { problems: [], warnings: [] };
+    for (const b of bindings) b.bindGateway?.(gw, listener, gwSink);
+    for (const w of gwSink.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
+    for (const p of gwSink.problems) reporter.error(sourceOf(gw), p.code, p.message);
     for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
       let proxy = proxies.get(proxyName);
       if (!proxy) {
@@ -403,9 +407,10 @@ function sameSpec(a: LegateResource | undefined, b: LegateResource): boolean {
 
 function defaultGateway(options: TranslateOptions, ssl: boolean): Gateway {
   const metadata = { name: ssl ? `${DEFAULT_PROXY_NAME}-ssl` : DEFAULT_PROXY_NAME, namespace: options.writeNamespace };
-  const spec = ssl
+  const spec: GatewaySpec = ssl
     ? { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultSslPort ?? 8443, ssl: true, httpGateway: {} }
     : { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultGateway.bindPort, httpGateway: {} };
+  if (options.defaultGateway.options) spec.options = options.defaultGateway.options;
   const raw = { apiVersion: 'gateway.legate.dev/v1', kind: 'Gateway', metadata, spec, body: {}, origin: '(default)' };
   return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
 }

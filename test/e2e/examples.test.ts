@@ -118,4 +118,21 @@ describe('examples (make run)', () => {
     expect(vs.stdout).toMatch(/legate-system\s+default\s+Accepted/);
     expect(gw.ctl('get', 'upstreams').stdout).toMatch(/default-products-80\s+Accepted/);
   });
+
+  it('logs a JSON access log line per request, which legatectl proxy logs shows', async () => {
+    expect((await gw.request('/hello?access-log=1', { headers: { 'user-agent': 'examples-test' } })).status).toBe(200);
+    // Envoy flushes access logs to its stdout (.legate/logs/envoy.log) every few seconds
+    const entry = await eventually(
+      'the access log line',
+      () =>
+        gw
+          .ctl('proxy', 'logs')
+          .stdout.split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((e) => e['path'] === '/hello?access-log=1'),
+      20_000,
+    );
+    expect(entry).toMatchObject({ method: 'GET', response_code: 200, user_agent: 'examples-test', protocol: 'HTTP/1.1' });
+  });
 });

@@ -13,6 +13,7 @@ import type { CustomAuthServer } from './extauth/render.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
+import { listenerFeature } from './listener/index.js';
 import { headersFeature } from './headers/index.js';
 import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
@@ -72,5 +73,6 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     bufferFeature,
     envoyOptionsFeature,
     dfpFeature,
+    listenerFeature,
   ]);
 }
