@@ -145,7 +145,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
         return u?.kind === 'Upstream' ? { http2: u.spec.useHttp2 ?? false } : 'missing';
       })
     : undefined;
-  const render: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
+  const withExtProc: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
+  const render: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withExtProc, disableGrpcWeb: true } : withExtProc;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);

@@ -3,7 +3,9 @@
 // unchanged; see docs/resources.md for what each field does in Legate.
 import { z } from 'zod';
 
+import { corsHttpListenerOptions } from '../translate/features/cors/schema.js';
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
+import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -34,6 +36,7 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
+      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
     })
     .optional(),
 });
@@ -248,7 +251,7 @@ export const SettingsSpecSchema = z.strictObject({
   watchNamespaces: z.array(z.string()).optional(),
   devMode: z.boolean().optional(),
   // Gloo's nested sections are accepted so Gloo manifests apply; Legate reads only what it documents.
-  gloo: z.looseObject({ invalidConfigPolicy: InvalidConfigPolicySchema.optional() }).optional(),
+  gloo: z.looseObject({ invalidConfigPolicy: InvalidConfigPolicySchema.optional(), disableGrpcWeb: z.boolean().optional() }).optional(),
   gateway: z.record(z.string(), z.unknown()).optional(),
   discovery: z.record(z.string(), z.unknown()).optional(),
   kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),

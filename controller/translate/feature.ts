@@ -3,7 +3,7 @@
 // stage 2. Features never import each other; what one offers another goes through ResolveContext
 // (today: the upstream lookup). The ordered list is features/index.ts; nothing registers itself.
 import type { KindName } from '../api/kinds.js';
-import type { LegateResource, RouteTable, VirtualService } from '../api/resources.js';
+import type { Gateway, LegateResource, RouteTable, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import type {
   Cluster,
@@ -108,6 +108,8 @@ export interface FeatureBinding {
   bindRoute?(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void;
   /** Apply virtual-host options this feature owns (after every route is bound). */
   bindVirtualHost?(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void;
+  /** Apply a Gateway's listener options this feature owns (`httpGateway.options`); a problem rejects the Gateway. */
+  bindGateway?(gw: Gateway, ir: ListenerIR, sink: BindSink): void;
   /** A route got its final per-proxy name; adjust what refers to it. Returns the route to serve. */
   routeNamed?(route: RouteIR): RouteIR;
   /** Resources for an extension service's role (served even when empty, so the service knows). */

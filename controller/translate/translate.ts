@@ -271,6 +271,24 @@ export function translate(input: TranslateInput): TranslateOutput {
     gateways = [defaultGateway(options, false)];
     if ([...virtualHosts.values()].some(({ vs }) => vs.spec.sslConfig)) gateways.push(defaultGateway(options, true));
   }
+  // a Gateway whose options fail keeps serving its last accepted version (or serves nothing)
+  const gatewayOptions = new Map<Gateway, Partial<ListenerIR>>();
+  gateways = gateways.flatMap((gw) => {
+    const bound = bindGateway(gw, bindings);
+    if (bound.problems.length === 0) {
+      for (const w of bound.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
+      gatewayOptions.set(gw, bound.ir);
+      return [gw];
+    }
+    for (const p of bound.problems) reporter.error(sourceOf(gw), p.code, p.message);
+    const previous = lastAccepted.get(keyOf(gw));
+    if (previous?.kind !== 'Gateway') return [];
+    const last = bindGateway(previous, bindings);
+    if (last.problems.length > 0) return [];
+    reporter.warn(sourceOf(gw), 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
+    gatewayOptions.set(previous, last.ir);
+    return [previous];
+  });
   for (const gw of gateways) accepted.set(keyOf(gw), gw);
 
   const proxies = new Map<string, ProxyIR>();
@@ -287,6 +305,7 @@ export function translate(input: TranslateInput): TranslateOutput {
       ssl: gw.spec.ssl ?? false,
       source: sourceOf(gw),
       virtualHosts: [],
+      ...gatewayOptions.get(gw),
     };
     for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
       let proxy = proxies.get(proxyName);
@@ -397,6 +416,15 @@ function defaultGateway(options: TranslateOptions, ssl: boolean): Gateway {
     : { bindAddress: options.defaultGateway.bindAddress, bindPort: options.defaultGateway.bindPort, httpGateway: {} };
   const raw = { apiVersion: 'gateway.legate.dev/v1', kind: 'Gateway', metadata, spec, body: {}, origin: '(default)' };
   return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
+}
+
+/** httpGateway.options through each feature's bindGateway: the listener fields they set, and what they found. */
+function bindGateway(gw: Gateway, bindings: readonly FeatureBinding[]): BindSink & { ir: Partial<ListenerIR> } {
+  const sink: BindSink = { problems: [], warnings: [] };
+  const ir: ListenerIR = { name: '', bindAddress: '', bindPort: 0, ssl: false, source: sourceOf(gw), virtualHosts: [] };
+  for (const b of bindings) b.bindGateway?.(gw, ir, sink);
+  const { http, csrf } = ir;
+  return { ...sink, ir: { ...(http ? { http } : {}), ...(csrf ? { csrf } : {}) } };
 }
 
 function gatewaySelects(gw: Gateway, vs: VirtualService): boolean {

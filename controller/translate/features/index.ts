@@ -13,6 +13,7 @@ import type { CustomAuthServer } from './extauth/render.js';
 import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
+import { hcmFeature } from './hcm/index.js';
 import { headersFeature } from './headers/index.js';
 import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
@@ -35,6 +36,8 @@ export interface RenderOptions {
   extProc?: ExtProcFilterOptions;
   /** the user's own ext_authz servers (Settings namedExtauth), by name */
   namedExtauth?: Record<string, CustomAuthServer>;
+  /** Settings gloo.disableGrpcWeb */
+  disableGrpcWeb?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -53,6 +56,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     routingFeature,
     lbHashFeature,
     faultsFeature,
+    hcmFeature({ disableGrpcWeb: options.disableGrpcWeb ?? false }),
     tracingFeature,
     statsFeature,
     headersFeature,
