@@ -1,0 +1,194 @@
+// httpGateway.options end to end: a Gateway with Gloo's HttpListenerOptions (as Gloo's chart renders
+// customHttpGateway.options) on the listener legate run serves, through a real Envoy to an echo upstream.
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway } from './harness/gateway.js';
+import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+
+let gw: Gateway;
+let echo: EchoUpstream;
+
+const gateway = (port: number, extra = ''): string => `
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: gateway-proxy, namespace: gloo-system }
+spec:
+  bindAddress: "::"
+  bindPort: ${port}
+  httpGateway:
+    options:
+      httpConnectionManagerSettings:
+        useRemoteAddress: true
+        xffNumTrustedHops: 1
+        serverName: my-edge
+        maxRequestHeadersKb: 1
+        mergeSlashes: true
+      gzip:
+        contentType: [application/json]
+        contentLength: 30
+      healthCheck:
+        path: /health
+${extra}`;
+
+const everything = (port: number): string => `      httpLocalRatelimit:
+        defaultLimit: { maxTokens: 2, tokensPerFill: 1, fillInterval: 100s }
+        enableRateLimitHeaders: true
+      grpcWeb: { disable: true }
+      buffer: { maxRequestBytes: 65536 }
+      csrf:
+        filterEnabled: { defaultValue: { numerator: 100, denominator: HUNDRED } }
+        additionalOrigins: [{ suffix: .example.com }]
+  # the chart's other HCM settings, on a second listener of the same proxy
+---
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: settings, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${port}
+  httpGateway:
+    options:
+      httpConnectionManagerSettings:
+        skipXffAppend: true
+        via: legate
+        generateRequestId: true
+        proxy100Continue: true
+        streamIdleTimeout: 5m
+        idleTimeout: 1h
+        requestTimeout: 30s
+        requestHeadersTimeout: 5s
+        drainTimeout: 5s
+        delayedCloseTimeout: 1s
+        serverHeaderTransformation: APPEND_IF_ABSENT
+        acceptHttp10: true
+        defaultHostForHttp10: example.com
+        allowChunkedLength: true
+        enableTrailers: true
+        properCaseHeaderKeyFormat: true
+        forwardClientCertDetails: SANITIZE_SET
+        setCurrentClientCertDetails: { subject: true, uri: true }
+        preserveExternalRequestId: true
+        upgrades: [{ websocket: { enabled: false } }, { connect: {} }]
+        maxConnectionDuration: 10m
+        maxStreamDuration: 1m
+        maxHeadersCount: 50
+        headersWithUnderscoresAction: REJECT_CLIENT_REQUEST
+        maxRequestsPerConnection: 100
+        pathWithEscapedSlashesAction: UNESCAPE_AND_REDIRECT
+        codecType: HTTP1
+        normalizePath: false
+        uuidRequestIdConfig: { packTraceReason: false }
+        http2ProtocolOptions: { maxConcurrentStreams: 100 }
+        internalAddressConfig: { cidrRanges: [{ addressPrefix: 10.0.0.0, prefixLen: 8 }] }
+        appendXForwardedPort: true
+        tracing:
+          requestHeadersForTags: [x-tenant]
+          verbose: true
+          tracePercentages: { randomSamplePercentage: 5 }
+          literalsForTags: [{ tag: cluster, value: east }]
+`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  echo = await startEcho('echo');
+  gw = await startGateway({
+    'echo.yaml': `
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: echo, namespace: gloo-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${echo.port} }] }
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: default, namespace: gloo-system }
+spec:
+  virtualHost:
+    domains: ["*"]
+    routes:
+      - matchers: [{ prefix: / }]
+        routeAction: { single: { upstream: { name: echo, namespace: gloo-system } } }
+`,
+  });
+  gw.write('gateway.yaml', gateway(gw.ports.http));
+  await gw.until('/ready-check', (r) => r.headers.get('server') === 'my-edge');
+}, 120_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await echo?.close();
+});
+
+describe('httpGateway.options through Envoy', () => {
+  it('names the server as serverName says', async () => {
+    const r = await gw.request('/anything');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('server')).toBe('my-edge');
+  });
+
+  it('appends the remote address to X-Forwarded-For (useRemoteAddress) and trusts one hop (xffNumTrustedHops)', async () => {
+    const r = await gw.request('/xff', { headers: { 'x-forwarded-for': '203.0.113.7' } });
+    const headers = r.json<{ headers: Record<string, string> }>().headers;
+    // the address Envoy saw the connection from, after the client's own
+    expect(headers['x-forwarded-for']).toMatch(/^203\.0\.113\.7,\d+\.\d+\.\d+\.\d+$/);
+    // one trusted hop: the client is the address the hop in front of Envoy put there
+    expect(headers['x-envoy-external-address']).toBe('203.0.113.7');
+  });
+
+  it('answers 431 to request headers over maxRequestHeadersKb', async () => {
+    const r = await gw.request('/big', { headers: { 'x-big': 'a'.repeat(2048) } });
+    expect(r.status).toBe(431);
+  });
+
+  it('normalizes the path (Gloo default) and merges slashes before the upstream sees it', async () => {
+    const r = await gw.request('/a//b/../c');
+    expect(r.json<{ path: string }>().path).toBe('/a/c');
+  });
+
+  it('compresses responses with gzip when the client accepts it', async () => {
+    const plain = await gw.request('/gzip');
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    const r = await gw.request('/gzip', { headers: { 'accept-encoding': 'gzip' } });
+    expect(r.headers.get('content-encoding')).toBe('gzip');
+  });
+
+  it('answers the health check path itself', async () => {
+    const before = echo.seen.length;
+    const r = await gw.request('/health');
+    expect(r.status).toBe(200);
+    expect(echo.seen.slice(before).some((s) => s.path === '/health')).toBe(false);
+  });
+
+  it('has the grpc_web filter on the HCM by default', async () => {
+    const dump = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump`)).text();
+    expect(dump).toContain('envoy.filters.http.grpc_web');
+    expect(dump).toContain('"normalize_path": true');
+  });
+
+  it('limits every request on the listener with httpLocalRatelimit', async () => {
+    // with the rest of what Gloo's HttpListenerOptions carry, so Envoy takes all of it (a NACK would keep the old listener)
+    const port = await freePort();
+    gw.write('gateway.yaml', gateway(gw.ports.http, everything(port)));
+    const r = await gw.until('/limited', (x) => x.status === 429);
+    expect(r.status).toBe(429);
+    const dump = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump`)).text();
+    expect(dump).toContain('UuidRequestIdConfig');
+    // grpcWeb.disable on the first listener, Gloo's default on the second
+    const listeners = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump?resource=dynamic_listeners`)).json();
+    const withGrpcWeb = (listeners as { configs: { name: string; active_state?: unknown }[] }).configs
+      .filter((l) => JSON.stringify(l.active_state ?? {}).includes('envoy.filters.http.grpc_web'))
+      .map((l) => l.name);
+    expect(withGrpcWeb).toEqual([`listener-127.0.0.1-${port}`]);
+    const other = await fetch(`http://127.0.0.1:${port}/settings`);
+    expect(other.status).toBe(200);
+    expect(other.headers.get('via')).toBe('legate');
+  });
+});
