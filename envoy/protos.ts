@@ -46,6 +46,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/health_check/v3/health_check.proto',
   'envoy/extensions/filters/http/grpc_web/v3/grpc_web.proto',
   'envoy/extensions/request_id/uuid/v3/uuid.proto',
+  'envoy/extensions/filters/http/grpc_json_transcoder/v3/transcoder.proto',
   'envoy/extensions/filters/http/jwt_authn/v3/config.proto',
   'envoy/extensions/filters/http/rbac/v3/rbac.proto',
   'envoy/extensions/retry/priority/previous_priorities/v3/previous_priorities_config.proto',

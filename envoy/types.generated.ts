@@ -35,6 +35,7 @@ export type Gzip = envoy_extensions_compression_gzip_compressor_v3_Gzip;
 export type HealthCheck = envoy_extensions_filters_http_health_check_v3_HealthCheck;
 export type GrpcWeb = envoy_extensions_filters_http_grpc_web_v3_GrpcWeb;
 export type UuidRequestIdConfig = envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig;
+export type GrpcJsonTranscoder = envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder;
 export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
 export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
 export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
@@ -83,6 +84,7 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck": envoy_extensions_filters_http_health_check_v3_HealthCheck;
   "type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb": envoy_extensions_filters_http_grpc_web_v3_GrpcWeb;
   "type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig": envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig;
+  "type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder": envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors": envoy_extensions_filters_http_cors_v3_Cors;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
@@ -2747,6 +2749,45 @@ export interface envoy_extensions_filters_http_fault_v3_HTTPFault {
   disable_downstream_cluster_stats?: boolean;
   filter_metadata?: Record<string, unknown>;
 }
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder {
+  proto_descriptor?: string;
+  proto_descriptor_bin?: string;
+  services?: string[];
+  print_options?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_PrintOptions;
+  match_incoming_request_route?: boolean;
+  ignored_query_parameters?: string[];
+  auto_mapping?: boolean;
+  ignore_unknown_query_parameters?: boolean;
+  convert_grpc_status?: boolean;
+  url_unescape_spec?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_UrlUnescapeSpec;
+  query_param_unescape_plus?: boolean;
+  match_unregistered_custom_verb?: boolean;
+  request_validation_options?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_RequestValidationOptions;
+  case_insensitive_enum_parsing?: boolean;
+  max_request_body_size?: number;
+  max_response_body_size?: number;
+  capture_unknown_query_parameters?: boolean;
+}
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder.PrintOptions */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_PrintOptions {
+  add_whitespace?: boolean;
+  always_print_primitive_fields?: boolean;
+  always_print_enums_as_ints?: boolean;
+  preserve_proto_field_names?: boolean;
+  stream_newline_delimited?: boolean;
+}
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder.RequestValidationOptions */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_RequestValidationOptions {
+  reject_unknown_method?: boolean;
+  reject_unknown_query_parameters?: boolean;
+  reject_binding_body_field_collisions?: boolean;
+}
+
+export type envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_UrlUnescapeSpec = "ALL_CHARACTERS_EXCEPT_RESERVED" | "ALL_CHARACTERS_EXCEPT_SLASH" | "ALL_CHARACTERS";
 
 /** envoy.extensions.filters.http.grpc_web.v3.GrpcWeb */
 export interface envoy_extensions_filters_http_grpc_web_v3_GrpcWeb {

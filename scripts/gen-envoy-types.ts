@@ -39,6 +39,7 @@ export const ROOTS = [
   'envoy.extensions.filters.http.health_check.v3.HealthCheck',
   'envoy.extensions.filters.http.grpc_web.v3.GrpcWeb',
   'envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig',
+  'envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder',
   'envoy.extensions.filters.http.cors.v3.Cors',
   'envoy.extensions.filters.http.cors.v3.CorsPolicy',
   'envoy.extensions.filters.http.csrf.v3.CsrfPolicy',

@@ -484,6 +484,22 @@ export interface HttpListenerIR {
   grpcWebDisabled?: boolean;
   /** a buffer filter for every request */
   bufferMaxRequestBytes?: number;
+  /** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64) */
+  grpcJsonTranscoder?: {
+    descriptor: { filename: string } | { base64: string };
+    services: string[];
+    printOptions?: {
+      addWhitespace?: boolean;
+      alwaysPrintPrimitiveFields?: boolean;
+      alwaysPrintEnumsAsInts?: boolean;
+      preserveProtoFieldNames?: boolean;
+    };
+    matchIncomingRequestRoute?: boolean;
+    ignoredQueryParameters: string[];
+    autoMapping?: boolean;
+    ignoreUnknownQueryParameters?: boolean;
+    convertGrpcStatus?: boolean;
+  };
   localRatelimit?: {
     maxTokens: number;
     tokensPerFill: number;

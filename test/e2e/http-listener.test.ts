@@ -3,10 +3,12 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from './harness/grpc-books.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 
 let gw: Gateway;
 let echo: EchoUpstream;
+let books: GrpcBooks;
 
 const gateway = (port: number, extra = ''): string => `
 apiVersion: gateway.solo.io/v1
@@ -28,6 +30,11 @@ spec:
         contentLength: 30
       healthCheck:
         path: /health
+      grpcJsonTranscoder:
+        protoDescriptorBin: ${BOOKS_DESCRIPTOR_BIN}
+        services: [shop.v1.Books]
+        autoMapping: true
+        printOptions: { preserveProtoFieldNames: true }
 ${extra}`;
 
 const everything = (port: number): string => `      httpLocalRatelimit:
@@ -98,7 +105,7 @@ function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  echo = await startEcho('echo');
+  [echo, books] = await Promise.all([startEcho('echo'), startGrpcBooks()]);
   gw = await startGateway({
     'echo.yaml': `
 apiVersion: gloo.solo.io/v1
@@ -107,6 +114,13 @@ metadata: { name: echo, namespace: gloo-system }
 spec:
   static: { hosts: [{ addr: 127.0.0.1, port: ${echo.port} }] }
 ---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: books, namespace: gloo-system }
+spec:
+  useHttp2: true
+  static: { hosts: [{ addr: 127.0.0.1, port: ${books.port} }] }
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata: { name: default, namespace: gloo-system }
@@ -114,6 +128,8 @@ spec:
   virtualHost:
     domains: ["*"]
     routes:
+      - matchers: [{ prefix: /shop.v1.Books/ }]
+        routeAction: { single: { upstream: { name: books, namespace: gloo-system } } }
       - matchers: [{ prefix: / }]
         routeAction: { single: { upstream: { name: echo, namespace: gloo-system } } }
 `,
@@ -125,6 +141,7 @@ spec:
 afterAll(async () => {
   await gw?.stop();
   await echo?.close();
+  await books?.stop();
 });
 
 describe('httpGateway.options through Envoy', () => {
@@ -165,6 +182,17 @@ describe('httpGateway.options through Envoy', () => {
     const r = await gw.request('/health');
     expect(r.status).toBe(200);
     expect(echo.seen.slice(before).some((s) => s.path === '/health')).toBe(false);
+  });
+
+  it('transcodes JSON to the gRPC service with grpcJsonTranscoder', async () => {
+    const r = await gw.request('/shop.v1.Books/GetBook', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 2 }),
+    });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ id: '2', title: 'Sonnets', kind: 'POEMS', page_count: 154 });
+    expect(books.calls.at(-1)?.method).toBe('GetBook');
   });
 
   it('has the grpc_web filter on the HCM by default', async () => {

@@ -161,6 +161,16 @@ function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefin
   if (o.healthCheck) ir.healthCheckPath = o.healthCheck.path;
   if (o.grpcWeb?.disable) ir.grpcWebDisabled = true;
   if (o.buffer) ir.bufferMaxRequestBytes = o.buffer.maxRequestBytes;
+  const t = o.grpcJsonTranscoder;
+  if (t) {
+    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap: _, services, ignoredQueryParameters, ...flags } = t;
+    ir.grpcJsonTranscoder = {
+      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? '' },
+      services,
+      ignoredQueryParameters: ignoredQueryParameters ?? [],
+      ...flags,
+    };
+  }
   const rl = o.httpLocalRatelimit;
   if (rl) {
     if (!rl.defaultLimit) {

@@ -184,6 +184,34 @@ export function hcmRender(options: HcmOptions): RenderPlugin {
         // after CORS, which answers grpc-web preflights
         out.push({ position: after(FilterStage.Fault), filter });
       }
+      const t = http?.grpcJsonTranscoder;
+      if (t) {
+        const p = t.printOptions;
+        const filter: HttpFilter = {
+          name: 'envoy.filters.http.grpc_json_transcoder',
+          typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder', {
+            ...('filename' in t.descriptor ? { proto_descriptor: t.descriptor.filename } : { proto_descriptor_bin: t.descriptor.base64 }),
+            services: t.services,
+            ...(p
+              ? {
+                  print_options: {
+                    ...(p.addWhitespace ? { add_whitespace: true } : {}),
+                    ...(p.alwaysPrintPrimitiveFields ? { always_print_primitive_fields: true } : {}),
+                    ...(p.alwaysPrintEnumsAsInts ? { always_print_enums_as_ints: true } : {}),
+                    ...(p.preserveProtoFieldNames ? { preserve_proto_field_names: true } : {}),
+                  },
+                }
+              : {}),
+            ...(t.matchIncomingRequestRoute ? { match_incoming_request_route: true } : {}),
+            ...(t.ignoredQueryParameters.length ? { ignored_query_parameters: t.ignoredQueryParameters } : {}),
+            ...(t.autoMapping ? { auto_mapping: true } : {}),
+            ...(t.ignoreUnknownQueryParameters ? { ignore_unknown_query_parameters: true } : {}),
+            ...(t.convertGrpcStatus ? { convert_grpc_status: true } : {}),
+          }),
+        };
+        // after authentication and rate limits, as the last step before routing to the gRPC upstream
+        out.push({ position: before(FilterStage.Route), filter });
+      }
       // compresses what every filter after it answers, the router's responses included
       if (http?.gzip) out.push({ position: before(FilterStage.Fault), filter: gzipFilter(http.gzip) });
       return out;

@@ -138,6 +138,31 @@ const TokenBucketSchema = z.strictObject({
   fillInterval: Duration,
 });
 
+/** Gloo's grpc_json.proto GrpcJsonTranscoder (Envoy's gRPC-JSON transcoder filter). */
+const GrpcJsonTranscoderSchema = z
+  .strictObject({
+    protoDescriptor: Name.optional(),
+    protoDescriptorBin: z.base64('must be base64 (a FileDescriptorSet)').min(1, 'must not be empty').optional(),
+    protoDescriptorConfigMap: notSupported('descriptors from a ConfigMap are not read yet; use protoDescriptorBin'),
+    services: z.array(Name).min(1, 'list at least one service (package.Service)'),
+    printOptions: z
+      .strictObject({
+        addWhitespace: z.boolean().optional(),
+        alwaysPrintPrimitiveFields: z.boolean().optional(),
+        alwaysPrintEnumsAsInts: z.boolean().optional(),
+        preserveProtoFieldNames: z.boolean().optional(),
+      })
+      .optional(),
+    matchIncomingRequestRoute: z.boolean().optional(),
+    ignoredQueryParameters: z.array(Name).optional(),
+    autoMapping: z.boolean().optional(),
+    ignoreUnknownQueryParameters: z.boolean().optional(),
+    convertGrpcStatus: z.boolean().optional(),
+  })
+  .refine((t) => (t.protoDescriptor ? 1 : 0) + (t.protoDescriptorBin ? 1 : 0) + (t.protoDescriptorConfigMap ? 1 : 0) === 1, {
+    message: 'set exactly one of protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap',
+  });
+
 const NOT_ENTERPRISE = 'a Gloo Enterprise listener option Legate does not render on a listener';
 
 /** `httpGateway.options` fields this feature renders or refuses. */
@@ -161,7 +186,7 @@ export const hcmHttpListenerOptions = {
   extauth: notSupported('listener-wide extauth settings are not rendered; use Settings extauth'),
   ratelimitServer: notSupported('listener-wide rate limit server settings are not rendered; use Settings ratelimitServer'),
   dynamicForwardProxy: notSupported('the listener-wide dynamic forward proxy is not rendered; routes use dynamicForwardProxy'),
-  grpcJsonTranscoder: notSupported('gRPC-JSON transcoding is not rendered yet'),
+  grpcJsonTranscoder: GrpcJsonTranscoderSchema.optional(),
   proxyLatency: notSupported(`${NOT_ENTERPRISE} (proxy latency)`),
   caching: notSupported(`${NOT_ENTERPRISE} (caching server)`),
   tap: notSupported(`${NOT_ENTERPRISE} (tap)`),
