@@ -1,5 +1,6 @@
 // httpGateway.options end to end: a Gateway with Gloo's HttpListenerOptions (as Gloo's chart renders
 // customHttpGateway.options) on the listener legate run serves, through a real Envoy to an echo upstream.
+import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
@@ -94,6 +95,23 @@ spec:
           tracePercentages: { randomSamplePercentage: 5 }
           literalsForTags: [{ tag: cluster, value: east }]
 `;
+
+/** The status Envoy answers a WebSocket upgrade request with. */
+function upgradeStatus(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/ws', headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -195,10 +213,12 @@ describe('httpGateway.options through Envoy', () => {
     expect(books.calls.at(-1)?.method).toBe('GetBook');
   });
 
-  it('has the grpc_web filter on the HCM by default', async () => {
+  it("has Gloo's HCM defaults: grpc_web filter, normalize_path, WebSocket upgrades", async () => {
     const dump = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump`)).text();
     expect(dump).toContain('envoy.filters.http.grpc_web');
     expect(dump).toContain('"normalize_path": true');
+    // WebSocket on by default (Gloo's): the upgrade reaches the upstream, which answers without switching
+    expect(await upgradeStatus(gw.ports.http)).toBe(200);
   });
 
   it('limits every request on the listener with httpLocalRatelimit', async () => {
@@ -218,5 +238,7 @@ describe('httpGateway.options through Envoy', () => {
     const other = await fetch(`http://127.0.0.1:${port}/settings`);
     expect(other.status).toBe(200);
     expect(other.headers.get('via')).toBe('legate');
+    // upgrades: websocket off on that listener (Envoy refuses the upgrade), on by default on the first
+    expect(await upgradeStatus(port)).toBe(403);
   });
 });
