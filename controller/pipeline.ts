@@ -147,7 +147,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     : undefined;
   const withExtProc: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
   const breakers = settings?.spec.gloo?.circuitBreakers;
-  const render: RenderOptions = breakers ? { ...withExtProc, circuitBreakers: breakers } : withExtProc;
+  const withBreakers: RenderOptions = breakers ? { ...withExtProc, circuitBreakers: breakers } : withExtProc;
+  const render: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);

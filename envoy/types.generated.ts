@@ -30,6 +30,12 @@ export type Wasm = envoy_extensions_filters_http_wasm_v3_Wasm;
 export type RateLimit = envoy_extensions_filters_http_ratelimit_v3_RateLimit;
 export type RateLimitPerRoute = envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
 export type LocalRateLimit = envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
+export type Compressor = envoy_extensions_filters_http_compressor_v3_Compressor;
+export type Gzip = envoy_extensions_compression_gzip_compressor_v3_Gzip;
+export type HealthCheck = envoy_extensions_filters_http_health_check_v3_HealthCheck;
+export type GrpcWeb = envoy_extensions_filters_http_grpc_web_v3_GrpcWeb;
+export type UuidRequestIdConfig = envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig;
+export type GrpcJsonTranscoder = envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder;
 export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
 export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
 export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
@@ -78,6 +84,12 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit": envoy_extensions_filters_http_ratelimit_v3_RateLimit;
   "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute": envoy_extensions_filters_http_ratelimit_v3_RateLimitPerRoute;
   "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit": envoy_extensions_filters_http_local_ratelimit_v3_LocalRateLimit;
+  "type.googleapis.com/envoy.extensions.filters.http.compressor.v3.Compressor": envoy_extensions_filters_http_compressor_v3_Compressor;
+  "type.googleapis.com/envoy.extensions.compression.gzip.compressor.v3.Gzip": envoy_extensions_compression_gzip_compressor_v3_Gzip;
+  "type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck": envoy_extensions_filters_http_health_check_v3_HealthCheck;
+  "type.googleapis.com/envoy.extensions.filters.http.grpc_web.v3.GrpcWeb": envoy_extensions_filters_http_grpc_web_v3_GrpcWeb;
+  "type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig": envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig;
+  "type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder": envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors": envoy_extensions_filters_http_cors_v3_Cors;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
@@ -2460,6 +2472,19 @@ export type envoy_extensions_common_ratelimit_v3_VhRateLimitsOptions = "OVERRIDE
 
 export type envoy_extensions_common_ratelimit_v3_XRateLimitHeadersRFCVersion = "OFF" | "DRAFT_VERSION_03";
 
+/** envoy.extensions.compression.gzip.compressor.v3.Gzip */
+export interface envoy_extensions_compression_gzip_compressor_v3_Gzip {
+  memory_level?: number;
+  compression_level?: envoy_extensions_compression_gzip_compressor_v3_Gzip_CompressionLevel;
+  compression_strategy?: envoy_extensions_compression_gzip_compressor_v3_Gzip_CompressionStrategy;
+  window_bits?: number;
+  chunk_size?: number;
+}
+
+export type envoy_extensions_compression_gzip_compressor_v3_Gzip_CompressionLevel = "DEFAULT_COMPRESSION" | "BEST_SPEED" | "COMPRESSION_LEVEL_1" | "COMPRESSION_LEVEL_2" | "COMPRESSION_LEVEL_3" | "COMPRESSION_LEVEL_4" | "COMPRESSION_LEVEL_5" | "COMPRESSION_LEVEL_6" | "COMPRESSION_LEVEL_7" | "COMPRESSION_LEVEL_8" | "COMPRESSION_LEVEL_9" | "BEST_COMPRESSION";
+
+export type envoy_extensions_compression_gzip_compressor_v3_Gzip_CompressionStrategy = "DEFAULT_STRATEGY" | "FILTERED" | "HUFFMAN_ONLY" | "RLE" | "FIXED";
+
 /** envoy.extensions.filters.common.fault.v3.FaultDelay */
 export interface envoy_extensions_filters_common_fault_v3_FaultDelay {
   fixed_delay?: Duration;
@@ -2500,6 +2525,38 @@ export interface envoy_extensions_filters_http_buffer_v3_Buffer {
 export interface envoy_extensions_filters_http_buffer_v3_BufferPerRoute {
   disabled?: boolean;
   buffer?: envoy_extensions_filters_http_buffer_v3_Buffer;
+}
+
+/** envoy.extensions.filters.http.compressor.v3.Compressor */
+export interface envoy_extensions_filters_http_compressor_v3_Compressor {
+  content_length?: number; /** deprecated in Envoy */
+  content_type?: string[]; /** deprecated in Envoy */
+  disable_on_etag_header?: boolean; /** deprecated in Envoy */
+  remove_accept_encoding_header?: boolean; /** deprecated in Envoy */
+  runtime_enabled?: envoy_config_core_v3_RuntimeFeatureFlag; /** deprecated in Envoy */
+  compressor_library?: envoy_config_core_v3_TypedExtensionConfig;
+  request_direction_config?: envoy_extensions_filters_http_compressor_v3_Compressor_RequestDirectionConfig;
+  response_direction_config?: envoy_extensions_filters_http_compressor_v3_Compressor_ResponseDirectionConfig;
+  choose_first?: boolean;
+}
+
+/** envoy.extensions.filters.http.compressor.v3.Compressor.CommonDirectionConfig */
+export interface envoy_extensions_filters_http_compressor_v3_Compressor_CommonDirectionConfig {
+  enabled?: envoy_config_core_v3_RuntimeFeatureFlag;
+  min_content_length?: number;
+  content_type?: string[];
+}
+
+/** envoy.extensions.filters.http.compressor.v3.Compressor.RequestDirectionConfig */
+export interface envoy_extensions_filters_http_compressor_v3_Compressor_RequestDirectionConfig {
+  common_config?: envoy_extensions_filters_http_compressor_v3_Compressor_CommonDirectionConfig;
+}
+
+/** envoy.extensions.filters.http.compressor.v3.Compressor.ResponseDirectionConfig */
+export interface envoy_extensions_filters_http_compressor_v3_Compressor_ResponseDirectionConfig {
+  common_config?: envoy_extensions_filters_http_compressor_v3_Compressor_CommonDirectionConfig;
+  disable_on_etag_header?: boolean;
+  remove_accept_encoding_header?: boolean;
 }
 
 /** envoy.extensions.filters.http.cors.v3.Cors */
@@ -2721,6 +2778,57 @@ export interface envoy_extensions_filters_http_fault_v3_HTTPFault {
   abort_grpc_status_runtime?: string;
   disable_downstream_cluster_stats?: boolean;
   filter_metadata?: Record<string, unknown>;
+}
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder {
+  proto_descriptor?: string;
+  proto_descriptor_bin?: string;
+  services?: string[];
+  print_options?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_PrintOptions;
+  match_incoming_request_route?: boolean;
+  ignored_query_parameters?: string[];
+  auto_mapping?: boolean;
+  ignore_unknown_query_parameters?: boolean;
+  convert_grpc_status?: boolean;
+  url_unescape_spec?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_UrlUnescapeSpec;
+  query_param_unescape_plus?: boolean;
+  match_unregistered_custom_verb?: boolean;
+  request_validation_options?: envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_RequestValidationOptions;
+  case_insensitive_enum_parsing?: boolean;
+  max_request_body_size?: number;
+  max_response_body_size?: number;
+  capture_unknown_query_parameters?: boolean;
+}
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder.PrintOptions */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_PrintOptions {
+  add_whitespace?: boolean;
+  always_print_primitive_fields?: boolean;
+  always_print_enums_as_ints?: boolean;
+  preserve_proto_field_names?: boolean;
+  stream_newline_delimited?: boolean;
+}
+
+/** envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder.RequestValidationOptions */
+export interface envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_RequestValidationOptions {
+  reject_unknown_method?: boolean;
+  reject_unknown_query_parameters?: boolean;
+  reject_binding_body_field_collisions?: boolean;
+}
+
+export type envoy_extensions_filters_http_grpc_json_transcoder_v3_GrpcJsonTranscoder_UrlUnescapeSpec = "ALL_CHARACTERS_EXCEPT_RESERVED" | "ALL_CHARACTERS_EXCEPT_SLASH" | "ALL_CHARACTERS";
+
+/** envoy.extensions.filters.http.grpc_web.v3.GrpcWeb */
+export interface envoy_extensions_filters_http_grpc_web_v3_GrpcWeb {
+}
+
+/** envoy.extensions.filters.http.health_check.v3.HealthCheck */
+export interface envoy_extensions_filters_http_health_check_v3_HealthCheck {
+  pass_through_mode?: boolean;
+  cache_time?: Duration;
+  cluster_min_healthy_percentages?: Record<string, envoy_type_v3_Percent>;
+  headers?: envoy_config_route_v3_HeaderMatcher[];
 }
 
 /** envoy.extensions.filters.http.jwt_authn.v3.FilterStateRule */
@@ -3244,6 +3352,12 @@ export interface envoy_extensions_http_header_formatters_preserve_case_v3_Preser
 }
 
 export type envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig_FormatterTypeOnEnvoyHeaders = "DEFAULT" | "PROPER_CASE";
+
+/** envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig */
+export interface envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig {
+  pack_trace_reason?: boolean;
+  use_request_id_for_trace_sampling?: boolean;
+}
 
 /** envoy.extensions.retry.priority.previous_priorities.v3.PreviousPrioritiesConfig */
 export interface envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig {

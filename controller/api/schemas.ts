@@ -3,6 +3,7 @@
 // unchanged; see docs/resources.md for what each field does in Legate.
 import { z } from 'zod';
 
+import { corsHttpListenerOptions } from '../translate/features/cors/schema.js';
 import { ExtProcSettingsSchema } from '../translate/features/extproc/schema.js';
 import { listenerGatewayFields } from '../translate/features/listener/schema.js';
 import { OTHER_UPSTREAM_TYPES, UPSTREAM_OPTIONS, serviceSpecField } from '../translate/features/upstreams/schema.js';
@@ -11,6 +12,7 @@ import {
   resilienceStaticHostOptions,
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
+import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -41,6 +43,7 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
+      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
     })
     .optional(),
 });
@@ -260,6 +263,8 @@ export const SettingsSpecSchema = z.strictObject({
       invalidConfigPolicy: InvalidConfigPolicySchema.optional(),
       /** the circuit breakers of every Upstream without its own */
       circuitBreakers: CircuitBreakerConfigSchema.optional(),
+      /** no grpc_web filter on any listener */
+      disableGrpcWeb: z.boolean().optional(),
     })
     .optional(),
   gateway: z.record(z.string(), z.unknown()).optional(),

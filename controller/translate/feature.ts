@@ -112,10 +112,13 @@ export interface FeatureBinding {
   routeAction?(route: Route, site: RouteSite, sink: BindSink): RouteActionIR | undefined;
   /** Apply route options this feature owns to a translated route. */
   bindRoute?(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void;
-  /** Apply Gateway fields this feature owns to its listener. */
-  bindGateway?(gw: Gateway, ir: ListenerIR, sink: BindSink): void;
   /** Apply virtual-host options this feature owns (after every route is bound). */
   bindVirtualHost?(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void;
+  /**
+   * Apply the Gateway fields this feature owns (`options`, `httpGateway.options`, …) to its listener; a
+   * problem rejects the Gateway, whose last accepted version then serves.
+   */
+  bindGateway?(gw: Gateway, ir: ListenerIR, sink: BindSink): void;
   /** A route got its final per-proxy name; adjust what refers to it. Returns the route to serve. */
   routeNamed?(route: RouteIR): RouteIR;
   /** Resources for an extension service's role (served even when empty, so the service knows). */

@@ -398,6 +398,10 @@ export interface ListenerIR {
   invalidRouteResponse?: { status: number; body: string };
   /** the Gateway's useProxyProto, options and routeOptions (features/listener) */
   options?: ListenerOptionsIR;
+  /** httpGateway.options: HTTP connection manager settings and listener-wide filters (features/hcm) */
+  http?: HttpListenerIR;
+  /** httpGateway.options.csrf: the CSRF policy of every request the listener serves (features/cors) */
+  csrf?: CsrfIR;
 }
 
 /** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */
@@ -452,6 +456,113 @@ export interface ListenerOptionsIR {
   socketOptions?: { description?: string; level: number; name: number; intValue?: number; bufValue?: string; state: string }[];
   exactBalance?: true;
   routeConfig?: { maxDirectResponseBodySizeBytes?: number; mostSpecificHeaderMutationsWins?: boolean };
+}
+
+/** Gloo's HttpConnectionManagerSettings, durations parsed and enums by name; unset fields keep Envoy's default. */
+export interface HcmSettingsIR {
+  skipXffAppend?: boolean;
+  via?: string;
+  xffNumTrustedHops?: number;
+  useRemoteAddress?: boolean;
+  generateRequestId?: boolean;
+  proxy100Continue?: boolean;
+  streamIdleTimeout?: DurationIR;
+  idleTimeout?: DurationIR;
+  maxRequestHeadersKb?: number;
+  requestTimeout?: DurationIR;
+  requestHeadersTimeout?: DurationIR;
+  drainTimeout?: DurationIR;
+  delayedCloseTimeout?: DurationIR;
+  serverName?: string;
+  stripAnyHostPort?: boolean;
+  acceptHttp10?: boolean;
+  defaultHostForHttp10?: string;
+  allowChunkedLength?: boolean;
+  enableTrailers?: boolean;
+  headerKeyFormat?: 'properCase' | 'preserveCase';
+  tracing?: ListenerTracingIR;
+  forwardClientCertDetails?: string;
+  setCurrentClientCertDetails?: { subject?: boolean; cert?: boolean; chain?: boolean; dns?: boolean; uri?: boolean };
+  preserveExternalRequestId?: boolean;
+  /** websocket and CONNECT on the whole listener (unset: WebSocket on, as Gloo) */
+  upgrades?: UpgradeIR[];
+  maxConnectionDuration?: DurationIR;
+  maxStreamDuration?: DurationIR;
+  maxHeadersCount?: number;
+  headersWithUnderscoresAction?: string;
+  maxRequestsPerConnection?: number;
+  serverHeaderTransformation?: string;
+  pathWithEscapedSlashesAction?: string;
+  codecType?: string;
+  mergeSlashes?: boolean;
+  /** unset: true, as Gloo */
+  normalizePath?: boolean;
+  uuidRequestIdConfig?: { packTraceReason?: boolean; useRequestIdForTraceSampling?: boolean };
+  http2?: {
+    maxConcurrentStreams?: number;
+    initialStreamWindowSize?: number;
+    initialConnectionWindowSize?: number;
+    overrideStreamErrorOnInvalidHttpMessage?: boolean;
+  };
+  internalAddresses?: { unixSockets?: boolean; cidrRanges: { addressPrefix: string; prefixLen: number }[] };
+  appendXForwardedPort?: boolean;
+}
+
+/** A listener's tracing without a provider: sampling decisions and span tags. */
+export interface ListenerTracingIR {
+  requestHeadersForTags: string[];
+  verbose?: boolean;
+  clientSampling?: number;
+  randomSampling?: number;
+  overallSampling?: number;
+  environmentTags: { tag: string; name: string; defaultValue?: string }[];
+  literalTags: { tag: string; value: string }[];
+  spawnUpstreamSpan?: boolean;
+}
+
+/** httpGateway.options of a Gateway. */
+export interface HttpListenerIR {
+  hcm?: HcmSettingsIR;
+  /** Envoy's compressor filter with gzip (Gloo's v2 Gzip fields, enums by name) */
+  gzip?: {
+    memoryLevel?: number;
+    contentLength?: number;
+    compressionLevel?: string;
+    compressionStrategy?: string;
+    contentType: string[];
+    disableOnEtagHeader?: boolean;
+    removeAcceptEncodingHeader?: boolean;
+    windowBits?: number;
+  };
+  /** Envoy's health_check filter answers 200 on this path itself */
+  healthCheckPath?: string;
+  /** grpcWeb.disable: no grpc_web filter on this listener */
+  grpcWebDisabled?: boolean;
+  /** a buffer filter for every request */
+  bufferMaxRequestBytes?: number;
+  /** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64) */
+  grpcJsonTranscoder?: {
+    descriptor: { filename: string } | { base64: string };
+    services: string[];
+    printOptions?: {
+      addWhitespace?: boolean;
+      alwaysPrintPrimitiveFields?: boolean;
+      alwaysPrintEnumsAsInts?: boolean;
+      preserveProtoFieldNames?: boolean;
+    };
+    matchIncomingRequestRoute?: boolean;
+    ignoredQueryParameters: string[];
+    autoMapping?: boolean;
+    ignoreUnknownQueryParameters?: boolean;
+    convertGrpcStatus?: boolean;
+  };
+  localRatelimit?: {
+    maxTokens: number;
+    tokensPerFill: number;
+    fillInterval: DurationIR;
+    perConnection: boolean;
+    rateLimitHeaders: boolean;
+  };
 }
 
 export interface ProxyIR {

@@ -282,6 +282,24 @@ export function translate(input: TranslateInput): TranslateOutput {
     gateways = [defaultGateway(options, false)];
     if ([...virtualHosts.values()].some(({ vs }) => vs.spec.sslConfig)) gateways.push(defaultGateway(options, true));
   }
+  // a Gateway whose options fail keeps serving its last accepted version (or serves nothing)
+  const gatewayOptions = new Map<Gateway, Partial<ListenerIR>>();
+  gateways = gateways.flatMap((gw) => {
+    const bound = bindGateway(gw, bindings);
+    if (bound.problems.length === 0) {
+      for (const w of bound.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
+      gatewayOptions.set(gw, bound.ir);
+      return [gw];
+    }
+    for (const p of bound.problems) reporter.error(sourceOf(gw), p.code, p.message);
+    const previous = lastAccepted.get(keyOf(gw));
+    if (previous?.kind !== 'Gateway') return [];
+    const last = bindGateway(previous, bindings);
+    if (last.problems.length > 0) return [];
+    reporter.warn(sourceOf(gw), 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
+    gatewayOptions.set(previous, last.ir);
+    return [previous];
+  });
   for (const gw of gateways) accepted.set(keyOf(gw), gw);
 
   const proxies = new Map<string, ProxyIR>();
@@ -298,11 +316,8 @@ export function translate(input: TranslateInput): TranslateOutput {
       ssl: gw.spec.ssl ?? false,
       source: sourceOf(gw),
       virtualHosts: [],
+      ...gatewayOptions.get(gw),
     };
-    const gwSink: BindSink = { problems: [], warnings: [] };
-    for (const b of bindings) b.bindGateway?.(gw, listener, gwSink);
-    for (const w of gwSink.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
-    for (const p of gwSink.problems) reporter.error(sourceOf(gw), p.code, p.message);
     for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
       let proxy = proxies.get(proxyName);
       if (!proxy) {
@@ -413,6 +428,16 @@ function defaultGateway(options: TranslateOptions, ssl: boolean): Gateway {
   if (options.defaultGateway.options) spec.options = options.defaultGateway.options;
   const raw = { apiVersion: 'gateway.legate.dev/v1', kind: 'Gateway', metadata, spec, body: {}, origin: '(default)' };
   return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
+}
+
+/** A Gateway's options through each feature's bindGateway: the listener fields they set, and what they found. */
+function bindGateway(gw: Gateway, bindings: readonly FeatureBinding[]): BindSink & { ir: Partial<ListenerIR> } {
+  const sink: BindSink = { problems: [], warnings: [] };
+  const ir: ListenerIR = { name: '', bindAddress: '', bindPort: 0, ssl: gw.spec.ssl ?? false, source: sourceOf(gw), virtualHosts: [] };
+  for (const b of bindings) b.bindGateway?.(gw, ir, sink);
+  // the core's own fields are set where the listener is built; the rest is what the features bound
+  const { name: _name, bindAddress: _address, bindPort: _port, ssl: _ssl, source: _source, virtualHosts: _vhosts, ...bound } = ir;
+  return { ...sink, ir: bound };
 }
 
 function gatewaySelects(gw: Gateway, vs: VirtualService): boolean {

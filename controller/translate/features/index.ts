@@ -14,6 +14,7 @@ import { faultsFeature } from './faults/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
 import { listenerFeature } from './listener/index.js';
+import { hcmFeature } from './hcm/index.js';
 import { headersFeature } from './headers/index.js';
 import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
@@ -39,6 +40,8 @@ export interface RenderOptions {
   namedExtauth?: Record<string, CustomAuthServer>;
   /** Settings gloo.circuitBreakers: the circuit breakers of every Upstream without its own */
   circuitBreakers?: CircuitBreakerConfig;
+  /** Settings gloo.disableGrpcWeb */
+  disableGrpcWeb?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -58,6 +61,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     routingFeature,
     lbHashFeature,
     faultsFeature,
+    hcmFeature({ disableGrpcWeb: options.disableGrpcWeb ?? false }),
     tracingFeature,
     statsFeature,
     headersFeature,

@@ -35,7 +35,13 @@ function perFilterConfig(b: BufferIR): TypedConfig {
 }
 
 export const bufferRender: RenderPlugin = {
-  httpFilters(proxy) {
+  httpFilters(proxy, listener) {
+    const listenerWide = listener.http?.bufferMaxRequestBytes;
+    if (listenerWide !== undefined) {
+      // httpGateway.options.buffer: every request, unless a bufferPerRoute turns it off or sets its own limit
+      const typed_config = typed('type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer', { max_request_bytes: listenerWide });
+      return [{ position: before(FilterStage.Route), filter: { name: BUFFER_PER_ROUTE_FILTER, typed_config } }];
+    }
     if (!buffersAnything(proxy)) return [];
     const filter: HttpFilter = {
       name: BUFFER_PER_ROUTE_FILTER,

@@ -102,12 +102,11 @@ export const corsRender: RenderPlugin = {
         filter: { name: CORS_FILTER, typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors', {}) },
       });
     }
-    if (usesCsrf(listener)) {
-      // on the HCM it checks nothing; each virtual host, route or destination with a policy turns it on
-      filters.push({
-        position: before(FilterStage.Early),
-        filter: { name: CSRF_FILTER, typed_config: csrfPolicy({ filterEnabled: NEVER, additionalOrigins: [] }) },
-      });
+    if (usesCsrf(listener) || listener.csrf) {
+      // on the HCM it checks nothing (or the Gateway's policy); each virtual host, route or destination with a
+      // policy of its own replaces that
+      const policy = listener.csrf ?? { filterEnabled: NEVER, additionalOrigins: [] };
+      filters.push({ position: before(FilterStage.Early), filter: { name: CSRF_FILTER, typed_config: csrfPolicy(policy) } });
     }
     return filters;
   },

@@ -1,10 +1,10 @@
 // Stage 1 for cors: `cors` and `csrf` options -> IR, with every regex checked by RE2 and every problem
 // reported at its field. Gloo's semantics: a route's CORS fields override the virtual host's field by
 // field (Envoy's own merge), except exposeHeaders under corsPolicyMergeSettings UNION, which joins them.
-import type { VirtualService } from '../../../api/resources.js';
+import type { Gateway, VirtualService } from '../../../api/resources.js';
 import type { Route } from '../../../api/routes.js';
 import type { BindSink, FeatureBinding, Problem, RouteSite } from '../../feature.js';
-import type { CorsIR, CsrfIR, RouteIR, RuntimeFractionIR, VirtualHostIR } from '../../ir.js';
+import type { CorsIR, CsrfIR, ListenerIR, RouteIR, RuntimeFractionIR, VirtualHostIR } from '../../ir.js';
 import { re2Error } from '../../regex.js';
 import {
   DENOMINATORS,
@@ -42,6 +42,12 @@ export function corsBinding(): FeatureBinding {
         const cluster = ir.action.type === 'route' ? ir.action.clusters.find((c) => c.destination === j) : undefined;
         if (csrf && cluster) cluster.csrf = csrf;
       });
+    },
+    bindGateway(gw: Gateway, ir: ListenerIR, sink: BindSink): void {
+      const csrf = gw.spec.httpGateway?.options?.csrf;
+      if (!csrf) return;
+      const policy = csrfPolicy(csrf, 'httpGateway.options.csrf', sink);
+      if (policy) ir.csrf = policy;
     },
     bindVirtualHost(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void {
       const opts = vs.spec.virtualHost.options;

@@ -66,6 +66,9 @@ export const CsrfPolicySchema = z.strictObject({
 });
 export type CsrfPolicy = z.infer<typeof CsrfPolicySchema>;
 
+/** `httpGateway.options` of a Gateway this feature renders: a listener-wide CSRF policy. */
+export const corsHttpListenerOptions = { csrf: CsrfPolicySchema.optional() };
+
 /** Route options this feature renders. */
 export const corsRouteOptions = {
   cors: CorsPolicySchema.optional(),

@@ -166,10 +166,29 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
     }),
   });
   return {
-    httpFilters(proxy) {
+    httpFilters(proxy, listener) {
       const u = uses(proxy, beforeAuth);
       const out = [];
-      if (u.local) {
+      const wide = listener.http?.localRatelimit;
+      if (wide) {
+        // httpGateway.options.httpLocalRatelimit: the listener's bucket; a virtual host's or route's own replaces it
+        const always = {
+          default_value: { numerator: 100, denominator: 'HUNDRED' as const },
+          runtime_key: 'legate_local_ratelimit_enabled',
+        };
+        const filter: HttpFilter = {
+          name: LOCAL_RATELIMIT_FILTER,
+          typed_config: typed(LOCAL_TYPE, {
+            stat_prefix: 'local_rate_limit',
+            token_bucket: { max_tokens: wide.maxTokens, tokens_per_fill: wide.tokensPerFill, fill_interval: duration(wide.fillInterval) },
+            filter_enabled: always,
+            filter_enforced: { ...always, runtime_key: 'legate_local_ratelimit_enforced' },
+            ...(wide.perConnection ? { local_rate_limit_per_downstream_connection: true } : {}),
+            ...(wide.rateLimitHeaders ? { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const } : {}),
+          }),
+        };
+        out.push({ position: beforeAuth ? before(FilterStage.AuthN) : before(FilterStage.RateLimit), filter });
+      } else if (u.local) {
         // inert here (no bucket): each virtual host or route that limits brings its own bucket
         const filter: HttpFilter = { name: LOCAL_RATELIMIT_FILTER, typed_config: typed(LOCAL_TYPE, { stat_prefix: 'local_rate_limit' }) };
         // first of them: cheap, and it protects the service too

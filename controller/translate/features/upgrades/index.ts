@@ -1,4 +1,5 @@
-// Protocol upgrades. Every HCM allows the WebSocket upgrade, as Gloo's does by default; a route's
+// Protocol upgrades. Every HCM allows the WebSocket upgrade, as Gloo's does by default (unless the Gateway's
+// httpConnectionManagerSettings.upgrades, rendered before this by the hcm feature, says otherwise); a route's
 // `options.upgrades` turns WebSocket or CONNECT on or off for that route (Envoy RouteAction
 // upgrade_configs). CONNECT is proxied to the upstream as a request (no connect_config), as in Gloo;
 // a route matches CONNECT requests with a `connectMatcher` (matchers.ts).

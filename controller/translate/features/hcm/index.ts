@@ -1,0 +1,208 @@
+// The HTTP connection manager of a Gateway's listener: `httpGateway.options.httpConnectionManagerSettings`
+// (Gloo's hcm.proto) onto Envoy's HCM, Gloo's defaults where it has them (normalize_path on, grpc_web on
+// unless Settings gloo.disableGrpcWeb or grpcWeb.disable), and the listener-wide filters gzip (Envoy's
+// compressor with gzip) and healthCheck (Envoy's health_check filter, answering itself). The listener's
+// buffer and httpLocalRatelimit are bound here and rendered by the buffer and ratelimit features, which
+// own those filters; csrf is the cors feature's.
+import type { Gateway } from '../../../api/resources.js';
+import { parseDuration } from '../../duration.js';
+import type { BindSink, Feature } from '../../feature.js';
+import type { HcmSettingsIR, HttpListenerIR, ListenerTracingIR } from '../../ir.js';
+import { hcmRender, type HcmOptions } from './render.js';
+
+export type { HcmOptions } from './render.js';
+import {
+  CODEC_TYPES,
+  FORWARD_CLIENT_CERT_DETAILS,
+  GZIP_COMPRESSION_LEVELS,
+  GZIP_COMPRESSION_STRATEGIES,
+  HEADERS_WITH_UNDERSCORES_ACTIONS,
+  PATH_WITH_ESCAPED_SLASHES_ACTIONS,
+  SERVER_HEADER_TRANSFORMATIONS,
+  type HttpConnectionManagerSettings,
+} from './schema.js';
+
+/** A protoEnum value (name or number) as its name. */
+function enumName<N extends readonly string[]>(names: N, v: string | number | undefined): string | undefined {
+  return typeof v === 'number' ? names[v] : v;
+}
+
+function durations<K extends string>(
+  s: Partial<Record<K, string>>,
+  keys: readonly K[],
+): Partial<Record<K, ReturnType<typeof parseDuration>>> {
+  const out: Partial<Record<K, ReturnType<typeof parseDuration>>> = {};
+  for (const k of keys) {
+    const v = s[k];
+    if (v !== undefined) out[k] = parseDuration(v);
+  }
+  return out;
+}
+
+const DURATIONS = [
+  'streamIdleTimeout',
+  'idleTimeout',
+  'requestTimeout',
+  'requestHeadersTimeout',
+  'drainTimeout',
+  'delayedCloseTimeout',
+  'maxConnectionDuration',
+  'maxStreamDuration',
+] as const;
+
+function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: BindSink): HcmSettingsIR {
+  const {
+    tracing,
+    upgrades,
+    forwardClientCertDetails,
+    headersWithUnderscoresAction,
+    serverHeaderTransformation,
+    pathWithEscapedSlashesAction,
+    codecType,
+    properCaseHeaderKeyFormat,
+    http2ProtocolOptions,
+    internalAddressConfig,
+    ...plain
+  } = s;
+  const ir: HcmSettingsIR = {};
+  const copy = [
+    'skipXffAppend',
+    'via',
+    'xffNumTrustedHops',
+    'useRemoteAddress',
+    'generateRequestId',
+    'proxy100Continue',
+    'maxRequestHeadersKb',
+    'serverName',
+    'stripAnyHostPort',
+    'acceptHttp10',
+    'defaultHostForHttp10',
+    'allowChunkedLength',
+    'enableTrailers',
+    'setCurrentClientCertDetails',
+    'preserveExternalRequestId',
+    'maxHeadersCount',
+    'maxRequestsPerConnection',
+    'mergeSlashes',
+    'normalizePath',
+    'uuidRequestIdConfig',
+    'appendXForwardedPort',
+  ] as const;
+  for (const k of copy) if (plain[k] !== undefined) Object.assign(ir, { [k]: plain[k] });
+  Object.assign(ir, durations(plain, DURATIONS));
+  if (properCaseHeaderKeyFormat) ir.headerKeyFormat = 'properCase';
+  const names: [keyof HcmSettingsIR, readonly string[], string | number | undefined][] = [
+    ['forwardClientCertDetails', FORWARD_CLIENT_CERT_DETAILS, forwardClientCertDetails],
+    ['headersWithUnderscoresAction', HEADERS_WITH_UNDERSCORES_ACTIONS, headersWithUnderscoresAction],
+    ['serverHeaderTransformation', SERVER_HEADER_TRANSFORMATIONS, serverHeaderTransformation],
+    ['pathWithEscapedSlashesAction', PATH_WITH_ESCAPED_SLASHES_ACTIONS, pathWithEscapedSlashesAction],
+    ['codecType', CODEC_TYPES, codecType],
+  ];
+  for (const [k, list, v] of names) {
+    const name = enumName(list, v);
+    if (name !== undefined) Object.assign(ir, { [k]: name });
+  }
+  if (http2ProtocolOptions) ir.http2 = { ...http2ProtocolOptions };
+  if (internalAddressConfig) {
+    ir.internalAddresses = {
+      ...(internalAddressConfig.unixSockets !== undefined ? { unixSockets: internalAddressConfig.unixSockets } : {}),
+      cidrRanges: (internalAddressConfig.cidrRanges ?? []).map((c) => ({ addressPrefix: c.addressPrefix, prefixLen: c.prefixLen ?? 0 })),
+    };
+  }
+  if (upgrades) {
+    const seen = new Set<string>();
+    ir.upgrades = [];
+    upgrades.forEach((u, i) => {
+      const type = u.websocket ? 'websocket' : 'CONNECT';
+      if (seen.has(type)) {
+        sink.problems.push({
+          code: 'InvalidSpec',
+          message: `${where}.upgrades[${i}]: upgrade config ${u.websocket ? 'websocket' : 'connect'} is not unique`,
+        });
+        return;
+      }
+      seen.add(type);
+      const enabled = (u.websocket ?? u.connect)?.enabled;
+      ir.upgrades!.push(enabled === undefined ? { type } : { type, enabled });
+    });
+  }
+  if (tracing) {
+    const t: ListenerTracingIR = {
+      requestHeadersForTags: tracing.requestHeadersForTags ?? [],
+      environmentTags: (tracing.environmentVariablesForTags ?? []).map((e) => ({ ...e })),
+      literalTags: (tracing.literalsForTags ?? []).map((l) => ({ ...l })),
+    };
+    if (tracing.verbose !== undefined) t.verbose = tracing.verbose;
+    if (tracing.spawnUpstreamSpan !== undefined) t.spawnUpstreamSpan = tracing.spawnUpstreamSpan;
+    const p = tracing.tracePercentages;
+    if (p?.clientSamplePercentage !== undefined) t.clientSampling = p.clientSamplePercentage;
+    if (p?.randomSamplePercentage !== undefined) t.randomSampling = p.randomSamplePercentage;
+    if (p?.overallSamplePercentage !== undefined) t.overallSampling = p.overallSamplePercentage;
+    ir.tracing = t;
+  }
+  return ir;
+}
+
+function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefined {
+  const o = gw.spec.httpGateway?.options;
+  if (!o) return undefined;
+  const where = 'httpGateway.options';
+  const ir: HttpListenerIR = {};
+  if (o.httpConnectionManagerSettings)
+    ir.hcm = hcmSettings(o.httpConnectionManagerSettings, `${where}.httpConnectionManagerSettings`, sink);
+  if (o.gzip) {
+    const { compressionLevel, compressionStrategy, contentType, ...rest } = o.gzip;
+    ir.gzip = { ...rest, contentType: contentType ?? [] };
+    const level = enumName(GZIP_COMPRESSION_LEVELS, compressionLevel);
+    const strategy = enumName(GZIP_COMPRESSION_STRATEGIES, compressionStrategy);
+    if (level !== undefined) ir.gzip.compressionLevel = level;
+    if (strategy !== undefined) ir.gzip.compressionStrategy = strategy;
+  }
+  if (o.healthCheck) ir.healthCheckPath = o.healthCheck.path;
+  if (o.grpcWeb?.disable) ir.grpcWebDisabled = true;
+  if (o.buffer) ir.bufferMaxRequestBytes = o.buffer.maxRequestBytes;
+  const t = o.grpcJsonTranscoder;
+  if (t) {
+    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap: _, services, ignoredQueryParameters, ...flags } = t;
+    ir.grpcJsonTranscoder = {
+      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? '' },
+      services,
+      ignoredQueryParameters: ignoredQueryParameters ?? [],
+      ...flags,
+    };
+  }
+  const rl = o.httpLocalRatelimit;
+  if (rl) {
+    if (!rl.defaultLimit) {
+      sink.warnings.push({
+        code: 'InvalidSpec',
+        message: `${where}.httpLocalRatelimit: has no defaultLimit; only routes' own limits apply`,
+      });
+    } else {
+      ir.localRatelimit = {
+        maxTokens: rl.defaultLimit.maxTokens,
+        tokensPerFill: rl.defaultLimit.tokensPerFill ?? 1,
+        fillInterval: parseDuration(rl.defaultLimit.fillInterval),
+        perConnection: rl.localRateLimitPerDownstreamConnection ?? false,
+        rateLimitHeaders: rl.enableRateLimitHeaders ?? false,
+      };
+    }
+  }
+  return ir;
+}
+
+export function hcmFeature(options: HcmOptions = {}): Feature {
+  return {
+    name: 'hcm',
+    kinds: [],
+    resolve() {
+      return {
+        bindGateway(gw, ir, sink) {
+          const http = bindHttpListener(gw, sink);
+          if (http) ir.http = http;
+        },
+      };
+    },
+    render: hcmRender(options),
+  };
+}
