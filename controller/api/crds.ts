@@ -26,6 +26,8 @@ export function structural(schema: unknown): Schema {
   for (const [key, value] of Object.entries(s)) {
     // recursive schemas (RateLimitConfig descriptors) come as $defs + $ref: the $ref became any JSON above
     if (key === '$schema' || key === 'id' || key === '$id' || key === 'definitions' || key === '$defs') continue;
+    // JSON Schema keywords the API server's OpenAPI v3 subset does not declare (z.base64() emits contentEncoding)
+    if (key === 'contentEncoding' || key === 'contentMediaType') continue;
     if (key === 'additionalProperties') {
       if (value === false) continue;
       // a structural schema has properties or additionalProperties: known fields plus any others (Settings' gloo)

@@ -11,7 +11,9 @@ function nonStructural(node: unknown, at: string, out: string[] = []): string[] 
   if (!node || typeof node !== 'object') return out;
   const n = node as Node;
   if (n['type'] === undefined && n['x-kubernetes-preserve-unknown-fields'] !== true) out.push(`${at}: no type`);
-  for (const k of ['anyOf', 'oneOf', 'allOf', '$ref', '$schema']) if (k in n) out.push(`${at}: ${k}`);
+  // keywords Kubernetes' OpenAPI v3 subset does not declare: server-side apply refuses the CRD
+  for (const k of ['anyOf', 'oneOf', 'allOf', '$ref', '$schema', 'contentEncoding', 'contentMediaType'])
+    if (k in n) out.push(`${at}: ${k}`);
   if (n['additionalProperties'] === false) out.push(`${at}: additionalProperties false`);
   if (n['properties'] && n['additionalProperties']) out.push(`${at}: properties and additionalProperties`);
   for (const [name, sub] of Object.entries((n['properties'] as Node | undefined) ?? {})) nonStructural(sub, `${at}.${name}`, out);
