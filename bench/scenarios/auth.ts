@@ -1,4 +1,4 @@
-// Access-token auth (issues 4 and 14). One `legate run` with routes to the shared upstream: /open (no
+// Access-token auth. One `legate run` with routes to the shared upstream: /open (no
 // auth), /cached (AuthConfig with introspection, default cacheTimeout), /fresh (cacheTimeout 0s: every
 // request introspects), /jwt (a JWT AuthConfig, local JWK set, default cacheTimeout) and /jwt-verify
 // (the same with cacheTimeout 0s: extauth verifies the signature on every check), and the example

@@ -1,4 +1,4 @@
-// GraphQL (issue 3): the same two queries over the products REST backend (bench/graphql/) answered
+// GraphQL: the same two queries over the products REST backend (bench/graphql/) answered
 //   - by Legate: POST /graphql through Envoy + ext_proc to the graphql extension (one `legate run`
 //     serving both queries),
 //   - by the peer a user would write instead (bench/graphql/peer.mjs: node:http + graphql 16, naive
@@ -304,7 +304,7 @@ function peerScenario(kind: PeerKind, q: QueryName): LoadScenario {
   };
 }
 
-// issue 12's aims: flat >= 0.6x the minimal server and >= 1.0x Apollo; nested >= 1.2x the DataLoader
+// the aims: flat >= 0.6x the minimal server and >= 1.0x Apollo; nested >= 1.2x the DataLoader
 // server (the same backend calls) and >= 2.5x Apollo
 export const graphqlLegateFlat = legateScenario('flat', { 'graphql-peer-flat': 0.6, 'graphql-apollo-flat': 1.0 });
 export const graphqlLegateNested = legateScenario('nested', { 'graphql-dataloader-nested': 1.2, 'graphql-apollo-nested': 2.5 });

@@ -1,4 +1,4 @@
-// Rate limiting (issue 16). Load: one `legate run` with three routes to the shared upstream: /plain (no
+// Rate limiting. Load: one `legate run` with three routes to the shared upstream: /plain (no
 // limit), /limited (a RateLimitConfig whose limit is never reached: every request asks Legate's ratelimit
 // service, in-memory counters) and /local (a localRatelimit bucket that never runs dry: Envoy alone).
 // Figures: ShouldRateLimit decisions per second straight at the service (no Envoy) with in-memory and

@@ -1,4 +1,4 @@
-// The wasm filters alone in Envoy (issue 5): what each costs per request, without extauth, ext_proc,
+// The wasm filters alone in Envoy: what each costs per request, without extauth, ext_proc,
 // the upstream and the provider sharing the core (they make the Legate pairs' differences noisy). One
 // hand-started Envoy (same binary, flags and worker count as Legate's) whose HCM has both filters as
 // Legate renders them (same modules, configuration, V8 runtime; disabled on the HCM) and the router;

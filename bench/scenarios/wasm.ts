@@ -1,4 +1,4 @@
-// The wasm hot-path checks (issue 5) in Legate. Pairs of `legate run`s identical but for the Settings
+// The wasm hot-path checks in Legate. Pairs of `legate run`s identical but for the Settings
 // resource: `on` (Settings.spec.wasmChecks: bearerCheck and graphqlCheck enabled, the default) and `off`
 // (both `enabled: false`, so neither filter is in Envoy's chain). Each has its own upstream (and products
 // backend) processes, so the CPU of the two sides is told apart when they are measured at the same time,
@@ -247,7 +247,7 @@ export const missingTokenWasm = scenario({
   variant: 'on',
   route: 'auth',
   compareTo: ['missing-token-extauth'],
-  // issue 5: at least 3x the refusals per second of ext_authz + extauth
+  // aim: at least 3x the refusals per second of ext_authz + extauth
   aims: { 'missing-token-extauth': { minRps: 3, alsoByCpu: true } },
   expectedStatus: 403,
 });
@@ -271,7 +271,7 @@ export const wasmAuthOn = scenario({
   variant: 'on',
   route: 'auth',
   compareTo: ['wasm-auth-off'],
-  // issue 5: at most 5% less throughput on a valid request
+  // aim: at most 5% less throughput on a valid request
   aims: { 'wasm-auth-off': { minRps: 0.95, alsoByCpu: true, isolated: ISOLATED } },
   group: 'wasm-auth',
   request: validToken,
@@ -299,7 +299,7 @@ export const wasmAuthOnC1 = scenario({
   variant: 'on',
   route: 'auth',
   compareTo: ['wasm-auth-off-c1'],
-  // issue 5: under 50 µs added to a valid request's p50
+  // aim: under 50 µs added to a valid request's p50
   aims: { 'wasm-auth-off-c1': { maxAddedP50Us: 50, isolated: ISOLATED } },
   request: validToken,
   connections: 1,
@@ -324,7 +324,7 @@ export const wasmGraphqlOn = scenario({
   variant: 'on',
   route: 'graphql',
   compareTo: ['wasm-graphql-off'],
-  // issue 5's throughput bound, applied to graphql-check
+  // the throughput aim, applied to graphql-check
   aims: { 'wasm-graphql-off': { minRps: 0.95, alsoByCpu: true, isolated: ['wasm-envoy-graphql-on', 'wasm-envoy-graphql-off'] } },
   group: 'wasm-graphql',
   connections: HALF,

@@ -64,10 +64,10 @@ function envoyProvider(p: JwtProviderIR, key: string): EnvoyJwtProvider {
 
 /** Any one provider's token passes; the validation policy may let a missing (or bad) token through. */
 function requirement(vhost: string, stage: JwtStage, s: JwtStageIR): JwtRequirement {
-  const any: JwtRequirement[] = Object.keys(s.providers).map((name) => ({ provider_name: jwtProviderKey(vhost, stage, name) }));
-  if (s.validationPolicy === 'ALLOW_MISSING') any.push({ allow_missing: {} });
-  if (s.validationPolicy === 'ALLOW_MISSING_OR_FAILED') any.push({ allow_missing_or_failed: {} });
-  return any.length === 1 && any[0] ? any[0] : { requires_any: { requirements: any } };
+  const alternatives: JwtRequirement[] = Object.keys(s.providers).map((name) => ({ provider_name: jwtProviderKey(vhost, stage, name) }));
+  if (s.validationPolicy === 'ALLOW_MISSING') alternatives.push({ allow_missing: {} });
+  if (s.validationPolicy === 'ALLOW_MISSING_OR_FAILED') alternatives.push({ allow_missing_or_failed: {} });
+  return alternatives.length === 1 && alternatives[0] ? alternatives[0] : { requires_any: { requirements: alternatives } };
 }
 
 function jwtFilter(listener: ListenerIR, stage: JwtStage): StagedHttpFilter | undefined {
