@@ -3,7 +3,8 @@
 import { typed, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
 import { setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, before, type RenderPlugin } from '../../feature.js';
-import type { BufferIR, ProxyIR } from '../../ir.js';
+import type { BufferIR } from '../../ir.js';
+import { perProxy, someVirtualHost } from '../../proxy-facts.js';
 
 /** Not `envoy.filters.http.buffer`: the graphql feature's own buffer filter has that name, and a per-route
  * config applies to every filter of the name it is set under. */
@@ -11,23 +12,15 @@ export const BUFFER_PER_ROUTE_FILTER = 'legate.buffer_per_route';
 const FILTER_CONFIG = 'type.googleapis.com/envoy.config.route.v3.FilterConfig';
 const BUFFER_PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.buffer.v3.BufferPerRoute';
 
-const using = new WeakMap<ProxyIR, boolean>();
-
-/** Whether anything in the proxy configures buffering; memoised, as it is asked per listener. */
-function buffersAnything(proxy: ProxyIR): boolean {
-  let uses = using.get(proxy);
-  if (uses === undefined) {
-    uses = proxy.listeners.some((l) =>
-      l.virtualHosts.some(
-        (vh) =>
-          vh.buffer !== undefined ||
-          vh.routes.some((r) => r.buffer !== undefined || (r.action.type === 'route' && r.action.clusters.some((c) => c.buffer))),
-      ),
-    );
-    using.set(proxy, uses);
-  }
-  return uses;
-}
+/** Whether anything in the proxy configures buffering (asked per listener). */
+const buffersAnything = perProxy((proxy) =>
+  someVirtualHost(
+    proxy,
+    (vh) =>
+      vh.buffer !== undefined ||
+      vh.routes.some((r) => r.buffer !== undefined || (r.action.type === 'route' && r.action.clusters.some((c) => c.buffer))),
+  ),
+);
 
 function perFilterConfig(b: BufferIR): TypedConfig {
   if ('disabled' in b) return typed(FILTER_CONFIG, { disabled: true });

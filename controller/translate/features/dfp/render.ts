@@ -4,7 +4,7 @@ import { typed, type Cluster, type HttpFilter } from '../../../../envoy/typed.js
 import type { envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheConfig } from '../../../../envoy/types.generated.js';
 import { setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, before, type RenderPlugin } from '../../feature.js';
-import type { ProxyIR } from '../../ir.js';
+import { perProxy, someRoute } from '../../proxy-facts.js';
 
 export const DFP_FILTER = 'envoy.filters.http.dynamic_forward_proxy';
 export const DFP_CLUSTER = 'legate-dynamic-forward-proxy';
@@ -15,16 +15,7 @@ const DNS_CACHE: envoy_extensions_common_dynamic_forward_proxy_v3_DnsCacheConfig
   dns_lookup_family: 'V4_PREFERRED',
 };
 
-const using = new WeakMap<ProxyIR, boolean>();
-
-function forwardsDynamically(proxy: ProxyIR): boolean {
-  let uses = using.get(proxy);
-  if (uses === undefined) {
-    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.dynamicForwardProxy !== undefined)));
-    using.set(proxy, uses);
-  }
-  return uses;
-}
+const forwardsDynamically = perProxy((proxy) => someRoute(proxy, (r) => r.dynamicForwardProxy !== undefined));
 
 export const dfpRender: RenderPlugin = {
   httpFilters(proxy) {

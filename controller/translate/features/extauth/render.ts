@@ -10,6 +10,7 @@ import { parseDuration } from '../../duration.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
+import { perProxy } from '../../proxy-facts.js';
 
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
 export const EXTAUTH_CLUSTER = 'legate-extauth';
@@ -89,8 +90,6 @@ const STATUS_NAMES: Record<number, StatusCode> = {
   511: 'NetworkAuthenticationRequired',
 };
 
-const protecting = new WeakMap<ProxyIR, boolean>();
-
 /** The auth bindings of a route's weighted destinations. */
 function destinationAuths(route: RouteIR): AuthBindingIR[] {
   return route.action.type === 'route' ? route.action.clusters.flatMap((c) => (c.auth ? [c.auth] : [])) : [];
@@ -110,18 +109,8 @@ function allAuthBindings(proxy: ProxyIR): AuthBindingIR[] {
   return out;
 }
 
-/** Whether any virtual host or route of the proxy is protected; memoised, as it is asked once per virtual host. */
-function protectsAnything(proxy: ProxyIR): boolean {
-  let protects = protecting.get(proxy);
-  if (protects === undefined) {
-    const checks = (auth: AuthBindingIR | undefined): boolean => auth !== undefined && 'configId' in auth;
-    protects = proxy.listeners.some((l) =>
-      l.virtualHosts.some((vh) => checks(vh.auth) || vh.routes.some((r) => checks(r.auth) || destinationAuths(r).some(checks))),
-    );
-    protecting.set(proxy, protects);
-  }
-  return protects;
-}
+/** Whether any virtual host or route of the proxy is protected by an AuthConfig (asked once per virtual host). */
+const protectsAnything = perProxy((proxy) => allAuthBindings(proxy).some((auth) => 'configId' in auth));
 
 function perFilterConfig(auth: AuthBindingIR): TypedConfig {
   // a user's own server checks there instead (customAuth)
@@ -172,19 +161,12 @@ function customAuthFilter(name: string, server: CustomAuthServer): HttpFilter {
 /** The cluster (never rendered) a filter asks whose server Settings no longer has. */
 const NO_SERVER = 'legate-custom-auth-unknown';
 
-const customUse = new WeakMap<ProxyIR, string[]>();
-
-/** The user's servers the proxy's bindings name, sorted; memoised, as it is asked once per virtual host and route. */
-function customAuthsUsed(proxy: ProxyIR): string[] {
-  let used = customUse.get(proxy);
-  if (used === undefined) {
-    const names = new Set<string>();
-    for (const auth of allAuthBindings(proxy)) if ('customAuth' in auth) names.add(auth.customAuth);
-    used = [...names].sort();
-    customUse.set(proxy, used);
-  }
-  return used;
-}
+/** The user's servers the proxy's bindings name, sorted (asked once per virtual host and route). */
+const customAuthsUsed = perProxy((proxy) => {
+  const names = new Set<string>();
+  for (const auth of allAuthBindings(proxy)) if ('customAuth' in auth) names.add(auth.customAuth);
+  return [...names].sort();
+});
 
 /** Per-route config that turns a user's server's filter (off on the HCM) on, with the binding's context extensions. */
 function customFilterConfig(auth: Extract<AuthBindingIR, { customAuth: string }>): TypedConfig {

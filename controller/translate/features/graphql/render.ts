@@ -15,7 +15,8 @@ import { METHOD_ATTRIBUTE, PATH_ATTRIBUTE, headerAttribute } from '../../../../c
 import { typed } from '../../../../envoy/typed.js';
 import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
-import type { ListenerIR, ProxyIR, RouteActionIR } from '../../ir.js';
+import type { ListenerIR, RouteActionIR } from '../../ir.js';
+import { perProxy, someRoute } from '../../proxy-facts.js';
 
 export const EXT_PROC_FILTER = 'envoy.filters.http.ext_proc';
 /** The second ext_proc filter, for the single-message route (Envoy ignores request_attributes in a
@@ -38,17 +39,8 @@ const UNAVAILABLE_BODY = JSON.stringify({
   errors: [{ message: 'the GraphQL service is unavailable; try again', extensions: { code: 'SERVICE_UNAVAILABLE' } }],
 });
 
-const graphqlUse = new WeakMap<ProxyIR, boolean>();
-
-/** Whether any route of the proxy is a GraphQL route; memoised, as it is asked per listener and again for clusters. */
-function hasGraphqlRoutes(proxy: ProxyIR): boolean {
-  let uses = graphqlUse.get(proxy);
-  if (uses === undefined) {
-    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
-    graphqlUse.set(proxy, uses);
-  }
-  return uses;
-}
+/** Whether any route of the proxy is a GraphQL route (asked per listener and again for clusters). */
+const hasGraphqlRoutes = perProxy((proxy) => someRoute(proxy, (r) => r.action.type === 'graphql'));
 
 function graphqlActions(listener: ListenerIR): GraphqlAction[] {
   const actions: GraphqlAction[] = [];

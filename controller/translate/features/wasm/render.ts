@@ -18,7 +18,8 @@ import {
 } from '../../../../envoy/typed.js';
 import { fixedAddressDiscovery, setPerFilterConfig } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
-import type { AuthBindingIR, ProxyIR, RouteIR, VirtualHostIR } from '../../ir.js';
+import type { AuthBindingIR, RouteIR, VirtualHostIR } from '../../ir.js';
+import { perProxy, someRoute, someVirtualHost } from '../../proxy-facts.js';
 
 export const BEARER_CHECK = 'legate.bearer_check';
 export const GRAPHQL_CHECK = 'legate.graphql_check';
@@ -85,30 +86,12 @@ function destinationAuths(route: RouteIR): AuthBindingIR[] {
   return route.action.type === 'route' ? route.action.clusters.flatMap((c) => (c.auth ? [c.auth] : [])) : [];
 }
 
-const bearerUse = new WeakMap<ProxyIR, boolean>();
+/** Whether any route of the proxy is protected (asked once per virtual host). */
+const usesBearer = perProxy((proxy) =>
+  someVirtualHost(proxy, (vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth) || destinationAuths(r).some(protects))),
+);
 
-/** Whether any route of the proxy is protected; memoised, as it is asked once per virtual host. */
-function usesBearer(proxy: ProxyIR): boolean {
-  let uses = bearerUse.get(proxy);
-  if (uses === undefined) {
-    uses = proxy.listeners.some((l) =>
-      l.virtualHosts.some((vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth) || destinationAuths(r).some(protects))),
-    );
-    bearerUse.set(proxy, uses);
-  }
-  return uses;
-}
-
-const graphqlUse = new WeakMap<ProxyIR, boolean>();
-
-function usesGraphql(proxy: ProxyIR): boolean {
-  let uses = graphqlUse.get(proxy);
-  if (uses === undefined) {
-    uses = proxy.listeners.some((l) => l.virtualHosts.some((vh) => vh.routes.some((r) => r.action.type === 'graphql')));
-    graphqlUse.set(proxy, uses);
-  }
-  return uses;
-}
+const usesGraphql = perProxy((proxy) => someRoute(proxy, (r) => r.action.type === 'graphql'));
 
 function codeFor(name: string, code: WasmCodeSource): AsyncDataSource {
   const module = MODULES[name] ?? name;
