@@ -161,6 +161,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     render = { ...base, wasm: { ...base.wasm, code } };
   }
 
+  let runningWriteNamespace: string | undefined;
   const reconcile = (snapshot: SourceSnapshot): void => {
     source = snapshot;
     const started = performance.now();
@@ -172,11 +173,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
       memo,
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
+        ...(runningWriteNamespace ? { runningWriteNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
         render,
         defaultGateway: options.defaultGateway,
       },
     });
+    // the proxies' node ids name the first write namespace; a later one waits for a restart
+    runningWriteNamespace ??= out.writeNamespace;
     if (restored.size) noteRestored(out, restored);
     lastAccepted = out.accepted;
     acceptedWriter?.update(out.accepted);

@@ -15,7 +15,7 @@ import {
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
-import type { ExtauthServerSettings, RatelimitServer, WasmChecks } from './api/schemas.js';
+import type { ExtauthServerSettings, RatelimitServer, SettingsSpec, WasmChecks } from './api/schemas.js';
 import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
@@ -33,6 +33,11 @@ import type { XdsSnapshot } from './xds/types.js';
 export interface PipelineOptions {
   /** Used when no Settings resource names one. */
   writeNamespace?: string;
+  /**
+   * The write namespace the running proxies were started with (their node ids name it): kept when a Settings
+   * change names another, which then waits for a restart (a warning on the Settings says so).
+   */
+  runningWriteNamespace?: string;
   defaultGateway?: TranslateOptions['defaultGateway'];
   /** Port of the default ssl gateway (used when no Gateway exists and a virtual service has sslConfig). */
   defaultSslPort?: number;
@@ -64,7 +69,13 @@ export interface PipelineInput {
  */
 export interface PipelineMemo {
   readonly validated: ReadonlyMap<RawResource, ValidationResult>;
-  readonly discovered?: { services: readonly Service[]; writeNamespace: string; upstreams: readonly Upstream[] };
+  readonly discovered?: {
+    services: readonly Service[];
+    writeNamespace: string;
+    udsKey: string;
+    upstreams: readonly Upstream[];
+    problems: readonly { upstream: Upstream; message: string }[];
+  };
   readonly translate?: TranslateMemo;
   /** by node role */
   readonly render: ReadonlyMap<string, RenderMemo>;
@@ -116,16 +127,19 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const settings = typed
     .filter(isKind('Settings'))
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
-  const writeNamespace =
+  const wantedNamespace =
     settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
+  const writeNamespace = input.options?.runningWriteNamespace ?? wantedNamespace;
 
   const userKeys = new Set(typed.map(keyOf));
   const services = typed.filter(isKind('Service'));
   const before = input.memo?.discovered;
+  const uds = settings?.spec.discovery?.udsOptions ?? {};
+  const udsKey = JSON.stringify(uds);
   const discovery =
-    before && before.writeNamespace === writeNamespace && sameItems(before.services, services)
+    before && before.writeNamespace === writeNamespace && before.udsKey === udsKey && sameItems(before.services, services)
       ? before
-      : { services, writeNamespace, upstreams: discoverUpstreams(services, writeNamespace) };
+      : { services, writeNamespace, udsKey, ...discoverUpstreams(services, writeNamespace, uds) };
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
   const all = [...typed, ...discovered];
 
@@ -148,7 +162,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const withExtProc: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
   const breakers = settings?.spec.gloo?.circuitBreakers;
   const withBreakers: RenderOptions = breakers ? { ...withExtProc, circuitBreakers: breakers } : withExtProc;
-  const render: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  const withGrpcWeb: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
+  const render: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -163,6 +179,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
       defaultSslPort: input.options?.defaultSslPort ?? 8443,
       ...(settings?.spec.gloo?.invalidConfigPolicy ? { invalidConfigPolicy: settings.spec.gloo.invalidConfigPolicy } : {}),
+      ...gatewaySettings(settings?.spec),
     },
   });
   if (settings && ratelimitWarning)
@@ -173,6 +190,15 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     for (const message of extProc.warnings)
       out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
   }
+  if (settings && wantedNamespace !== writeNamespace) {
+    const message =
+      `the write namespace ${wantedNamespace} (discoveryNamespace/writeNamespace) takes effect when the controller and its ` +
+      `proxies restart (their node ids name ${writeNamespace}); until then Legate keeps ${writeNamespace}`;
+    out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'RestartRequired', message });
+  }
+  for (const p of discovery.problems)
+    if (!userKeys.has(keyOf(p.upstream)))
+      out.reports.push({ resource: sourceOf(p.upstream), severity: 'warning', code: 'InvalidSpec', message: p.message });
   for (const message of named.warnings)
     if (settings) out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
 
@@ -328,4 +354,16 @@ function withNamedExtauth(
 function durationMs(text: string): number {
   const d = parseDuration(text);
   return Math.max(1, Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6));
+}
+
+/** The Settings fields that change which Gateways and destinations translation takes, as TranslateOptions. */
+function gatewaySettings(
+  spec: SettingsSpec | undefined,
+): Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> {
+  const out: Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> = {};
+  if (spec?.gloo?.disableKubernetesDestinations !== undefined) out.disableKubernetesDestinations = spec.gloo.disableKubernetesDestinations;
+  if (spec?.gateway?.readGatewaysFromAllNamespaces !== undefined)
+    out.readGatewaysFromAllNamespaces = spec.gateway.readGatewaysFromAllNamespaces;
+  if (spec?.gateway?.translateEmptyGateways !== undefined) out.translateEmptyGateways = spec.gateway.translateEmptyGateways;
+  return out;
 }

@@ -46,6 +46,17 @@ describe('CRDs on a real API server', () => {
     expect(vs.spec.virtualHost.routes[0].options.prefixRewrite).toBe('/posts');
   });
 
+  it("takes the Settings Gloo's own chart writes, unchanged (strict field validation)", () => {
+    const golden = fs.readFileSync(path.join(ROOT, 'test/golden/translate/settings-gloo-chart.in.yaml'), 'utf8');
+    const settings = golden.split(/^---$/m).find((d) => /^kind: Settings$/m.test(d));
+    expect(settings).toBeDefined();
+    kube.kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], { input: settings });
+    const got = JSON.parse(kube.kubectl(['get', 'settings.gloo.solo.io', 'default', '-n', 'gloo-system', '-o', 'json']).stdout);
+    expect(got.spec.kubernetesArtifactSource).toEqual({});
+    expect(got.spec.gateway.validation.alwaysAccept).toBe(true);
+    expect(got.spec.refreshRate).toBe('60s');
+  });
+
   it('refuses an unknown field and a wrong type, naming them', () => {
     const vs = (spec: string): string => `apiVersion: gateway.legate.dev/v1
 kind: VirtualService

@@ -42,6 +42,8 @@ export interface RenderOptions {
   circuitBreakers?: CircuitBreakerConfig;
   /** Settings gloo.disableGrpcWeb */
   disableGrpcWeb?: boolean;
+  /** Settings gateway.virtualServiceOptions.oneWayTls */
+  oneWayTls?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -65,7 +67,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tracingFeature,
     statsFeature,
     headersFeature,
-    tlsFeature,
+    tlsFeature(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
