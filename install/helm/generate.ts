@@ -106,11 +106,22 @@ function envoyBootstrap(): string {
 
 /** The generated files that need no helm, by path relative to the chart. */
 export function generatedChartFiles(): Map<string, string> {
-  const all = customResourceDefinitions({ glooGroups: true }) as { metadata: { labels?: Record<string, string> } }[];
-  const isAlias = (d: (typeof all)[number]): boolean => d.metadata.labels?.['legate.dev/gloo-alias'] === 'true';
+  type Crd = { metadata: { labels?: Record<string, string> }; spec: { names: { shortNames?: string[] } } };
+  const all = customResourceDefinitions({ glooGroups: true }) as Crd[];
+  const isAlias = (d: Crd): boolean => d.metadata.labels?.['legate.dev/gloo-alias'] === 'true';
+  // crds/ cannot be templated, so Legate's groups keep the short names there; Gloo's groups, added by a value,
+  // do without them (a short name resolves to one group)
+  const withoutShortNames = (d: Crd): Crd => {
+    const names = { ...d.spec.names };
+    delete names.shortNames;
+    return { ...d, spec: { ...d.spec, names } };
+  };
   return new Map([
     ['crds/legate.yaml', GENERATED('legate crds') + crdStream(customResourceDefinitions({ glooGroups: false }))],
-    ['files/crds-gloo-groups.yaml', GENERATED('the CRDs legate crds --gloo-groups adds') + crdStream(all.filter(isAlias))],
+    [
+      'files/crds-gloo-groups.yaml',
+      GENERATED('the CRDs legate crds --gloo-groups adds') + crdStream(all.filter(isAlias).map(withoutShortNames)),
+    ],
     ['files/envoy-bootstrap.yaml', envoyBootstrap()],
   ]);
 }

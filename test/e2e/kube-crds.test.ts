@@ -80,9 +80,17 @@ spec: { virtualHost: { domains: [shop.example.com], routes: [{ directResponseAct
 `,
     });
     const status = { state: 'Accepted', statuses: { 'legate-system': { state: 'Accepted', reportedBy: 'legate' } } };
-    kube.kubectl(['patch', 'vs', 'shop', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
-    const table = kube.kubectl(['get', 'vs', 'shop']).stdout;
+    const legateVs = 'virtualservices.gateway.legate.dev';
+    kube.kubectl(['patch', legateVs, 'shop', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
+    const table = kube.kubectl(['get', legateVs, 'shop']).stdout;
     expect(table).toMatch(/^NAME\s+STATE\s+AGE/m);
     expect(table).toMatch(/^shop\s+Accepted\s+/m);
+  });
+
+  it("with Gloo's groups installed, Gloo's short names list Gloo's resources, as Gloo's docs type them", () => {
+    // the Gloo manifest applied above has a VirtualService `default` in gloo-system
+    expect(kube.kubectl(['get', 'vs', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/virtualservice.gateway.solo.io\/default/);
+    expect(kube.kubectl(['get', 'us', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/upstream.gloo.solo.io\//);
+    expect(kube.kubectl(['get', 'gloo', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/virtualservice.gateway.solo.io\/default/);
   });
 });
