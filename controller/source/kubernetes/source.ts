@@ -22,6 +22,8 @@ import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type K
 export interface KubeSourceOptions {
   kubeConfig: k8s.KubeConfig;
   logger: Logger;
+  /** what else keeps the controller from being current (leader election), listed with the source's own */
+  extraProblems?: () => string[];
   /** namespaces to watch; empty: all (Settings watchNamespaces) */
   namespaces?: readonly string[];
   /** ms between the first change after a quiet spell and its snapshot. Default 10 */
@@ -217,6 +219,7 @@ export class KubeSource implements ResourceSource {
     const byFailure = new Map<string, string[]>();
     for (const w of failing) byFailure.set(w.failure ?? '', [...(byFailure.get(w.failure ?? '') ?? []), w.path]);
     return [
+      ...(this.options.extraProblems?.() ?? []),
       ...selectorProblem,
       ...[...byFailure].map(([failure, paths]) => {
         const what = paths.length === 1 ? paths[0] : `${paths.length} watches`;
