@@ -151,6 +151,7 @@ export class LeaderElection {
       if (statusCode(e) === 409) return;
       throw new Error(
         `namespace ${namespace} does not exist and cannot be created (${errorText(e)}): create it, or start with --lease-namespace NAME`,
+        { cause: e },
       );
     }
   }
