@@ -16,6 +16,7 @@ import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
 import type { ExtauthServerSettings, RatelimitServer, SettingsSpec, WasmChecks } from './api/schemas.js';
+import type { SslParameters } from './api/primitives.js';
 import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
@@ -76,6 +77,7 @@ export interface PipelineMemo {
     upstreams: readonly Upstream[];
     problems: readonly { upstream: Upstream; message: string }[];
   };
+  readonly sslDefaults?: SslDefaultsMemo;
   readonly translate?: TranslateMemo;
   /** by node role */
   readonly render: ReadonlyMap<string, RenderMemo>;
@@ -134,14 +136,17 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const userKeys = new Set(typed.map(keyOf));
   const services = typed.filter(isKind('Service'));
   const before = input.memo?.discovered;
-  const uds = settings?.spec.discovery?.udsOptions ?? {};
+  const globalAnnotations = settings?.spec.upstreamOptions?.globalAnnotations;
+  const uds = { ...settings?.spec.discovery?.udsOptions, ...(globalAnnotations ? { globalAnnotations } : {}) };
   const udsKey = JSON.stringify(uds);
   const discovery =
     before && before.writeNamespace === writeNamespace && before.udsKey === udsKey && sameItems(before.services, services)
       ? before
       : { services, writeNamespace, udsKey, ...discoverUpstreams(services, writeNamespace, uds) };
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
-  const all = [...typed, ...discovered];
+  const sslDefaults = settings?.spec.upstreamOptions?.sslParameters;
+  const withDefaults = withSslParameters([...typed, ...discovered], sslDefaults, input.memo?.sslDefaults);
+  const all = withDefaults.resources;
 
   const upstreamKeys = new Set(all.filter(isKind('Upstream')).map(keyOf));
   const { render: withRatelimit, warning: ratelimitWarning } = withRateLimitServer(
@@ -270,7 +275,13 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     reports: out.reports,
     envoyNames: envoyNames(out.proxies, out.upstreams),
     served: out.served,
-    memo: { validated, discovered: discovery, ...(out.memo ? { translate: out.memo } : {}), render: rendered },
+    memo: {
+      validated,
+      discovered: discovery,
+      ...(withDefaults.memo ? { sslDefaults: withDefaults.memo } : {}),
+      ...(out.memo ? { translate: out.memo } : {}),
+      render: rendered,
+    },
   };
 }
 
@@ -366,4 +377,31 @@ function gatewaySettings(
     out.readGatewaysFromAllNamespaces = spec.gateway.readGatewaysFromAllNamespaces;
   if (spec?.gateway?.translateEmptyGateways !== undefined) out.translateEmptyGateways = spec.gateway.translateEmptyGateways;
   return out;
+}
+
+/** Upstreams with Settings upstreamOptions.sslParameters filled in: the same copies run after run, for the memos. */
+interface SslDefaultsMemo {
+  key: string;
+  /** each Upstream's copy with the defaults, by the Upstream it was made from */
+  copies: WeakMap<LegateResource, LegateResource>;
+}
+
+function withSslParameters(
+  resources: readonly LegateResource[],
+  defaults: SslParameters | undefined,
+  before: SslDefaultsMemo | undefined,
+): { resources: LegateResource[]; memo?: SslDefaultsMemo } {
+  if (!defaults) return { resources: [...resources] };
+  const key = JSON.stringify(defaults);
+  const memo = before?.key === key ? before : { key, copies: new WeakMap<LegateResource, LegateResource>() };
+  const out = resources.map((r) => {
+    if (r.kind !== 'Upstream' || !r.spec.sslConfig || r.spec.sslConfig.parameters) return r;
+    let copy = memo.copies.get(r);
+    if (!copy) {
+      copy = { ...r, spec: { ...r.spec, sslConfig: { ...r.spec.sslConfig, parameters: defaults } } };
+      memo.copies.set(r, copy);
+    }
+    return copy;
+  });
+  return { resources: out, memo };
 }

@@ -13,7 +13,7 @@ import {
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
 import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
-import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
+import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
 
@@ -405,7 +405,14 @@ export const SettingsSpecSchema = z.strictObject({
   rbac: notSupported("Gloo Enterprise's Settings rbac (require RBAC on every virtual host) is not implemented"),
   cachingServer: notSupported("Gloo Enterprise's caching server is not part of Legate"),
   observabilityOptions: notSupported('Legate has no Grafana integration'),
-  upstreamOptions: notSupported('default upstream TLS parameters and annotations are not implemented; set them per Upstream'),
+  upstreamOptions: z
+    .strictObject({
+      /** the TLS parameters of every Upstream whose sslConfig sets none */
+      sslParameters: SslParametersSchema.optional(),
+      /** annotations read by discovery as if every Service carried them (a Service's own win) */
+      globalAnnotations: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
   consoleOptions: notSupported('Legate has no console yet'),
   graphqlOptions: notSupported('GraphQL schema change validation is not implemented'),
 });

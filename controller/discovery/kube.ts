@@ -21,6 +21,8 @@ export function sanitizeName(name: string): string {
 export interface DiscoveryOptions {
   enabled?: boolean;
   watchLabels?: Record<string, string>;
+  /** Settings upstreamOptions.globalAnnotations: as if every Service carried them (its own win) */
+  globalAnnotations?: Record<string, string>;
 }
 
 /** Gloo's annotations on a Service that shape the Upstreams discovered from it. */
@@ -45,7 +47,7 @@ export function discoverUpstreams(services: readonly Service[], writeNamespace: 
   const watchLabels = Object.entries(options.watchLabels ?? {});
   for (const svc of services) {
     if (!watchLabels.every(([k, v]) => svc.metadata.labels?.[k] === v)) continue;
-    const annotations = svc.metadata.annotations ?? {};
+    const annotations = { ...options.globalAnnotations, ...svc.metadata.annotations };
     for (const port of svc.spec.spec.ports) {
       const name = sanitizeName(`${svc.metadata.namespace}-${svc.metadata.name}-${port.port}`);
       const metadata = { name, namespace: writeNamespace, labels: { [DISCOVERED_BY_LABEL]: DISCOVERED_BY } };
