@@ -13,6 +13,7 @@ import {
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
 import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -43,7 +44,13 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
-      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
+      options: z
+        .strictObject({
+          ...hcmHttpListenerOptions,
+          ...corsHttpListenerOptions,
+          ...wasmHttpListenerOptions,
+        })
+        .optional(),
     })
     .optional(),
 });

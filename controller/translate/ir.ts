@@ -402,6 +402,24 @@ export interface ListenerIR {
   http?: HttpListenerIR;
   /** httpGateway.options.csrf: the CSRF policy of every request the listener serves (features/cors) */
   csrf?: CsrfIR;
+  /** httpGateway.options.wasm: the user's proxy-wasm filters, in order (features/wasm) */
+  wasm?: WasmFilterIR[];
+}
+
+/** A user's proxy-wasm filter (Gloo's WasmFilter), its module pinned by sha256. */
+export interface WasmFilterIR {
+  /** the HTTP filter's name in the chain, `envoy.filters.http.wasm.<pluginName>` */
+  name: string;
+  /** Gloo's `name` (the plugin's, in Envoy's logs), by default `filter-<index>` */
+  pluginName: string;
+  rootId: string;
+  /** a file Envoy reads (its sha256 checked at translation), or a URL it fetches through `cluster` and checks */
+  code: { filename: string } | { uri: string; cluster: string; host: string; port: number; tls: boolean };
+  sha256: string;
+  /** the plugin configuration: a StringValue (a Struct as its JSON text) or a BytesValue (base64) */
+  configuration?: { type: 'string'; value: string } | { type: 'bytes'; base64: string };
+  /** where in the chain (Gloo's filterStage, in Legate's stages) */
+  position: { stage: 'Fault' | 'Early' | 'AuthN' | 'AuthZ' | 'RateLimit' | 'Processing' | 'Route'; side: 'before' | 'during' | 'after' };
 }
 
 /** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */
