@@ -404,6 +404,33 @@ export interface ListenerIR {
   csrf?: CsrfIR;
   /** httpGateway.options.wasm: the user's proxy-wasm filters, in order (features/wasm) */
   wasm?: WasmFilterIR[];
+  /** httpGateway.options.extauth: this listener's ext_authz filter settings, in place of the defaults (features/extauth) */
+  extauth?: ListenerExtauthIR;
+  /** httpGateway.options.ratelimitServer: this listener's ratelimit filters, in place of Settings' (features/ratelimit) */
+  ratelimitServer?: ListenerRatelimitIR;
+}
+
+/** Gloo's extauth Settings on one listener; each unset field keeps the default of Legate's ext_authz filter. */
+export interface ListenerExtauthIR {
+  /** the Upstream's cluster asked instead of Legate's extauth service; `missing`: it does not exist (checks fail, denied) */
+  server?: { cluster: string; missing?: true };
+  authority?: string;
+  timeout?: DurationIR;
+  failureModeAllow?: boolean;
+  requestBody?: { maxRequestBytes: number; allowPartialMessage: boolean; packAsBytes: boolean };
+  clearRouteCache?: boolean;
+  /** an HTTP status (Envoy's StatusCode) */
+  statusOnError?: number;
+  statPrefix?: string;
+}
+
+/** Gloo's ratelimit Settings on one listener; each unset field keeps the Settings' (or Legate's default). */
+export interface ListenerRatelimitIR {
+  /** the Upstream's cluster asked instead (ratelimitServerRef; a missing one keeps the Settings' server) */
+  cluster?: string;
+  timeoutMs?: number;
+  denyOnFail?: boolean;
+  xRateLimitHeaders?: boolean;
 }
 
 /** A user's proxy-wasm filter (Gloo's WasmFilter), its module pinned by sha256. */

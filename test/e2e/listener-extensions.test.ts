@@ -2,6 +2,8 @@
 // - httpGateway.options.wasm: a user's proxy-wasm filter (test/unit/wasm-fixtures/add-header.ts, built here with asc)
 //   by file, pinned by sha256, sets a response header from its config; a wrong sha256 is refused with the path and
 //   the last accepted Gateway keeps serving;
+// - httpGateway.options.extauth / ratelimitServer: listeners of one proxy whose ext_authz and ratelimit filters ask
+//   other servers or fail otherwise (failureModeAllow, statusOnError, denyOnFail) than the default listener's;
 // - the stats listener (legate run --stats-listener-port): Prometheus scrapes GET /metrics and gets Envoy's metrics,
 //   and nothing else of the admin is reachable through it.
 import { createHash } from 'node:crypto';
@@ -20,7 +22,7 @@ let echo: EchoUpstream;
 let tmp: string;
 let wasmFile: string;
 let wasmSha: string;
-const ports = { wasm: 0, plain: 0, stats: 0 };
+const ports = { wasm: 0, plain: 0, stats: 0, lenient: 0, strict: 0, rlDeny: 0, dead: 0 };
 
 interface Answer {
   status: number;
@@ -28,9 +30,9 @@ interface Answer {
   text: string;
 }
 
-function get(port: number, pathAndQuery: string, method = 'GET'): Promise<Answer> {
+function get(port: number, pathAndQuery: string, method = 'GET', headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: pathAndQuery, method, timeout: 10_000 }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path: pathAndQuery, method, headers, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
@@ -88,6 +90,11 @@ beforeAll(async () => {
   echo = await startEcho('echo');
   ports.wasm = await freePort();
   ports.plain = await freePort();
+  ports.lenient = await freePort();
+  ports.strict = await freePort();
+  ports.rlDeny = await freePort();
+  // nothing listens here: the servers the lenient and strict listeners ask cannot answer
+  ports.dead = await freePort();
   ports.stats = await freePort();
   gw = await startGateway(
     {
@@ -115,6 +122,77 @@ spec:
   bindAddress: 127.0.0.1
   bindPort: ${ports.plain}
   httpGateway: {}
+---
+# auth.example.com: Legate's extauth (its AuthConfig's introspection endpoint is down, so a token is refused) and a
+# generous basic rate limit
+apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: oauth, namespace: gloo-system }
+spec:
+  configs:
+    - oauth2:
+        accessTokenValidation: { introspectionUrl: 'http://127.0.0.1:${ports.dead}/introspect' }
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: auth, namespace: gloo-system }
+spec:
+  virtualHost:
+    domains: [auth.example.com]
+    options:
+      extauth: { configRef: { name: oauth, namespace: gloo-system } }
+      ratelimitBasic: { authorizedLimits: { requestsPerUnit: 1000, unit: MINUTE } }
+    routes:
+      - matchers: [{ prefix: / }]
+        routeAction: { single: { upstream: { name: echo, namespace: gloo-system } } }
+---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: down, namespace: gloo-system }
+spec:
+  useHttp2: true
+  static: { hosts: [{ addr: 127.0.0.1, port: ${ports.dead} }] }
+---
+# another ext_authz server that is down, and failureModeAllow: requests go through
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: lenient, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${ports.lenient}
+  httpGateway:
+    options:
+      extauth:
+        extauthzServerRef: { name: down }
+        requestTimeout: 1s
+        failureModeAllow: true
+---
+# the same server, failing closed with Gloo's statusOnError
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: strict, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${ports.strict}
+  httpGateway:
+    options:
+      extauth:
+        extauthzServerRef: { name: down }
+        statusOnError: 503
+---
+# past ext_authz as on the lenient listener, then a ratelimit server that is down, with denyOnFail
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: rl-deny, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${ports.rlDeny}
+  httpGateway:
+    options:
+      extauth: { extauthzServerRef: { name: down }, failureModeAllow: true }
+      ratelimitServer:
+        ratelimitServerRef: { name: down }
+        denyOnFail: true
 `,
       'wasm.yaml': wasmGateway(wasmSha, 'hello'),
     },
@@ -162,6 +240,50 @@ describe('httpGateway.options.wasm', () => {
     gw.write('wasm.yaml', wasmGateway(wasmSha, 'again'));
     await eventually('the new config', async () => ((await get(ports.wasm, '/again')).headers['x-wasm'] === 'again' ? true : undefined));
     expect(gatewayStatus('wasm').state).toBe('Accepted');
+  });
+});
+
+describe('httpGateway.options.extauth and ratelimitServer', () => {
+  const auth = { host: 'auth.example.com', authorization: 'Bearer not-a-valid-token' };
+
+  it("the default listener asks Legate's extauth service, which refuses the token", async () => {
+    const r = await eventually('the auth virtual host', async () => {
+      const a = await get(ports.plain, '/private', 'GET', auth);
+      return a.status !== 404 && a.status !== 0 ? a : undefined;
+    });
+    expect([401, 403]).toContain(r.status);
+    expect(gatewayStatus('lenient').state).toBe('Accepted');
+    expect(gatewayStatus('strict').state).toBe('Accepted');
+  });
+
+  it('a listener whose server is down lets requests through with failureModeAllow', async () => {
+    const r = await eventually('the lenient listener', async () => {
+      const a = await get(ports.lenient, '/private', 'GET', auth);
+      return a.status === 200 ? a : undefined;
+    });
+    expect(JSON.parse(r.text)).toMatchObject({ upstream: 'echo', path: '/private' });
+    // Legate's bearer pre-check still runs before ext_authz
+    expect((await get(ports.lenient, '/private', 'GET', { host: auth.host })).status).toBe(403);
+  });
+
+  it('a listener whose ext_authz server is down fails closed with its statusOnError', async () => {
+    const r = await eventually('the strict listener', async () => {
+      const a = await get(ports.strict, '/private', 'GET', auth);
+      return a.status === 503 ? a : undefined;
+    });
+    expect(r.status).toBe(503);
+  });
+
+  it('a listener whose ratelimit server is down denies with denyOnFail; the others count with Legate', async () => {
+    const r = await eventually('the rl-deny listener', async () => {
+      const a = await get(ports.rlDeny, '/private', 'GET', auth);
+      return a.status === 500 ? a : undefined;
+    });
+    expect(r.status).toBe(500);
+    // the lenient listener asks Legate's ratelimit service: its limit leaves room
+    const ok = await get(ports.lenient, '/private', 'GET', auth);
+    expect(ok.status).toBe(200);
+    expect(ok.headers['x-ratelimit-limit']).toBeDefined();
   });
 });
 
