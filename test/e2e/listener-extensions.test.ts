@@ -1,7 +1,7 @@
 // A Gateway's listener extensions end to end, through the real Envoy of one `legate run`:
 // - httpGateway.options.wasm: a user's proxy-wasm filter (test/unit/wasm-fixtures/add-header.ts, built here with asc)
-//   by file, pinned by sha256, sets a response header from its config; a wrong sha256 is refused with the path and
-//   the last accepted Gateway keeps serving;
+//   by file and by uri, pinned by sha256, sets a response header from its config; a wrong sha256 is refused with the
+//   path and the last accepted Gateway keeps serving;
 // - httpGateway.options.extauth / ratelimitServer: listeners of one proxy whose ext_authz and ratelimit filters ask
 //   other servers or fail otherwise (failureModeAllow, statusOnError, denyOnFail) than the default listener's;
 // - the stats listener (legate run --stats-listener-port): Prometheus scrapes GET /metrics and gets Envoy's metrics,
@@ -22,7 +22,10 @@ let echo: EchoUpstream;
 let tmp: string;
 let wasmFile: string;
 let wasmSha: string;
-const ports = { wasm: 0, plain: 0, stats: 0, lenient: 0, strict: 0, rlDeny: 0, dead: 0 };
+const ports = { wasm: 0, remote: 0, plain: 0, stats: 0, lenient: 0, strict: 0, rlDeny: 0, dead: 0 };
+/** serves the module over HTTP, for a filter named by uri */
+let moduleServer: http.Server;
+let moduleFetches = 0;
 
 interface Answer {
   status: number;
@@ -88,7 +91,16 @@ beforeAll(async () => {
   );
   wasmSha = createHash('sha256').update(fs.readFileSync(wasmFile)).digest('hex');
   echo = await startEcho('echo');
+  const moduleBytes = fs.readFileSync(wasmFile);
+  moduleServer = http.createServer((req, res) => {
+    moduleFetches++;
+    if (req.url !== '/filters/add-header.wasm') res.writeHead(404).end();
+    else res.writeHead(200, { 'content-type': 'application/wasm' }).end(moduleBytes);
+  });
+  await new Promise<void>((resolve) => moduleServer.listen(0, '127.0.0.1', () => resolve()));
+  const modulePort = (moduleServer.address() as { port: number }).port;
   ports.wasm = await freePort();
+  ports.remote = await freePort();
   ports.plain = await freePort();
   ports.lenient = await freePort();
   ports.strict = await freePort();
@@ -195,6 +207,26 @@ spec:
         denyOnFail: true
 `,
       'wasm.yaml': wasmGateway(wasmSha, 'hello'),
+      'remote.yaml': `
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: remote-wasm, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${ports.remote}
+  httpGateway:
+    options:
+      wasm:
+        filters:
+          - name: fetched
+            rootId: add_header
+            uri: http://127.0.0.1:${modulePort}/filters/add-header.wasm
+            sha256: "${wasmSha}"
+            filterStage: { stage: AuthNStage, predicate: Before }
+            config:
+              "@type": type.googleapis.com/google.protobuf.StringValue
+              value: "x-wasm-remote: fetched"
+`,
     },
     { args: ['--stats-listener-port', String(ports.stats)] },
   );
@@ -203,6 +235,7 @@ spec:
 afterAll(async () => {
   await gw?.stop();
   await echo?.close();
+  await new Promise<void>((resolve) => (moduleServer ? moduleServer.close(() => resolve()) : resolve()));
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -224,6 +257,20 @@ describe('httpGateway.options.wasm', () => {
     const plain = await get(ports.plain, '/hello');
     expect(plain.status).toBe(200);
     expect(plain.headers['x-wasm']).toBeUndefined();
+  });
+
+  it('a module named by uri: Envoy fetches it, checks its sha256 and runs it', async () => {
+    const r = await eventually(
+      'the remote wasm listener',
+      async () => {
+        const a = await get(ports.remote, '/fetched');
+        return a.headers['x-wasm-remote'] === 'fetched' ? a : undefined;
+      },
+      30_000,
+    );
+    expect(r.status).toBe(200);
+    expect(moduleFetches).toBeGreaterThan(0);
+    expect(gatewayStatus('remote-wasm').state).toBe('Accepted');
   });
 
   it('refuses a sha256 the file does not have, names the path, and keeps serving the last accepted filter', async () => {
