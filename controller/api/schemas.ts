@@ -13,6 +13,7 @@ import {
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
 import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -43,7 +44,16 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
-      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
+      options: z
+        .strictObject({
+          ...hcmHttpListenerOptions,
+          ...corsHttpListenerOptions,
+          ...wasmHttpListenerOptions,
+          // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
+          extauth: z.lazy(() => ListenerExtauthSchema).optional(),
+          ratelimitServer: z.lazy(() => RatelimitServerSchema).optional(),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -234,6 +244,13 @@ export const ExtauthServerSettingsSchema = z.strictObject({
   statPrefix: z.string().optional(),
 });
 export type ExtauthServerSettings = z.infer<typeof ExtauthServerSettingsSchema>;
+
+/** A Gateway's `httpGateway.options.extauth`: Legate's ext_authz filter on that listener, with these settings. */
+const ListenerExtauthSchema = ExtauthServerSettingsSchema.extend({
+  /** an Upstream serving envoy.service.auth.v3.Authorization in place of Legate's extauth service */
+  extauthzServerRef: ResourceRefSchema.optional(),
+});
+export type ListenerExtauth = z.infer<typeof ListenerExtauthSchema>;
 
 /**
  * Gloo's `settings.gloo.invalidConfigPolicy`: what a route whose destination is missing or rejected answers.

@@ -7,6 +7,7 @@ import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
+import { bindListenerExtauth } from './listener.js';
 import { extauthRender, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
@@ -27,6 +28,10 @@ export function extauthFeature(
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
       return {
+        bindGateway(gw, ir, sink) {
+          const o = gw.spec.httpGateway?.options?.extauth;
+          if (o) ir.extauth = bindListenerExtauth(o, gw.metadata.namespace, ctx.upstreams(), sink);
+        },
         bindRoute(route, ir, site, sink) {
           const ns = site.namespace;
           const ext = route.options?.extauth;
