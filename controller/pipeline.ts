@@ -167,7 +167,15 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const withExtProc: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
   const breakers = settings?.spec.gloo?.circuitBreakers;
   const withBreakers: RenderOptions = breakers ? { ...withExtProc, circuitBreakers: breakers } : withExtProc;
-  const withGrpcWeb: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  let withGrpcWeb: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  const extauthDefaults = settings?.spec.extauth;
+  if (extauthDefaults) {
+    const ref = extauthDefaults.extauthzServerRef;
+    const filled = ref
+      ? { ...extauthDefaults, extauthzServerRef: { ...ref, namespace: ref.namespace ?? settings.metadata.namespace } }
+      : extauthDefaults;
+    withGrpcWeb = { ...withGrpcWeb, extauthDefaults: filled };
+  }
   const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
   const render: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
   // features are a function of the render options: equal options, features that behave the same

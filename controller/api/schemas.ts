@@ -388,6 +388,8 @@ const NO_VAULT_OR_CONSUL =
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
   extProc: ExtProcSettingsSchema.optional(),
+  /** Gloo Enterprise's default extauth settings: every listener's ext_authz filter (a Gateway's own win, field by field) */
+  extauth: z.lazy(() => ListenerExtauthSchema).optional(),
   namedExtauth: z.record(z.string().min(1), ExtauthServerSettingsSchema).optional(),
   // lazy: defined with RateLimitConfig's schemas below
   ratelimit: z.lazy(() => RatelimitServiceSettingsSchema).optional(),

@@ -6,8 +6,13 @@ import type { BindSink, UpstreamLookup } from '../../feature.js';
 import type { ListenerExtauthIR } from '../../ir.js';
 import { clusterName, nsName } from '../../names.js';
 
-export function bindListenerExtauth(o: ListenerExtauth, namespace: string, upstreams: UpstreamLookup, sink: BindSink): ListenerExtauthIR {
-  const where = 'httpGateway.options.extauth';
+export function bindListenerExtauth(
+  o: ListenerExtauth,
+  namespace: string,
+  upstreams: UpstreamLookup,
+  sink: BindSink,
+  where = 'httpGateway.options.extauth',
+): ListenerExtauthIR {
   const ir: ListenerExtauthIR = {};
   const ref = o.extauthzServerRef;
   if (ref) {
