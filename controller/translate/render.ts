@@ -119,18 +119,21 @@ function render(
   // the chains of a hybridGateway are ListenerIRs of one name: one Envoy listener with all their filter chains
   const byName = new Map<string, Listener>();
   const routes: XdsResource[] = [];
-  for (const listener of proxy.listeners) {
+  for (const [i, listener] of proxy.listeners.entries()) {
     // An ssl listener without certificates would have no filter chain, which Envoy refuses.
     if (listener.ssl && !listener.virtualHosts.some((vh) => vh.tls)) continue;
     const rendered = renderListener(proxy, listener, plugins);
     if (listener.chain) matchChain(rendered, listener.chain);
-    const same = byName.get(listener.name);
+    const key = listener.chain ? listener.name : `${listener.name}\u0000${i}`;
+    const same = byName.get(key);
     if (same) mergeListener(same, rendered);
-    else byName.set(listener.name, rendered);
+    else byName.set(key, rendered);
     if (!listener.tcp) routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins, vhosts) });
   }
   // Envoy refuses a listener without filter chains
-  const listeners: XdsResource[] = [...byName].flatMap(([name, resource]) => (resource.filter_chains?.length ? [{ name, resource }] : []));
+  const listeners: XdsResource[] = [...byName.values()].flatMap((resource) =>
+    resource.filter_chains?.length ? [{ name: resource.name ?? '', resource }] : [],
+  );
   const secrets: XdsResource[] = [];
   const secretNames = new Set<string>();
   for (const p of plugins) {

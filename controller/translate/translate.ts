@@ -312,7 +312,8 @@ export function translate(input: TranslateInput): TranslateOutput {
       let kept: { vs: VirtualService; vh: VirtualHostIR }[] = [];
       if (!spec.tcpGateway) {
         const http = spec.httpGateway ?? {};
-        const selected = [...virtualHosts.values()].filter(({ vs }) => httpGatewaySelects(http, ssl, gw.metadata.namespace, vs));
+        const ns = chain?.source?.namespace ?? gw.metadata.namespace;
+        const selected = [...virtualHosts.values()].filter(({ vs }) => httpGatewaySelects(http, ssl, ns, vs));
         kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
         if (ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
       }
@@ -489,7 +490,9 @@ function bindGateway(gw: Gateway, bindings: readonly FeatureBinding[]): BindSink
         one.problems.push({ code: 'InvalidSpec', message: `spec.httpGateway.virtualServiceExpressions.${matcher}` });
       }
     }
-    for (const b of bindings) b.bindGateway?.({ ...gw, spec: unit.spec }, ir, one);
+    // references in a MatchableHttpGateway / MatchableTcpGateway resolve in its namespace
+    const ns = unit.chain?.source?.namespace ?? gw.metadata.namespace;
+    for (const b of bindings) b.bindGateway?.({ ...gw, metadata: { ...gw.metadata, namespace: ns }, spec: unit.spec }, ir, one);
     // a matched gateway's fields are found where it is written
     const at = (p: Problem): Problem => {
       if (!unit.where) return p;

@@ -43,6 +43,8 @@ export const tcpFeature: Feature = {
       for (const l of proxy.listeners) {
         if (!l.tcp) continue;
         for (const host of l.tcp.hosts) if (host.tls) sdsSecretsOf(host.tls, secrets);
+        // a hybridGateway matcher's certificate, for hosts without their own
+        if (l.chain?.tls && l.tcp.hosts.some((h) => !h.tls)) sdsSecretsOf(l.chain.tls, secrets);
       }
       return [...secrets.values()];
     },
