@@ -99,8 +99,17 @@ function chainMatch(
   if (tcp && ssl) {
     const names = [...new Set(ssl.sniDomains ?? [])].sort();
     if (names.length) match.serverNames = names;
+    const bad = sink.problems.length;
     const tls = downstreamTls(ssl, ns, ctx, sink.problems, `${where}.sslConfig`);
     if (tls) match.tls = tls;
+    const { sniDomains: _sni, secretRef: _ref, sslFiles: _files, sds: _sds, ...rest } = ssl;
+    const settings = Object.keys(rest).filter((k) => rest[k as keyof typeof rest] !== undefined && rest[k as keyof typeof rest] !== null);
+    if (!tls && sink.problems.length === bad && settings.length) {
+      const message =
+        `${where}.sslConfig: ${settings.join(', ')} ${settings.length > 1 ? 'need' : 'needs'} a certificate (secretRef or sslFiles) to terminate TLS with; ` +
+        'without one the connection passes through by its SNI name only';
+      sink.problems.push({ code: 'InvalidTls', message });
+    }
   }
   return match;
 }

@@ -150,7 +150,7 @@ function passthroughOnly(ssl: NonNullable<NonNullable<TcpGateway['tcpHosts']>[nu
     .map(([k]) => k);
   if (!set.length) return;
   const message =
-    `${where}: ${set.join(', ')} need a certificate (secretRef or sslFiles) to terminate TLS with; ` +
+    `${where}: ${set.join(', ')} ${set.length > 1 ? 'need' : 'needs'} a certificate (secretRef or sslFiles) to terminate TLS with; ` +
     'without one the connection passes through by its SNI name only';
   sink.problems.push({ code: 'InvalidTls', message });
 }
