@@ -106,8 +106,8 @@ function chainMatch(
     const settings = Object.keys(rest).filter((k) => rest[k as keyof typeof rest] !== undefined && rest[k as keyof typeof rest] !== null);
     if (!tls && sink.problems.length === bad && settings.length) {
       const message =
-        `${where}.sslConfig: ${settings.join(', ')} ${settings.length > 1 ? 'need' : 'needs'} a certificate (secretRef or sslFiles) to terminate TLS with; ` +
-        'without one the connection passes through by its SNI name only';
+        `${where}.sslConfig: ${settings.join(', ')} ${settings.length > 1 ? 'need' : 'needs'} a certificate (secretRef or ` +
+        'sslFiles) to terminate TLS with; without one the connection passes through by its SNI name only';
       sink.problems.push({ code: 'InvalidTls', message });
     }
   }
