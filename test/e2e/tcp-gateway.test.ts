@@ -106,6 +106,7 @@ let tcpPort: number;
 let sniPort: number;
 let hybridPort: number;
 let delegatedPort: number;
+let missingPort: number;
 
 beforeAll(async () => {
   [echo, other, tlsA, tlsB, http] = await Promise.all([
@@ -115,7 +116,13 @@ beforeAll(async () => {
     tlsEcho('backend-b'),
     startEcho('web'),
   ]);
-  [tcpPort, sniPort, hybridPort, delegatedPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  [tcpPort, sniPort, hybridPort, delegatedPort, missingPort] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const upstream = (name: string, port: number): string => `
 apiVersion: gloo.solo.io/v1
 kind: Upstream
@@ -183,6 +190,17 @@ spec:
         destination: { single: { upstream: { name: gloo-system-tcp-echo-1025, namespace: gloo-system } } }
     options:
       tcpProxySettings: { maxConnectAttempts: 2, idleTimeout: 30s }
+---
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: tcp-missing, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${missingPort}
+  tcpGateway:
+    tcpHosts:
+      - name: gone
+        destination: { single: { upstream: { name: not-there, namespace: gloo-system } } }
 `,
     'hybrid.yaml': `
 apiVersion: gateway.solo.io/v1
@@ -318,17 +336,23 @@ describe('tcpGateway', () => {
     await expect(talk(secure(sniPort, 'c.example.com'), 'x', 'x', 'secureConnect')).rejects.toThrow();
   });
 
-  it('reports the Gateways and the MatchableHttpGateway Accepted (legatectl get gw / hgw)', () => {
+  it('reports the Gateways and the MatchableHttpGateway (legatectl get gw / hgw): Accepted, a missing upstream a Warning', () => {
     const list = (kind: string): { metadata: { name: string }; status: { statuses: Record<string, { state: string }> } }[] =>
       JSON.parse(gw.ctl('get', kind, '-n', 'gloo-system', '-o', 'json').stdout);
     const states = [...list('gw'), ...list('hgw')].map((r) => [r.metadata.name, r.status.statuses['legate-system']?.state]);
     expect(Object.fromEntries(states)).toEqual({
       tcp: 'Accepted',
+      'tcp-missing': 'Warning',
       'tcp-sni': 'Accepted',
       'gateway-proxy': 'Accepted',
       delegated: 'Accepted',
       'team-a-gateway': 'Accepted',
     });
+  });
+
+  it('closes the connections of a tcpHost whose upstream is missing; Envoy takes the listener and the others serve', async () => {
+    await expect(talk(plain(missingPort), 'anyone?\n', 'anyone?')).rejects.toThrow(/closed/);
+    expect((await talk(plain(tcpPort), 'still\n', 'still')).text).toBe('echo\nstill\n');
   });
 });
 
