@@ -277,6 +277,19 @@ spec:
       selector:
         labels: { owner: team-a }
       httpConnectionManagerSettings: { serverName: team-a-edge }
+    delegatedTcpGateways:
+      ref: { name: passthrough-a }
+---
+apiVersion: gateway.solo.io/v1
+kind: MatchableTcpGateway
+metadata: { name: passthrough-a, namespace: gloo-system }
+spec:
+  matcher:
+    sslConfig: { sniDomains: [a.example.com] }
+  tcpGateway:
+    tcpHosts:
+      - name: a
+        destination: { single: { upstream: { name: tls-a } } }
 `,
   });
 });
@@ -374,7 +387,7 @@ describe('hybridGateway', () => {
     expect(r.text).toBe('other\nfrom elsewhere\n');
   });
 
-  it('serves the MatchableHttpGateway a delegation picks by label, with the VirtualServices its expressions pick', async () => {
+  it('serves a MatchableHttpGateway picked by label (its expressions pick the VirtualService), a MatchableTcpGateway by ref', async () => {
     const r = await eventually('the delegated listener', async () => {
       try {
         const text = await get(delegatedPort, 'a.example.com');
@@ -388,6 +401,9 @@ describe('hybridGateway', () => {
     expect(r).toMatch(/server: team-a-edge/);
     // team-b's VirtualService is not one the expressions pick
     expect(await get(delegatedPort, 'b.example.com')).toMatch(/^HTTP\/1\.1 404/);
+    // the MatchableTcpGateway a ref picks takes the TLS connections for its matcher's SNI name, passed through
+    const tcp = await talk(secure(delegatedPort, 'a.example.com'), 'via tgw\n', 'via tgw', 'secureConnect');
+    expect(tcp.text).toBe('backend-a sni=a.example.com\nvia tgw\n');
     // and only 127.0.0.1/32 matches the delegated gateway: no filter chain for anyone else
     await expect(get(delegatedPort, 'a.example.com', '127.0.0.2')).rejects.toThrow();
   });
