@@ -12,7 +12,8 @@ import {
   resilienceStaticHostOptions,
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
-import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { HttpConnectionManagerSettingsSchema, hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -43,7 +44,13 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
-      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
+      options: z
+        .strictObject({
+          ...hcmHttpListenerOptions,
+          httpConnectionManagerSettings: HttpConnectionManagerSettingsSchema.extend(tracingHcmSettings).optional(),
+          ...corsHttpListenerOptions,
+        })
+        .optional(),
     })
     .optional(),
 });

@@ -402,6 +402,8 @@ export interface ListenerIR {
   http?: HttpListenerIR;
   /** httpGateway.options.csrf: the CSRF policy of every request the listener serves (features/cors) */
   csrf?: CsrfIR;
+  /** httpGateway.options.httpConnectionManagerSettings.tracing: sampling, tags, provider (features/tracing) */
+  tracing?: ListenerTracingIR;
 }
 
 /** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */
@@ -480,7 +482,6 @@ export interface HcmSettingsIR {
   allowChunkedLength?: boolean;
   enableTrailers?: boolean;
   headerKeyFormat?: 'properCase' | 'preserveCase';
-  tracing?: ListenerTracingIR;
   forwardClientCertDetails?: string;
   setCurrentClientCertDetails?: { subject?: boolean; cert?: boolean; chain?: boolean; dns?: boolean; uri?: boolean };
   preserveExternalRequestId?: boolean;
@@ -508,7 +509,20 @@ export interface HcmSettingsIR {
   appendXForwardedPort?: boolean;
 }
 
-/** A listener's tracing without a provider: sampling decisions and span tags. */
+/** Where a listener's spans go: an Envoy tracer and the cluster of its collector. */
+export type TracingProviderIR =
+  | { type: 'opentelemetry'; cluster: string; serviceName: string; authority?: string }
+  | {
+      type: 'zipkin';
+      cluster: string;
+      endpoint: string;
+      version: 'HTTP_JSON' | 'HTTP_PROTO';
+      traceId128bit?: boolean;
+      sharedSpanContext?: boolean;
+    }
+  | { type: 'datadog'; cluster: string; serviceName: string };
+
+/** A listener's tracing: sampling decisions, span tags, and the provider that exports the spans. */
 export interface ListenerTracingIR {
   requestHeadersForTags: string[];
   verbose?: boolean;
@@ -518,6 +532,8 @@ export interface ListenerTracingIR {
   environmentTags: { tag: string; name: string; defaultValue?: string }[];
   literalTags: { tag: string; value: string }[];
   spawnUpstreamSpan?: boolean;
+  /** none: Envoy decides and tags, and exports nothing */
+  provider?: TracingProviderIR;
 }
 
 /** httpGateway.options of a Gateway. */
