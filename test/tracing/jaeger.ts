@@ -34,6 +34,7 @@ export interface JaegerTrace {
 }
 
 export interface Jaeger {
+  pid: number;
   ports: { otlpGrpc: number; otlpHttp: number; zipkin: number; query: number };
   /** the traces with a span of `service` (newest first, as the query API answers) */
   traces(service: string): Promise<JaegerTrace[]>;
@@ -116,6 +117,7 @@ export async function startJaeger(): Promise<Jaeger> {
     throw err;
   }
   return {
+    pid: child.pid ?? 0,
     ports,
     traces: async (service) =>
       (await query<{ data: JaegerTrace[] | null }>(`/api/traces?service=${encodeURIComponent(service)}&limit=100&lookback=1h`)).data ?? [],
