@@ -18,6 +18,7 @@ let jaeger: Jaeger;
 let gw: Gateway;
 let backend: http.Server;
 let zipkinPort: number;
+let datadogPort: number;
 /** what the GraphQL backend got: the x-user the resolver forwards, and the trace headers */
 const calls: { user: string; headers: http.IncomingHttpHeaders }[] = [];
 
@@ -100,7 +101,7 @@ spec:
         port: ${j.ports.zipkin}
 `;
 
-const gateways = (httpPort: number, zipkin: number): string => `
+const gateways = (httpPort: number, zipkin: number, datadog: number): string => `
 apiVersion: gateway.solo.io/v1
 kind: Gateway
 metadata: { name: gateway-proxy, namespace: gloo-system }
@@ -133,6 +134,21 @@ spec:
             collectorUpstreamRef:
               name: zipkin
               namespace: gloo-system
+---
+# Envoy 1.40 still has the Datadog tracer: rendered, and Envoy takes it (no agent here: its reports fail)
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: gateway-proxy-datadog, namespace: gloo-system }
+spec:
+  bindAddress: 127.0.0.1
+  bindPort: ${datadog}
+  httpGateway:
+    options:
+      httpConnectionManagerSettings:
+        tracing:
+          datadogConfig:
+            collectorUpstreamRef: { name: books, namespace: gloo-system }
+            serviceName: gateway
 `;
 
 /** A GraphQL query as the client POSTs it to `port`. */
@@ -191,13 +207,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => backend.listen(0, '127.0.0.1', () => r()));
   zipkinPort = await freePort();
+  datadogPort = await freePort();
   gw = await startGateway(
     { 'app.yaml': resources((backend.address() as AddressInfo).port), 'collectors.yaml': collectors(jaeger) },
     { args: ['--otlp-endpoint', `http://127.0.0.1:${jaeger.ports.otlpHttp}`] },
   );
-  gw.write('gateways.yaml', gateways(gw.ports.http, zipkinPort));
+  gw.write('gateways.yaml', gateways(gw.ports.http, zipkinPort, datadogPort));
   await eventually('the traced listeners', async () => ((await query(gw.ports.http, 'ready')).status === 200 ? true : undefined), 60_000);
   await eventually('the zipkin listener', async () => ((await query(zipkinPort, 'ready')).status === 200 ? true : undefined), 30_000);
+  await eventually('the datadog listener', async () => ((await query(datadogPort, 'ready')).status === 200 ? true : undefined), 30_000);
 }, 900_000);
 
 afterAll(async () => {
@@ -277,11 +295,12 @@ describe('tracing through Envoy, extauth and the graphql service', () => {
     expect(parent && serviceOf(trace, parent)).toBe('gateway-proxy');
   });
 
-  it('renders the providers the Gateways ask for', async () => {
+  it('renders the providers the Gateways ask for (Datadog too: its listener serves)', async () => {
     const dump = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump?resource=dynamic_listeners`)).text();
     expect(dump).toContain('envoy.tracers.opentelemetry');
     expect(dump).toContain('opentelemetry-collector_gloo-system');
     expect(dump).toContain('envoy.tracers.zipkin');
     expect(dump).toContain('/api/v2/spans');
+    expect(dump).toContain('envoy.tracers.datadog');
   });
 });
