@@ -94,6 +94,8 @@ function loadScenario(name: string, traced: boolean, description: string, aim?: 
     kind: 'load',
     name,
     description,
+    // measured at the same time, so other work on the machine hits both sides alike
+    group: 'tracing',
     ...(aim !== undefined ? { compareTo: ['tracing-off'], aims: { 'tracing-off': aim } } : {}),
     async setup(ctx) {
       const up = await ctx.upstream();
