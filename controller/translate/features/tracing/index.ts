@@ -6,7 +6,7 @@
 // tracing turned on without a provider, which makes the routes' decisions and decorators take effect.
 import type { Gateway } from '../../../api/resources.js';
 import type { BindSink, Feature, UpstreamLookup } from '../../feature.js';
-import type { ListenerTracingIR, RouteTracingIR, TracingProviderIR } from '../../ir.js';
+import type { ListenerTracingIR, RouteTracingIR, TracingProviderIR, UpstreamIR } from '../../ir.js';
 import { tracingRender } from './render.js';
 import { ZIPKIN_VERSIONS, type ListenerTracing } from './schema.js';
 
@@ -19,8 +19,15 @@ interface CollectorRef {
 }
 
 /** The cluster of a provider's collector: an Upstream's (by reference, or by the cluster name it renders). */
-function collectorCluster(c: CollectorRef, where: string, gw: Gateway, upstreams: UpstreamLookup, sink: BindSink, grpc: boolean) {
-  let upstream;
+function collectorCluster(
+  c: CollectorRef,
+  where: string,
+  gw: Gateway,
+  upstreams: UpstreamLookup,
+  sink: BindSink,
+  grpc: boolean,
+): string | undefined {
+  let upstream: UpstreamIR | undefined;
   if (c.collectorUpstreamRef) {
     const ref = c.collectorUpstreamRef;
     const key = `${ref.namespace ?? gw.metadata.namespace}/${ref.name}`;
