@@ -65,6 +65,9 @@ export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAc
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
 export type FileAccessLog = envoy_extensions_access_loggers_file_v3_FileAccessLog;
 export type HttpGrpcAccessLogConfig = envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
+export type OpenTelemetryConfig = envoy_config_trace_v3_OpenTelemetryConfig;
+export type ZipkinConfig = envoy_config_trace_v3_ZipkinConfig;
+export type DatadogConfig = envoy_config_trace_v3_DatadogConfig;
 export type ClusterConfig = envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
 
 /** Type URL -> message, for typed() in envoy/typed.ts. */
@@ -123,6 +126,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog": envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog": envoy_extensions_access_loggers_file_v3_FileAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig": envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
+  "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig": envoy_config_trace_v3_OpenTelemetryConfig;
+  "type.googleapis.com/envoy.config.trace.v3.ZipkinConfig": envoy_config_trace_v3_ZipkinConfig;
+  "type.googleapis.com/envoy.config.trace.v3.DatadogConfig": envoy_config_trace_v3_DatadogConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
   "type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig": envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
@@ -1190,6 +1196,12 @@ export interface envoy_config_core_v3_HttpProtocolOptions {
 }
 
 export type envoy_config_core_v3_HttpProtocolOptions_HeadersWithUnderscoresAction = "ALLOW" | "REJECT_REQUEST" | "DROP_HEADER";
+
+/** envoy.config.core.v3.HttpService */
+export interface envoy_config_core_v3_HttpService {
+  http_uri?: envoy_config_core_v3_HttpUri;
+  request_headers_to_add?: envoy_config_core_v3_HeaderValueOption[];
+}
 
 /** envoy.config.core.v3.HttpUri */
 export interface envoy_config_core_v3_HttpUri {
@@ -2362,6 +2374,28 @@ export interface envoy_config_route_v3_WeightedCluster_ClusterWeight {
   host_rewrite_literal?: string;
 }
 
+/** envoy.config.trace.v3.DatadogConfig */
+export interface envoy_config_trace_v3_DatadogConfig {
+  collector_cluster?: string;
+  service_name?: string;
+  collector_hostname?: string;
+  remote_config?: envoy_config_trace_v3_DatadogRemoteConfig;
+}
+
+/** envoy.config.trace.v3.DatadogRemoteConfig */
+export interface envoy_config_trace_v3_DatadogRemoteConfig {
+  polling_interval?: Duration;
+}
+
+/** envoy.config.trace.v3.OpenTelemetryConfig */
+export interface envoy_config_trace_v3_OpenTelemetryConfig {
+  grpc_service?: envoy_config_core_v3_GrpcService;
+  http_service?: envoy_config_core_v3_HttpService;
+  service_name?: string;
+  resource_detectors?: envoy_config_core_v3_TypedExtensionConfig[];
+  sampler?: envoy_config_core_v3_TypedExtensionConfig;
+}
+
 /** envoy.config.trace.v3.Tracing */
 export interface envoy_config_trace_v3_Tracing {
   http?: envoy_config_trace_v3_Tracing_Http;
@@ -2372,6 +2406,19 @@ export interface envoy_config_trace_v3_Tracing_Http {
   name?: string;
   typed_config?: TypedConfig;
 }
+
+/** envoy.config.trace.v3.ZipkinConfig */
+export interface envoy_config_trace_v3_ZipkinConfig {
+  collector_cluster?: string;
+  collector_endpoint?: string;
+  trace_id_128bit?: boolean;
+  shared_span_context?: boolean;
+  collector_endpoint_version?: envoy_config_trace_v3_ZipkinConfig_CollectorEndpointVersion;
+  collector_hostname?: string;
+  split_spans_for_request?: boolean; /** deprecated in Envoy */
+}
+
+export type envoy_config_trace_v3_ZipkinConfig_CollectorEndpointVersion = "DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE" | "HTTP_JSON" | "HTTP_PROTO" | "GRPC";
 
 export type envoy_data_accesslog_v3_AccessLogType = "NotSet" | "TcpUpstreamConnected" | "TcpPeriodic" | "TcpConnectionEnd" | "DownstreamStart" | "DownstreamPeriodic" | "DownstreamEnd" | "UpstreamPoolReady" | "UpstreamPeriodic" | "UpstreamEnd" | "DownstreamTunnelSuccessfullyEstablished" | "UdpTunnelUpstreamConnected" | "UdpPeriodic" | "UdpSessionEnd";
 

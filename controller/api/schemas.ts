@@ -17,6 +17,7 @@ import { hybridSchemas } from '../translate/features/hybrid/schema.js';
 import { DestinationSchema } from '../translate/features/routing/schema.js';
 import { tcpGatewaySchema } from '../translate/features/tcp/schema.js';
 import { SslConfigFields } from '../translate/features/tls/schema.js';
+import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
@@ -53,6 +54,9 @@ const LabelSelectorSchema = z.strictObject({
 });
 export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
 
+/** Gloo's HttpConnectionManagerSettings: the hcm feature's fields and the tracing feature's `tracing`. */
+const HcmSettingsWithTracingSchema = HttpConnectionManagerSettingsSchema.extend(tracingHcmSettings);
+
 const HttpGatewaySchema = z.strictObject({
   virtualServices: z.array(ResourceRefSchema).optional(),
   virtualServiceSelector: z.record(z.string(), z.string()).optional(),
@@ -61,6 +65,7 @@ const HttpGatewaySchema = z.strictObject({
   options: z
     .strictObject({
       ...hcmHttpListenerOptions,
+      httpConnectionManagerSettings: HcmSettingsWithTracingSchema.optional(),
       ...corsHttpListenerOptions,
       ...wasmHttpListenerOptions,
       // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
@@ -88,7 +93,7 @@ export const { HybridGatewaySchema, MatchableHttpGatewaySpecSchema, MatchableTcp
   tcpGateway: TcpGatewaySchema,
   sslConfig: PassthroughSslConfigSchema,
   selector: LabelSelectorSchema,
-  hcmSettings: HttpConnectionManagerSettingsSchema,
+  hcmSettings: HcmSettingsWithTracingSchema,
 });
 export type HybridGateway = z.infer<typeof HybridGatewaySchema>;
 export type MatchableHttpGatewaySpec = z.infer<typeof MatchableHttpGatewaySpecSchema>;

@@ -412,6 +412,8 @@ export interface ListenerIR {
   tcp?: TcpListenerIR;
   /** one matched gateway of a hybridGateway (features/hybrid): the ListenerIRs that share a name are one Envoy listener */
   chain?: ChainMatchIR;
+  /** httpGateway.options.httpConnectionManagerSettings.tracing: sampling, tags, provider (features/tracing) */
+  tracing?: ListenerTracingIR;
 }
 
 /** Gloo's extauth Settings on one listener; each unset field keeps the default of Legate's ext_authz filter. */
@@ -568,7 +570,6 @@ export interface HcmSettingsIR {
   allowChunkedLength?: boolean;
   enableTrailers?: boolean;
   headerKeyFormat?: 'properCase' | 'preserveCase';
-  tracing?: ListenerTracingIR;
   forwardClientCertDetails?: string;
   setCurrentClientCertDetails?: { subject?: boolean; cert?: boolean; chain?: boolean; dns?: boolean; uri?: boolean };
   preserveExternalRequestId?: boolean;
@@ -596,7 +597,20 @@ export interface HcmSettingsIR {
   appendXForwardedPort?: boolean;
 }
 
-/** A listener's tracing without a provider: sampling decisions and span tags. */
+/** Where a listener's spans go: an Envoy tracer and the cluster of its collector. */
+export type TracingProviderIR =
+  | { type: 'opentelemetry'; cluster: string; serviceName: string; authority?: string }
+  | {
+      type: 'zipkin';
+      cluster: string;
+      endpoint: string;
+      version: 'HTTP_JSON' | 'HTTP_PROTO';
+      traceId128bit?: boolean;
+      sharedSpanContext?: boolean;
+    }
+  | { type: 'datadog'; cluster: string; serviceName: string };
+
+/** A listener's tracing: sampling decisions, span tags, and the provider that exports the spans. */
 export interface ListenerTracingIR {
   requestHeadersForTags: string[];
   verbose?: boolean;
@@ -606,6 +620,8 @@ export interface ListenerTracingIR {
   environmentTags: { tag: string; name: string; defaultValue?: string }[];
   literalTags: { tag: string; value: string }[];
   spawnUpstreamSpan?: boolean;
+  /** none: Envoy decides and tags, and exports nothing */
+  provider?: TracingProviderIR;
 }
 
 /** httpGateway.options of a Gateway. */
