@@ -13,7 +13,7 @@ import {
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
 import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
-import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
+import { Duration, NOT_SUPPORTED, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
 
@@ -246,6 +246,33 @@ const InvalidConfigPolicySchema = z.strictObject({
 });
 export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 
+/**
+ * Gloo's `settings.gateway.validation` (GatewayOptions.ValidationOptions): how the validating admission webhook
+ * decides. The address, certificate-path and gRPC-size fields configure Gloo's separate validation server; Legate
+ * validates in the controller's process (its certificate comes from the controller's flags), so they have no effect.
+ */
+export const GatewayValidationSchema = z.strictObject({
+  /** accept what validation would refuse, and log it (Gloo's default is true; Legate's is false) */
+  alwaysAccept: z.boolean().optional(),
+  /** accept resources whose status would be Warning (default true) */
+  allowWarnings: z.boolean().optional(),
+  /** false: the webhook accepts everything without validating (default true) */
+  serverEnabled: z.boolean().optional(),
+  proxyValidationServerAddr: z.string().optional(),
+  validationWebhookTlsCert: z.string().optional(),
+  validationWebhookTlsKey: z.string().optional(),
+  ignoreGlooValidationFailure: z.boolean().optional(),
+  warnRouteShortCircuiting: z.boolean().optional(),
+  disableTransformationValidation: z.boolean().optional(),
+  validationServerGrpcMaxSizeBytes: z.number().int().optional(),
+  /** true would make a missing TLS Secret a warning; in Legate it is always a problem of the resource that names it */
+  warnMissingTlsSecret: z
+    .boolean()
+    .refine((v) => !v, `${NOT_SUPPORTED}: a missing TLS Secret is always a problem of the resource that names it (only false)`)
+    .optional(),
+});
+export type GatewayValidation = z.infer<typeof GatewayValidationSchema>;
+
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
   extProc: ExtProcSettingsSchema.optional(),
@@ -267,7 +294,7 @@ export const SettingsSpecSchema = z.strictObject({
       disableGrpcWeb: z.boolean().optional(),
     })
     .optional(),
-  gateway: z.record(z.string(), z.unknown()).optional(),
+  gateway: z.looseObject({ validation: GatewayValidationSchema.optional() }).optional(),
   discovery: z.record(z.string(), z.unknown()).optional(),
   kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),
   kubernetesConfigSource: z.record(z.string(), z.unknown()).optional(),
