@@ -26,12 +26,7 @@ export interface AdmissionReview {
 export interface AdmissionResponse {
   uid: string;
   allowed: boolean;
-  status?: {
-    code: number;
-    reason?: string;
-    message: string;
-    details?: { name?: string; group?: string; kind?: string; causes?: { message: string }[] };
-  };
+  status?: { message: string };
   warnings?: string[];
 }
 
@@ -70,12 +65,9 @@ export function changeOf(req: AdmissionRequest): Change | undefined {
 export function responseReview(apiVersion: string, req: AdmissionRequest, verdict: Verdict): AdmissionReview {
   const response: AdmissionResponse = { uid: req.uid, allowed: verdict.allowed };
   if (!verdict.allowed) {
-    response.status = {
-      code: 422,
-      reason: 'Invalid',
-      message: verdict.message ?? 'refused',
-      details: { ...(req.name ? { name: req.name } : {}), group: req.kind.group, kind: req.kind.kind },
-    };
+    // a message without a code or reason: the API server and kubectl show it whole
+    // ("admission webhook … denied the request: <message>"); a 422 would read "… is invalid"
+    response.status = { message: verdict.message ?? 'refused' };
   }
   if (verdict.warnings.length) response.warnings = verdict.warnings.map((w) => (w.length > 1000 ? `${w.slice(0, 1000)}…` : w));
   return { apiVersion, kind: 'AdmissionReview', response };

@@ -1,9 +1,13 @@
 // The admission check (controller/validation): the verdicts the webhook and `legate validate` give, from
 // resources as users write them.
+import { X509Certificate } from 'node:crypto';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import type { RawResource } from '../../controller/api/meta.js';
 import { parseResources } from '../../controller/source/parse.js';
+import { makeWebhookCertificates } from '../../controller/validation/certs.js';
 import { SKIP_VALIDATION_ANNOTATION, Validator, type Change } from '../../controller/validation/admission.js';
 import { changeOf, parseReview, responseReview } from '../../controller/validation/review.js';
 
@@ -137,7 +141,7 @@ describe('AdmissionReview', () => {
     },
   });
 
-  it('answers with the uid, allowed false and the reason as a 422 status', () => {
+  it('answers with the uid, allowed false and the reason as the status message', () => {
     // as the API server sends it: metadata it adds, and no namespace in the object
     const obj = parseYaml(vs('bad', BAD_REGEX)) as { metadata: Record<string, unknown> };
     obj.metadata = { name: 'bad', uid: 'x', resourceVersion: '7', managedFields: [{ manager: 'kubectl' }] };
@@ -146,7 +150,7 @@ describe('AdmissionReview', () => {
     const change = changeOf(req)!;
     expect(change.object?.metadata).toMatchObject({ name: 'bad', namespace: 'default' });
     const out = responseReview('admission.k8s.io/v1', req, validator(UPSTREAM).check(change));
-    expect(out.response).toMatchObject({ uid: 'u-1', allowed: false, status: { code: 422, reason: 'Invalid' } });
+    expect(out.response).toMatchObject({ uid: 'u-1', allowed: false });
     expect(out.response?.status?.message).toContain('VirtualService default.bad');
   });
 
@@ -162,5 +166,36 @@ describe('AdmissionReview', () => {
     });
     if (typeof req === 'string') throw new Error(req);
     expect(changeOf(req)).toBeUndefined();
+  });
+});
+
+describe('makeWebhookCertificates', () => {
+  it('makes a CA and a serving certificate for the hosts that node:crypto and a TLS handshake accept', async () => {
+    const { ca, cert, key } = makeWebhookCertificates(['controller.legate-system.svc', '127.0.0.1', '::1']);
+    const caX = new X509Certificate(ca);
+    const serverX = new X509Certificate(cert);
+    expect(caX.ca).toBe(true);
+    expect(serverX.ca).toBe(false);
+    expect(serverX.checkIssued(caX)).toBe(true);
+    expect(serverX.verify(caX.publicKey)).toBe(true);
+    expect(serverX.checkHost('controller.legate-system.svc')).toBe('controller.legate-system.svc');
+    expect(serverX.checkIP('127.0.0.1')).toBe('127.0.0.1');
+    expect(serverX.checkIP('::1')).toBe('::1');
+    expect(serverX.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
+    // a real handshake trusting only the CA
+    const server = https.createServer({ cert, key }, (_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const body = await new Promise<string>((resolve, reject) => {
+      https
+        .get({ host: '127.0.0.1', port, ca, servername: 'controller.legate-system.svc' }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
+    });
+    server.close();
+    expect(body).toBe('ok');
   });
 });
