@@ -190,8 +190,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
       options: pipelineOptions,
     });
     if (restored.size) noteRestored(out, restored);
+    // the map this run read (not out.accepted): the run's memo is then reusable as it is
+    validator?.setCurrent(snapshot.resources, lastAccepted, out);
     lastAccepted = out.accepted;
-    validator?.setCurrent(snapshot.resources, out.accepted);
     validatorReady = true;
     acceptedWriter?.update(out.accepted);
     lastServed = out.served;

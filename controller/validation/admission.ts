@@ -85,12 +85,21 @@ export class Validator {
 
   constructor(private readonly options: ValidatorOptions = {}) {}
 
-  /** The resources the controller holds now, and what it accepted last (its domain-conflict incumbents). */
-  setCurrent(resources: readonly RawResource[], lastAccepted: ReadonlyMap<string, LegateResource> = new Map()): void {
+  /**
+   * The resources the controller holds now, and what it accepted last (its domain-conflict incumbents). `baseline`:
+   * the controller's own run on them, when it has one, so that checks start at once (its reports are the ones to
+   * compare with, and its memo lets a check translate only what the change touches).
+   */
+  setCurrent(
+    resources: readonly RawResource[],
+    lastAccepted: ReadonlyMap<string, LegateResource> = new Map(),
+    baseline?: PipelineOutput,
+  ): void {
     if (resources === this.resources && lastAccepted === this.lastAccepted) return;
     this.resources = resources;
     this.lastAccepted = lastAccepted;
-    this.baseline = undefined;
+    this.baseline = baseline ? { out: baseline, messages: messages(baseline) } : undefined;
+    if (baseline) this.memo = baseline.memo;
   }
 
   policy(): Policy {
@@ -101,6 +110,7 @@ export class Validator {
     const out = runPipeline({
       resources,
       lastAccepted: this.lastAccepted,
+      statusesOnly: true,
       ...(this.memo ? { memo: this.memo } : {}),
       ...(this.options.pipeline ? { options: this.options.pipeline } : {}),
     });
