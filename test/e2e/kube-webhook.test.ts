@@ -3,7 +3,9 @@
 // the API server calls it on loopback (url, not a Service: there is no cluster network here). kubectl apply of a
 // VirtualService with a bad regex is refused with the reason its status would carry, a good one is admitted, a route
 // to a missing upstream is admitted with a warning (refused with allowWarnings: false), the delete of a referenced
-// Upstream is refused, --dry-run=server is validated and stores nothing, Gloo's skip annotation is honoured, a burst
+// Upstream is refused, a field Legate does not know sent by a client that does not validate fields is refused (the
+// Gloo-group CRDs keep it, so it is never pruned unseen), --dry-run=server is validated and stores nothing, Gloo's skip
+// annotation is honoured, a burst
 // of 200 applies gives the webhook's latency, and with the controller down failurePolicy decides (Ignore vs Fail).
 import fs from 'node:fs';
 import https from 'node:https';
@@ -188,6 +190,37 @@ spec: { gateway: { validation: { allowWarnings: false } } }
       () => kube.kubectl(['get', 'upstreams.gloo.solo.io', 'spare', '-n', 'default', '-o', 'jsonpath={.status.state}']).stdout || undefined,
     );
     expect(kube.kubectl(['delete', 'upstreams.gloo.solo.io', 'spare', '-n', 'default'], { check: false }).status).toBe(0);
+  });
+
+  it('sees a field Legate does not know through a client that does not validate fields (the Gloo CRDs keep it)', async () => {
+    const typo = vs('typo', '{ matchers: [{ prefix: / }], directResponseAction: { status: 200 }, options: { prefixRewrit: /x } }');
+    // --validate=false: kubectl asks for no field validation, as Helm and Argo CD do; the API server would prune the field
+    const refused = apply(typo, '--validate=false');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('VirtualService default.typo: ');
+    expect(refused.stderr).toContain('prefixRewrit');
+    // let through unvalidated, it is stored with the field and Rejected, never Accepted without it
+    const skipped = apply(
+      typo.replace('namespace: default', 'namespace: default, annotations: { gateway.solo.io/skip_validation: "true" }'),
+      '--validate=false',
+    );
+    expect(skipped.status).toBe(0);
+    const stored = kube.kubectl(['get', 'virtualservices.gateway.solo.io', 'typo', '-n', 'default', '-o', 'json']).stdout;
+    expect(JSON.parse(stored).spec.virtualHost.routes[0].options).toEqual({ prefixRewrit: '/x' });
+    const reason = await eventually('typo Rejected', () => {
+      const r = kube.kubectl([
+        'get',
+        'virtualservices.gateway.solo.io',
+        'typo',
+        '-n',
+        'default',
+        '-o',
+        'jsonpath={.status.state}: {.status.reason}',
+      ]);
+      return r.stdout.startsWith('Rejected') ? r.stdout : undefined;
+    });
+    expect(reason).toContain('prefixRewrit');
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'typo', '-n', 'default']);
   });
 
   it('validates kubectl apply --dry-run=server and stores nothing', () => {
