@@ -18,6 +18,7 @@ import { accessLogJson, accessLogOff } from './access-log.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
 import { kubeScale } from './kube-scale.js';
+import { webhookScale } from './webhook-scale.js';
 import { direct } from './direct.js';
 import {
   graphqlApolloFlat,
@@ -91,6 +92,7 @@ export const SCENARIOS: readonly Scenario[] = [
   configScale,
   delegationScale,
   kubeScale,
+  webhookScale,
   authNewTokenWorkers,
   ratelimitDecisions,
 ];

@@ -39,7 +39,11 @@ const webhookConfig = (failurePolicy: 'Ignore' | 'Fail', caBundle?: string): str
       {
         name: 'validation.legate-system.legate.dev',
         clientConfig: { url: `https://127.0.0.1:${webhookPort}/validation`, ...(caBundle ? { caBundle } : {}) },
-        rules: [{ apiGroups: GROUPS, apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['*'], scope: '*' }],
+        rules: [
+          { apiGroups: GROUPS, apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['*'], scope: '*' },
+          // as Gloo's: deleting a Secret a resource still uses
+          { apiGroups: [''], apiVersions: ['v1'], operations: ['DELETE'], resources: ['secrets'], scope: '*' },
+        ],
         failurePolicy,
         sideEffects: 'None',
         admissionReviewVersions: ['v1'],
@@ -190,6 +194,38 @@ spec: { gateway: { validation: { allowWarnings: false } } }
       () => kube.kubectl(['get', 'upstreams.gloo.solo.io', 'spare', '-n', 'default', '-o', 'jsonpath={.status.state}']).stdout || undefined,
     );
     expect(kube.kubectl(['delete', 'upstreams.gloo.solo.io', 'spare', '-n', 'default'], { check: false }).status).toBe(0);
+  });
+
+  it('refuses deleting a Secret a VirtualService terminates TLS with', async () => {
+    const fixtures = path.join(import.meta.dirname, 'fixtures');
+    const files = ['--cert', path.join(fixtures, 'secure.example.com.crt'), '--key', path.join(fixtures, 'secure.example.com.key')];
+    kube.kubectl(['create', 'secret', 'tls', 'secure-cert', '-n', 'default', ...files]);
+    const tls = `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: secure, namespace: default }
+spec:
+  sslConfig: { secretRef: { name: secure-cert, namespace: default }, sniDomains: [secure.example.com] }
+  virtualHost:
+    domains: [secure.example.com]
+    routes: [{ matchers: [{ prefix: / }], directResponseAction: { status: 200 } }]
+`;
+    await eventually('the Secret in the snapshot', async () => {
+      const listed = await controller.api<{ metadata: { name: string } }[]>('/api/v1/resources?kind=Secret');
+      return listed.some((r) => r.metadata.name === 'secure-cert') ? true : undefined;
+    });
+    expect(apply(tls).stderr).toBe('');
+    await eventually('secure in the snapshot', () => stateOf('virtualservices.gateway.solo.io', 'secure') || undefined);
+    const refused = kube.kubectl(['delete', 'secret', 'secure-cert', '-n', 'default'], { check: false });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain(
+      'Deletion blocked because active resources reference Secret default.secure-cert: VirtualService default.secure: ',
+    );
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'secure', '-n', 'default']);
+    await eventually('secure gone from the snapshot', async () => {
+      const listed = await controller.api<{ metadata: { name: string } }[]>('/api/v1/resources?kind=VirtualService');
+      return listed.some((r) => r.metadata.name === 'secure') ? undefined : true;
+    });
+    expect(kube.kubectl(['delete', 'secret', 'secure-cert', '-n', 'default'], { check: false }).status).toBe(0);
   });
 
   it('sees a field Legate does not know through a client that does not validate fields (the Gloo CRDs keep it)', async () => {
