@@ -57,7 +57,12 @@ function toRaw(req: AdmissionRequest, obj: KubeObject | null | undefined): RawRe
 export function changeOf(req: AdmissionRequest): Change | undefined {
   if (!isKnownKind(req.kind.kind)) return undefined;
   const object = toRaw(req, req.object);
-  const oldObject = toRaw(req, req.oldObject);
+  // a delete names what goes even where the API server sends no oldObject
+  const oldObject =
+    toRaw(req, req.oldObject) ??
+    (req.operation === 'DELETE' && req.name
+      ? toRaw(req, { metadata: { name: req.name, namespace: req.namespace ?? 'default' } })
+      : undefined);
   return { operation: req.operation, ...(object ? { object } : {}), ...(oldObject ? { oldObject } : {}) };
 }
 

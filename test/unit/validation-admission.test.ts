@@ -126,6 +126,7 @@ spec:
 });
 
 describe('AdmissionReview', () => {
+  const upstreamKind = { group: 'gloo.solo.io', version: 'v1', kind: 'Upstream' };
   const review = (operation: string, object: unknown, oldObject?: unknown) => ({
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -152,6 +153,17 @@ describe('AdmissionReview', () => {
     const out = responseReview('admission.k8s.io/v1', req, validator(UPSTREAM).check(change));
     expect(out.response).toMatchObject({ uid: 'u-1', allowed: false });
     expect(out.response?.status?.message).toContain('VirtualService default.bad');
+  });
+
+  it('reads a delete without oldObject from the request name', () => {
+    const req = parseReview({
+      ...review('DELETE', null),
+      request: { ...review('DELETE', null).request, kind: upstreamKind, name: 'petstore' },
+    });
+    if (typeof req === 'string') throw new Error(req);
+    const verdict = validator(UPSTREAM + '---\n' + vs('shop', TO_PETSTORE)).check(changeOf(req)!);
+    expect(verdict.allowed).toBe(false);
+    expect(verdict.message).toContain('Upstream default.petstore');
   });
 
   it('refuses what is not an AdmissionReview', () => {
