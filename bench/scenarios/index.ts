@@ -19,6 +19,7 @@ import { tracingOff, tracingSampled } from './tracing.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
 import { kubeScale } from './kube-scale.js';
+import { webhookScale } from './webhook-scale.js';
 import { direct } from './direct.js';
 import {
   graphqlApolloFlat,
@@ -94,6 +95,7 @@ export const SCENARIOS: readonly Scenario[] = [
   configScale,
   delegationScale,
   kubeScale,
+  webhookScale,
   authNewTokenWorkers,
   ratelimitDecisions,
 ];
