@@ -14,9 +14,11 @@ import {
   authUnprotected,
   providerIntrospection,
 } from './auth.js';
-import { accessLogJson, accessLogOff } from './access-log.js';
+import { accessLogJson, accessLogJson17, accessLogOff } from './access-log.js';
+import { ACCESS_LOG_VARIANTS } from './access-log-variants.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
+import { hcFleet } from './hc-fleet.js';
 import { kubeScale } from './kube-scale.js';
 import { direct } from './direct.js';
 import {
@@ -88,9 +90,12 @@ export const SCENARIOS: readonly Scenario[] = [
   routeOptionsRich,
   accessLogOff,
   accessLogJson,
+  accessLogJson17,
+  ...ACCESS_LOG_VARIANTS,
   configScale,
   delegationScale,
   kubeScale,
+  hcFleet,
   authNewTokenWorkers,
   ratelimitDecisions,
 ];
