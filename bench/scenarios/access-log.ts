@@ -1,11 +1,13 @@
 // The cost of the access log `legate run` writes by default: a plain route through the default gateway with Legate's
 // JSON access log line per request (to Envoy's stdout, i.e. .legate/logs/envoy.log) against the same route without;
 // and, on the same route, the 17-field line that was the default before (a Gateway with that accessLoggingService).
+// The three are one group, measured at the same time, each with its own upstream process: whatever else runs on the
+// machine hits them alike at every instant (measured one after another, their ratio moved 0.85-1.25x between runs).
 import { freePort } from '../lib/net.js';
 import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { catchAllVsYaml, upstreamYaml } from '../lib/resources.js';
-import { acquire } from '../lib/servers.js';
-import type { BenchContext, LoadScenario } from '../lib/types.js';
+import { startNodeServer } from '../lib/servers.js';
+import type { LoadScenario } from '../lib/types.js';
 
 const HOST = 'plain.bench';
 
@@ -54,44 +56,49 @@ ${format}
 `;
 }
 
-async function startVariant(ctx: BenchContext, variant: Variant): Promise<{ gw: Legate; port: number }> {
-  const up = await ctx.upstream();
-  const name = `access-log-${variant}`;
-  const files: Record<string, string> = { 'upstream.yaml': upstreamYaml(up.port), 'plain.yaml': catchAllVsYaml('plain', [HOST]) };
-  const port17 = variant === 'json17' ? await freePort() : undefined;
-  if (port17 !== undefined) files['gateway.yaml'] = gateway17Yaml(port17);
-  const accessLog = variant === 'json' ? '/dev/stdout' : 'off';
-  const gw = await startLegate(ctx, name, files, ctx.settings.serverCpus, accessLog);
-  const port = port17 ?? gw.ports.http;
-  try {
-    await untilServed(port, '/bench', HOST, up.body, 30_000, 100, () => (gw.proc.alive() ? undefined : 'legate run exited'));
-    return { gw, port };
-  } catch (err) {
-    await gw.stop();
-    throw err;
-  }
-}
+/** wrk connections per scenario: the three are measured at the same time and share the load CPU and the server core */
+const CONNECTIONS = 16;
 
 function loadScenario(name: string, variant: Variant, description: string, aim?: number): LoadScenario {
   return {
     kind: 'load',
     name,
     description,
+    group: 'access-log',
     ...(variant !== 'off' ? { compareTo: ['access-log-off'] } : {}),
     ...(aim !== undefined ? { aims: { 'access-log-off': aim } } : {}),
     async setup(ctx) {
-      const up = await ctx.upstream();
-      const shared = await acquire(ctx, `${name}-gateway`, async () => {
-        const v = await startVariant(ctx, variant);
-        return { ...v, stop: () => v.gw.stop() };
-      });
-      return {
-        port: shared.value.port,
-        path: '/bench',
-        host: HOST,
-        processes: [...legateProcesses(shared.value.gw), { label: 'upstream', role: 'upstream', pid: up.pid }],
-        stop: () => shared.release(),
+      // an upstream of its own: the three are measured at the same time, and CPU is charged per process
+      const up = await startNodeServer<{ port: number; body: string }>(ctx, `upstream (${name})`, 'upstream.mjs');
+      const files: Record<string, string> = {
+        'upstream.yaml': upstreamYaml(up.info.port),
+        'plain.yaml': catchAllVsYaml('plain', [HOST]),
       };
+      const port17 = variant === 'json17' ? await freePort() : undefined;
+      if (port17 !== undefined) files['gateway.yaml'] = gateway17Yaml(port17);
+      let gw: Legate | undefined;
+      try {
+        gw = await startLegate(ctx, name, files, ctx.settings.serverCpus, variant === 'json' ? '/dev/stdout' : 'off');
+        const port = port17 ?? gw.ports.http;
+        const alive = gw.proc.alive;
+        await untilServed(port, '/bench', HOST, up.info.body, 30_000, 100, () => (alive() ? undefined : 'legate run exited'));
+        const stop = async (): Promise<void> => {
+          await gw?.stop();
+          await up.stop();
+        };
+        return {
+          port,
+          path: '/bench',
+          host: HOST,
+          connections: CONNECTIONS,
+          processes: [...legateProcesses(gw), { label: 'upstream', role: 'upstream', pid: up.pid }],
+          stop,
+        };
+      } catch (err) {
+        await gw?.stop();
+        await up.stop();
+        throw err;
+      }
     },
   };
 }
