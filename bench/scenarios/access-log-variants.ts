@@ -13,29 +13,9 @@ import { freePort, get, waitFor } from '../lib/net.js';
 import { startProcess, type Started } from '../lib/procs.js';
 import { startNodeServer } from '../lib/servers.js';
 import type { BenchContext, LoadScenario, Upstream } from '../lib/types.js';
+import { FORMAT_17 } from './access-log.js';
 import { LEGATE_ENVOY_CONCURRENCY } from './legate-route.js';
 import { cpuCount } from './static-envoy.js';
-
-/** The 17 fields of the default line before it was chosen by these figures. */
-const FORMAT_17: Readonly<Record<string, string>> = {
-  start_time: '%START_TIME%',
-  method: '%REQ(:METHOD)%',
-  path: '%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%',
-  protocol: '%PROTOCOL%',
-  response_code: '%RESPONSE_CODE%',
-  response_flags: '%RESPONSE_FLAGS%',
-  bytes_received: '%BYTES_RECEIVED%',
-  bytes_sent: '%BYTES_SENT%',
-  duration: '%DURATION%',
-  upstream_service_time: '%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%',
-  x_forwarded_for: '%REQ(X-FORWARDED-FOR)%',
-  user_agent: '%REQ(USER-AGENT)%',
-  request_id: '%REQ(X-REQUEST-ID)%',
-  authority: '%REQ(:AUTHORITY)%',
-  upstream_host: '%UPSTREAM_HOST%',
-  upstream_cluster: '%UPSTREAM_CLUSTER%',
-  downstream_remote_address: '%DOWNSTREAM_REMOTE_ADDRESS%',
-};
 
 const without = (format: Readonly<Record<string, string>>, ...keys: string[]): Record<string, string> =>
   Object.fromEntries(Object.entries(format).filter(([k]) => !keys.includes(k)));

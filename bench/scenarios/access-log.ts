@@ -12,7 +12,7 @@ import type { LoadScenario } from '../lib/types.js';
 const HOST = 'plain.bench';
 
 /** The default line before it was chosen by docs/benchmarks.md's figures: Envoy's default format's 17 fields. */
-const FORMAT_17: Readonly<Record<string, string>> = {
+export const FORMAT_17: Readonly<Record<string, string>> = {
   start_time: '%START_TIME%',
   method: '%REQ(:METHOD)%',
   path: '%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%',
