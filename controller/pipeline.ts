@@ -165,6 +165,14 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       ...(settings?.spec.gloo?.invalidConfigPolicy ? { invalidConfigPolicy: settings.spec.gloo.invalidConfigPolicy } : {}),
     },
   });
+  if (settings?.spec.gateway?.virtualServiceOptions?.oneWayTls !== undefined) {
+    out.reports.push({
+      resource: sourceOf(settings),
+      severity: 'warning',
+      code: 'NotSupported',
+      message: 'gateway.virtualServiceOptions.oneWayTls: not read yet; set oneWayTls in the sslConfig of each VirtualService',
+    });
+  }
   if (settings && ratelimitWarning)
     out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message: ratelimitWarning });
   if (settings && extProc) {

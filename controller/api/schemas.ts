@@ -267,7 +267,12 @@ export const SettingsSpecSchema = z.strictObject({
       disableGrpcWeb: z.boolean().optional(),
     })
     .optional(),
-  gateway: z.record(z.string(), z.unknown()).optional(),
+  gateway: z
+    .looseObject({
+      /** Gloo's defaults for every VirtualService; oneWayTls is reported (a Warning), not read yet */
+      virtualServiceOptions: z.looseObject({ oneWayTls: z.boolean().optional() }).optional(),
+    })
+    .optional(),
   discovery: z.record(z.string(), z.unknown()).optional(),
   kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),
   kubernetesConfigSource: z.record(z.string(), z.unknown()).optional(),
