@@ -22,6 +22,7 @@ import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
+import { moduleSha256Reader } from './wasm-modules.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer } from './xds/server.js';
 
@@ -138,6 +139,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       wasm: { ...render.wasm, bearerCheck: { ...render.wasm.bearerCheck, verifiedValue: randomBytes(24).toString('base64url') } },
     };
   }
+  // the user's wasm modules named by file: their sha256 is checked at translation
+  if (!render.wasm.moduleSha256) render = { ...render, wasm: { ...render.wasm, moduleSha256: moduleSha256Reader() } };
   if (options.wasm) {
     const base = render;
     const modules = ['bearer-check', 'graphql-check'];
@@ -161,6 +164,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     render = { ...base, wasm: { ...base.wasm, code } };
   }
 
+  let runningWriteNamespace: string | undefined;
   const reconcile = (snapshot: SourceSnapshot): void => {
     source = snapshot;
     const started = performance.now();
@@ -172,11 +176,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
       memo,
       options: {
         ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
+        ...(runningWriteNamespace ? { runningWriteNamespace } : {}),
         ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
         render,
         defaultGateway: options.defaultGateway,
       },
     });
+    // the proxies' node ids name the first write namespace; a later one waits for a restart
+    runningWriteNamespace ??= out.writeNamespace;
     if (restored.size) noteRestored(out, restored);
     lastAccepted = out.accepted;
     acceptedWriter?.update(out.accepted);

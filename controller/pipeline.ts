@@ -15,7 +15,8 @@ import {
 import { discoverUpstreams } from './discovery/kube.js';
 import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
-import type { ExtauthServerSettings, RatelimitServer, WasmChecks } from './api/schemas.js';
+import type { ExtauthServerSettings, RatelimitServer, SettingsSpec, WasmChecks } from './api/schemas.js';
+import type { SslParameters } from './api/primitives.js';
 import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
@@ -33,6 +34,11 @@ import type { XdsSnapshot } from './xds/types.js';
 export interface PipelineOptions {
   /** Used when no Settings resource names one. */
   writeNamespace?: string;
+  /**
+   * The write namespace the running proxies were started with (their node ids name it): kept when a Settings
+   * change names another, which then waits for a restart (a warning on the Settings says so).
+   */
+  runningWriteNamespace?: string;
   defaultGateway?: TranslateOptions['defaultGateway'];
   /** Port of the default ssl gateway (used when no Gateway exists and a virtual service has sslConfig). */
   defaultSslPort?: number;
@@ -64,7 +70,14 @@ export interface PipelineInput {
  */
 export interface PipelineMemo {
   readonly validated: ReadonlyMap<RawResource, ValidationResult>;
-  readonly discovered?: { services: readonly Service[]; writeNamespace: string; upstreams: readonly Upstream[] };
+  readonly discovered?: {
+    services: readonly Service[];
+    writeNamespace: string;
+    udsKey: string;
+    upstreams: readonly Upstream[];
+    problems: readonly { upstream: Upstream; message: string }[];
+  };
+  readonly sslDefaults?: SslDefaultsMemo;
   readonly translate?: TranslateMemo;
   /** by node role */
   readonly render: ReadonlyMap<string, RenderMemo>;
@@ -116,18 +129,24 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const settings = typed
     .filter(isKind('Settings'))
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
-  const writeNamespace =
+  const wantedNamespace =
     settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
+  const writeNamespace = input.options?.runningWriteNamespace ?? wantedNamespace;
 
   const userKeys = new Set(typed.map(keyOf));
   const services = typed.filter(isKind('Service'));
   const before = input.memo?.discovered;
+  const globalAnnotations = settings?.spec.upstreamOptions?.globalAnnotations;
+  const uds = { ...settings?.spec.discovery?.udsOptions, ...(globalAnnotations ? { globalAnnotations } : {}) };
+  const udsKey = JSON.stringify(uds);
   const discovery =
-    before && before.writeNamespace === writeNamespace && sameItems(before.services, services)
+    before && before.writeNamespace === writeNamespace && before.udsKey === udsKey && sameItems(before.services, services)
       ? before
-      : { services, writeNamespace, upstreams: discoverUpstreams(services, writeNamespace) };
+      : { services, writeNamespace, udsKey, ...discoverUpstreams(services, writeNamespace, uds) };
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
-  const all = [...typed, ...discovered];
+  const sslDefaults = settings?.spec.upstreamOptions?.sslParameters;
+  const withDefaults = withSslParameters([...typed, ...discovered], sslDefaults, input.memo?.sslDefaults);
+  const all = withDefaults.resources;
 
   const upstreamKeys = new Set(all.filter(isKind('Upstream')).map(keyOf));
   const { render: withRatelimit, warning: ratelimitWarning } = withRateLimitServer(
@@ -148,7 +167,17 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   const withExtProc: RenderOptions = extProc?.filter ? { ...named.render, extProc: extProc.filter } : named.render;
   const breakers = settings?.spec.gloo?.circuitBreakers;
   const withBreakers: RenderOptions = breakers ? { ...withExtProc, circuitBreakers: breakers } : withExtProc;
-  const render: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  let withGrpcWeb: RenderOptions = settings?.spec.gloo?.disableGrpcWeb ? { ...withBreakers, disableGrpcWeb: true } : withBreakers;
+  const extauthDefaults = settings?.spec.extauth;
+  if (extauthDefaults) {
+    const ref = extauthDefaults.extauthzServerRef;
+    const filled = ref
+      ? { ...extauthDefaults, extauthzServerRef: { ...ref, namespace: ref.namespace ?? settings.metadata.namespace } }
+      : extauthDefaults;
+    withGrpcWeb = { ...withGrpcWeb, extauthDefaults: filled };
+  }
+  const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
+  const render: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -163,16 +192,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       defaultGateway: input.options?.defaultGateway ?? { bindAddress: '::', bindPort: 8080 },
       defaultSslPort: input.options?.defaultSslPort ?? 8443,
       ...(settings?.spec.gloo?.invalidConfigPolicy ? { invalidConfigPolicy: settings.spec.gloo.invalidConfigPolicy } : {}),
+      ...gatewaySettings(settings?.spec),
     },
   });
-  if (settings?.spec.gateway?.virtualServiceOptions?.oneWayTls !== undefined) {
-    out.reports.push({
-      resource: sourceOf(settings),
-      severity: 'warning',
-      code: 'NotSupported',
-      message: 'gateway.virtualServiceOptions.oneWayTls: not read yet; set oneWayTls in the sslConfig of each VirtualService',
-    });
-  }
   if (settings && ratelimitWarning)
     out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message: ratelimitWarning });
   if (settings && extProc) {
@@ -181,6 +203,15 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     for (const message of extProc.warnings)
       out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
   }
+  if (settings && wantedNamespace !== writeNamespace) {
+    const message =
+      `the write namespace ${wantedNamespace} (discoveryNamespace/writeNamespace) takes effect when the controller and its ` +
+      `proxies restart (their node ids name ${writeNamespace}); until then Legate keeps ${writeNamespace}`;
+    out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'RestartRequired', message });
+  }
+  for (const p of discovery.problems)
+    if (!userKeys.has(keyOf(p.upstream)))
+      out.reports.push({ resource: sourceOf(p.upstream), severity: 'warning', code: 'InvalidSpec', message: p.message });
   for (const message of named.warnings)
     if (settings) out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
 
@@ -252,7 +283,13 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     reports: out.reports,
     envoyNames: envoyNames(out.proxies, out.upstreams),
     served: out.served,
-    memo: { validated, discovered: discovery, ...(out.memo ? { translate: out.memo } : {}), render: rendered },
+    memo: {
+      validated,
+      discovered: discovery,
+      ...(withDefaults.memo ? { sslDefaults: withDefaults.memo } : {}),
+      ...(out.memo ? { translate: out.memo } : {}),
+      render: rendered,
+    },
   };
 }
 
@@ -336,4 +373,43 @@ function withNamedExtauth(
 function durationMs(text: string): number {
   const d = parseDuration(text);
   return Math.max(1, Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6));
+}
+
+/** The Settings fields that change which Gateways and destinations translation takes, as TranslateOptions. */
+function gatewaySettings(
+  spec: SettingsSpec | undefined,
+): Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> {
+  const out: Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> = {};
+  if (spec?.gloo?.disableKubernetesDestinations !== undefined) out.disableKubernetesDestinations = spec.gloo.disableKubernetesDestinations;
+  if (spec?.gateway?.readGatewaysFromAllNamespaces !== undefined)
+    out.readGatewaysFromAllNamespaces = spec.gateway.readGatewaysFromAllNamespaces;
+  if (spec?.gateway?.translateEmptyGateways !== undefined) out.translateEmptyGateways = spec.gateway.translateEmptyGateways;
+  return out;
+}
+
+/** Upstreams with Settings upstreamOptions.sslParameters filled in: the same copies run after run, for the memos. */
+interface SslDefaultsMemo {
+  key: string;
+  /** each Upstream's copy with the defaults, by the Upstream it was made from */
+  copies: WeakMap<LegateResource, LegateResource>;
+}
+
+function withSslParameters(
+  resources: readonly LegateResource[],
+  defaults: SslParameters | undefined,
+  before: SslDefaultsMemo | undefined,
+): { resources: LegateResource[]; memo?: SslDefaultsMemo } {
+  if (!defaults) return { resources: [...resources] };
+  const key = JSON.stringify(defaults);
+  const memo = before?.key === key ? before : { key, copies: new WeakMap<LegateResource, LegateResource>() };
+  const out = resources.map((r) => {
+    if (r.kind !== 'Upstream' || !r.spec.sslConfig || r.spec.sslConfig.parameters) return r;
+    let copy = memo.copies.get(r);
+    if (!copy) {
+      copy = { ...r, spec: { ...r.spec, sslConfig: { ...r.spec.sslConfig, parameters: defaults } } };
+      memo.copies.set(r, copy);
+    }
+    return copy;
+  });
+  return { resources: out, memo };
 }

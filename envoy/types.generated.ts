@@ -120,6 +120,7 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
   "type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig": envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
   "type.googleapis.com/google.protobuf.StringValue": { value: string };
+  "type.googleapis.com/google.protobuf.BytesValue": { value: string };
 }
 
 /** envoy.config.accesslog.v3.AccessLog */

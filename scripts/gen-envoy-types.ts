@@ -70,6 +70,7 @@ export const ROOTS = [
   'envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig',
   'envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig',
   'google.protobuf.StringValue',
+  'google.protobuf.BytesValue',
 ] as const;
 
 const SCALARS: Record<string, string> = {

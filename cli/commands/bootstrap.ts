@@ -18,6 +18,13 @@ export const bootstrapCommand = command({
     'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: "the controller's xDS port" },
     'admin-host': { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: "address of Envoy's admin interface" },
     'admin-port': { type: 'port', default: DEFAULTS.adminPort, description: "port of Envoy's admin interface" },
+    'stats-listener-port': {
+      type: 'int',
+      default: 0,
+      min: 0,
+      max: 65535,
+      description: "a listener serving Envoy's Prometheus metrics on GET /metrics (Gloo's chart uses 8081); 0: none",
+    },
   },
   run(flags) {
     if (!/^[^~]+~[^~]+$/.test(flags.role)) throw new UsageError(`--role: expected NAMESPACE~NAME, got ${JSON.stringify(flags.role)}`);
@@ -28,6 +35,7 @@ export const bootstrapCommand = command({
       xdsPort: flags['xds-port'],
       adminHost: flags['admin-host'],
       adminPort: flags['admin-port'],
+      ...(flags['stats-listener-port'] ? { statsPort: flags['stats-listener-port'] } : {}),
     });
     process.stdout.write(text);
     return 0;

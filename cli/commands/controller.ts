@@ -219,19 +219,25 @@ async function resourceSource(
   const sink = new KubeStatusSink(kubeConfig, logger.child('status'));
   // with an election, nothing is written until this replica leads
   if (flags['leader-election'] === 'on') sink.setLeader(false);
+  const election =
+    flags['leader-election'] === 'off'
+      ? undefined
+      : new LeaderElection({
+          kubeConfig,
+          namespace: flags['lease-namespace'],
+          name: 'legate-controller',
+          identity: process.env['POD_NAME'] ?? `${os.hostname()}-${process.pid}`,
+          leaseDurationMs: flags['lease-duration'] * 1000,
+          logger: logger.child('leader'),
+          onChange: (leader) => sink.setLeader(leader),
+        });
   const start = (): (() => void) => {
-    if (flags['leader-election'] === 'off') return () => undefined;
+    if (!election) return () => undefined;
     const abort = new AbortController();
-    new LeaderElection({
-      kubeConfig,
-      namespace: flags['lease-namespace'],
-      name: 'legate-controller',
-      identity: process.env['POD_NAME'] ?? `${os.hostname()}-${process.pid}`,
-      leaseDurationMs: flags['lease-duration'] * 1000,
-      logger: logger.child('leader'),
-      onChange: (leader) => sink.setLeader(leader),
-    }).run(abort.signal);
+    election.run(abort.signal);
     return () => abort.abort();
   };
-  return { source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces }), statusSinks: [sink], start };
+  // a replica that cannot join the election writes no status: `legatectl check` shows why
+  const extraProblems = (): string[] => election?.problems() ?? [];
+  return { source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces, extraProblems }), statusSinks: [sink], start };
 }

@@ -33,6 +33,13 @@ const runFlags = {
   },
   'https-port': { type: 'port', default: DEFAULTS.httpsPort, description: "the gateway's HTTPS port (virtual services with sslConfig)" },
   'admin-port': { type: 'port', default: DEFAULTS.adminPort, description: "Envoy's admin interface" },
+  'stats-listener-port': {
+    type: 'int',
+    default: 0,
+    min: 0,
+    max: 65535,
+    description: "a listener serving Envoy's Prometheus metrics on GET /metrics (the chart's 8081, as Gloo's); 0: none",
+  },
   'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: "the controller's xDS server" },
   'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'the controller API, which legatectl reads' },
   'graphql-port': { type: 'port', default: DEFAULTS.graphqlPort, description: 'the graphql extension (ext_proc)' },
@@ -156,8 +163,9 @@ function refuseIfRunning(stateDir: string): void {
 async function refuseIfPortsTaken(flags: RunFlags): Promise<void> {
   const taken: string[] = [];
   for (const [name, spec] of Object.entries(runFlags)) {
-    if (spec.type !== 'port') continue;
+    if (spec.type !== 'port' && name !== 'stats-listener-port') continue;
     const port = flags[name as keyof RunFlags] as number;
+    if (port === 0) continue;
     if (!(await portFree(port))) taken.push(`${port} (--${name})`);
   }
   if (taken.length) throw new UsageError(`cannot start: port(s) in use: ${taken.join(', ')}; stop what uses them or choose others`);
@@ -247,6 +255,7 @@ function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: nu
     xdsPort: g.flags['xds-port'],
     adminHost: '127.0.0.1',
     adminPort: g.flags['admin-port'],
+    ...(g.flags['stats-listener-port'] ? { statsPort: g.flags['stats-listener-port'] } : {}),
     ...(g.xdsTls ? { xdsTlsDir: g.xdsTls.client } : {}),
   });
   fs.writeFileSync(bootstrapFile, bootstrap);
@@ -294,6 +303,7 @@ function runState(g: Gateway, role: string): RunState {
         admin: `http://127.0.0.1:${f['admin-port']}`,
         http: `http://127.0.0.1:${f['http-port']}`,
         https: `https://127.0.0.1:${f['https-port']}`,
+        ...(f['stats-listener-port'] ? { metrics: `http://127.0.0.1:${f['stats-listener-port']}/metrics` } : {}),
       }),
       extauth: component('extauth', {
         grpc: `127.0.0.1:${f['extauth-port']}`,
@@ -318,6 +328,7 @@ function banner(g: Gateway): string {
     `Legate ${VERSION} is running on ${g.configDir}`,
     `  gateway        http://localhost:${f['http-port']}`,
     `  Envoy admin    http://127.0.0.1:${f['admin-port']}`,
+    ...(f['stats-listener-port'] ? [`  metrics        http://localhost:${f['stats-listener-port']}/metrics`] : []),
     `  controller API http://127.0.0.1:${f['api-port']}  (xDS on 127.0.0.1:${f['xds-port']})`,
     `  logs           ${g.logDir}`,
     `Try: npx legatectl get virtualservices     Stop: Ctrl-C`,

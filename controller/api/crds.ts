@@ -91,12 +91,13 @@ export function customResourceDefinitions(options: CrdOptions = {}): Schema[] {
         if (group && version) groups.push({ group, version });
       }
     }
-    for (const g of groups) crds.push(crdFor(kind, g.group, g.version, g.group !== info.group));
+    // a short name resolves to one group only: with Gloo's groups installed it is Gloo's, as Gloo's docs use it
+    for (const g of groups) crds.push(crdFor(kind, g.group, g.version, g.group !== info.group, options.glooGroups === true));
   }
   return crds;
 }
 
-function crdFor(kind: KindName, group: string, version: string, alias: boolean): Schema {
+function crdFor(kind: KindName, group: string, version: string, alias: boolean, glooGroups: boolean): Schema {
   const info = kindInfo(kind);
   const zodSchema = (KINDS[kind] as { spec?: z.ZodType }).spec;
   const spec = zodSchema
@@ -118,9 +119,8 @@ function crdFor(kind: KindName, group: string, version: string, alias: boolean):
         listKind: `${kind}List`,
         plural: info.plural,
         singular,
-        // a short name may be claimed once per cluster: Gloo's groups keep theirs for Gloo's own CRDs
-        ...(alias ? {} : { shortNames: [...info.shortNames] }),
-        categories: ['legate'],
+        ...(alias === glooGroups ? { shortNames: [...info.shortNames] } : {}),
+        categories: alias ? ['gloo', 'solo-io', 'legate'] : ['legate'],
       },
       versions: [
         {

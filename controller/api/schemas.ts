@@ -13,7 +13,8 @@ import {
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
 import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
-import { Duration, Name, ResourceRefSchema, notSupported, protoEnum } from './primitives.js';
+import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
+import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
 
@@ -43,7 +44,16 @@ export const GatewaySpecSchema = z.strictObject({
       virtualServices: z.array(ResourceRefSchema).optional(),
       virtualServiceSelector: z.record(z.string(), z.string()).optional(),
       virtualServiceNamespaces: z.array(z.string()).optional(),
-      options: z.strictObject({ ...hcmHttpListenerOptions, ...corsHttpListenerOptions }).optional(),
+      options: z
+        .strictObject({
+          ...hcmHttpListenerOptions,
+          ...corsHttpListenerOptions,
+          ...wasmHttpListenerOptions,
+          // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
+          extauth: z.lazy(() => ListenerExtauthSchema).optional(),
+          ratelimitServer: z.lazy(() => RatelimitServerSchema).optional(),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -235,6 +245,13 @@ export const ExtauthServerSettingsSchema = z.strictObject({
 });
 export type ExtauthServerSettings = z.infer<typeof ExtauthServerSettingsSchema>;
 
+/** A Gateway's `httpGateway.options.extauth`: Legate's ext_authz filter on that listener, with these settings. */
+const ListenerExtauthSchema = ExtauthServerSettingsSchema.extend({
+  /** an Upstream serving envoy.service.auth.v3.Authorization in place of Legate's extauth service */
+  extauthzServerRef: ResourceRefSchema.optional(),
+});
+export type ListenerExtauth = z.infer<typeof ListenerExtauthSchema>;
+
 /**
  * Gloo's `settings.gloo.invalidConfigPolicy`: what a route whose destination is missing or rejected answers.
  * Off (Gloo's default): Envoy's own 503 for a cluster it does not have; on: this status and body.
@@ -246,9 +263,133 @@ const InvalidConfigPolicySchema = z.strictObject({
 });
 export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 
+/** Kubernetes' LabelSelector, as Gloo copies it for watchNamespaceSelectors. */
+const LabelSelectorSchema = z.strictObject({
+  matchLabels: z.record(z.string(), z.string()).optional(),
+  matchExpressions: z
+    .array(
+      z.strictObject({
+        key: Name,
+        operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']),
+        values: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+});
+export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+
+/** An address a Gloo component binds (`host:port`): Legate's listeners are set on its command line and chart. */
+const BindAddress = z.string().regex(/^.+:\d{1,5}$/, 'expected host:port');
+
+/**
+ * Gloo's `settings.gloo` (GlooOptions). Read: invalidConfigPolicy, circuitBreakers, disableGrpcWeb,
+ * disableKubernetesDestinations, upstream DNS polling for failover. The bind addresses describe Gloo's processes.
+ */
+const GlooOptionsSchema = z.strictObject({
+  /** accepted without effect: a Gloo process's address; Legate's come from its command line and chart */
+  xdsBindAddr: BindAddress.optional(),
+  /** accepted without effect: a Gloo process's address; Legate's come from its command line and chart */
+  validationBindAddr: BindAddress.optional(),
+  /** accepted without effect: a Gloo process's address; Legate's come from its command line and chart */
+  restXdsBindAddr: BindAddress.optional(),
+  /** accepted without effect: a Gloo process's address; Legate's come from its command line and chart */
+  proxyDebugBindAddr: z.string().optional(),
+  circuitBreakers: CircuitBreakerConfigSchema.optional(),
+  endpointsWarmingTimeout: notSupported('Legate serves whatever it has read when Envoy connects; it has no warming timeout'),
+  awsOptions: notSupported('Legate has no AWS Lambda upstreams'),
+  invalidConfigPolicy: InvalidConfigPolicySchema.optional(),
+  disableKubernetesDestinations: z.boolean().optional(),
+  disableGrpcWeb: z.boolean().optional(),
+  disableProxyGarbageCollection: z
+    .boolean()
+    .refine((v) => !v, 'NotSupported: Legate serves no routes once no VirtualService is left; keeping the last ones is not implemented')
+    .optional(),
+  regexMaxProgramSize: notSupported("Envoy sets RE2's program size limit in its runtime (re2.max_program_size.*), not from Settings"),
+  enableRestEds: z
+    .boolean()
+    .refine((v) => !v, 'NotSupported: Legate serves endpoints over gRPC ADS only (REST EDS is deprecated in Envoy)')
+    .optional(),
+  failoverUpstreamDnsPollingInterval: notSupported('failover endpoints are rendered as Envoy resolves them (STRICT_DNS), not polled'),
+  removeUnusedFilters: z.boolean().optional(),
+  logTransformationRequestResponseInfo: notSupported('Legate has no transformation filter'),
+  transformationEscapeCharacters: notSupported('Legate has no transformation filter'),
+  istioOptions: notSupported('Legate has no Istio integration'),
+});
+
+/** Gloo's `settings.gateway.validation` (ValidationOptions): how the admission webhook decides. */
+const ValidationOptionsSchema = z.strictObject({
+  /** accepted without effect: validation runs in the controller itself */
+  proxyValidationServerAddr: z.string().optional(),
+  /** accepted without effect: the webhook's certificate comes from the chart's Secret or is generated */
+  validationWebhookTlsCert: z.string().optional(),
+  /** accepted without effect: the webhook's key comes from the chart's Secret or is generated */
+  validationWebhookTlsKey: z.string().optional(),
+  /** Gloo: deprecated; there is no separate validation server to fail */
+  ignoreGlooValidationFailure: z.boolean().optional(),
+  alwaysAccept: z.boolean().optional(),
+  allowWarnings: z.boolean().optional(),
+  warnRouteShortCircuiting: notSupported('Legate does not analyse route short-circuiting'),
+  /** Legate has no transformation filter, so there is no transformation to validate: true and false behave alike */
+  disableTransformationValidation: z.boolean().optional(),
+  /** accepted without effect: Legate's webhook has no gRPC hop with a message size */
+  validationServerGrpcMaxSizeBytes: z.number().int().min(0).optional(),
+  serverEnabled: z.boolean().optional(),
+  warnMissingTlsSecret: z
+    .boolean()
+    .refine((v) => !v, 'NotSupported: a missing TLS Secret rejects the resource that names it (the last good version keeps serving)')
+    .optional(),
+});
+export type ValidationOptions = z.infer<typeof ValidationOptionsSchema>;
+
+/** Gloo's `settings.gateway` (GatewayOptions). */
+const GatewayOptionsSchema = z.strictObject({
+  /** accepted without effect: a Gloo process's address; Legate's come from its command line and chart */
+  validationServerAddr: z.string().optional(),
+  validation: ValidationOptionsSchema.optional(),
+  readGatewaysFromAllNamespaces: z.boolean().optional(),
+  /** Gloo: deprecated and ignored */
+  alwaysSortRouteTableRoutes: z.boolean().optional(),
+  compressedProxySpec: z.boolean().optional(),
+  virtualServiceOptions: z.strictObject({ oneWayTls: z.boolean().optional() }).optional(),
+  persistProxySpec: z.boolean().optional(),
+  enableGatewayController: z
+    .boolean()
+    .refine((v) => v, 'NotSupported: Legate always translates Gateways and VirtualServices; it has no Proxy-only mode')
+    .optional(),
+  isolateVirtualHostsBySslConfig: notSupported('virtual hosts share filter chains by SNI; isolating them by ssl config is not rendered'),
+  translateEmptyGateways: z.boolean().optional(),
+});
+
+/** Gloo's `settings.discovery` (DiscoveryOptions): upstream discovery (UDS) is Legate's; function discovery is not. */
+const DiscoveryOptionsSchema = z.strictObject({
+  /** Legate has no function discovery (FDS): every mode discovers no functions, so all are accepted alike */
+  fdsMode: protoEnum(['BLACKLIST', 'WHITELIST', 'DISABLED']).optional(),
+  udsOptions: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      watchLabels: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
+  fdsOptions: z
+    .strictObject({
+      graphqlEnabled: z
+        .boolean()
+        .refine((v) => !v, 'NotSupported: Legate does not discover GraphQL schemas from upstreams (FDS)')
+        .optional(),
+    })
+    .optional(),
+});
+
+const KUBERNETES_STORAGE_ONLY =
+  "Legate reads from a directory or the Kubernetes API, chosen by how it is started ('legate run DIR' or --kubernetes)";
+const NO_VAULT_OR_CONSUL =
+  'Legate reads secrets from Kubernetes Secrets or files next to the resources; Vault and Consul are not supported';
+
 export const SettingsSpecSchema = z.strictObject({
   ratelimitServer: RatelimitServerSchema.optional(),
   extProc: ExtProcSettingsSchema.optional(),
+  /** Gloo Enterprise's default extauth settings: every listener's ext_authz filter (a Gateway's own win, field by field) */
+  extauth: z.lazy(() => ListenerExtauthSchema).optional(),
   namedExtauth: z.record(z.string().min(1), ExtauthServerSettingsSchema).optional(),
   // lazy: defined with RateLimitConfig's schemas below
   ratelimit: z.lazy(() => RatelimitServiceSettingsSchema).optional(),
@@ -256,28 +397,43 @@ export const SettingsSpecSchema = z.strictObject({
   wasmChecks: WasmChecksSchema.optional(),
   writeNamespace: z.string().optional(),
   watchNamespaces: z.array(z.string()).optional(),
+  watchNamespaceSelectors: z.array(LabelSelectorSchema).optional(),
   devMode: z.boolean().optional(),
-  // Gloo's nested sections are accepted so Gloo manifests apply; Legate reads only what it documents.
-  gloo: z
-    .looseObject({
-      invalidConfigPolicy: InvalidConfigPolicySchema.optional(),
-      /** the circuit breakers of every Upstream without its own */
-      circuitBreakers: CircuitBreakerConfigSchema.optional(),
-      /** no grpc_web filter on any listener */
-      disableGrpcWeb: z.boolean().optional(),
-    })
-    .optional(),
-  gateway: z
-    .looseObject({
-      /** Gloo's defaults for every VirtualService; oneWayTls is reported (a Warning), not read yet */
-      virtualServiceOptions: z.looseObject({ oneWayTls: z.boolean().optional() }).optional(),
-    })
-    .optional(),
-  discovery: z.record(z.string(), z.unknown()).optional(),
-  kubernetesArtSource: z.record(z.string(), z.unknown()).optional(),
-  kubernetesConfigSource: z.record(z.string(), z.unknown()).optional(),
-  kubernetesSecretSource: z.record(z.string(), z.unknown()).optional(),
+  gloo: GlooOptionsSchema.optional(),
+  gateway: GatewayOptionsSchema.optional(),
+  discovery: DiscoveryOptionsSchema.optional(),
+  /** Gloo's storage choices: Kubernetes storage is what Legate's Kubernetes mode is; in directory mode, the directory */
+  kubernetesConfigSource: z.strictObject({}).optional(),
+  kubernetesSecretSource: z.strictObject({}).optional(),
+  kubernetesArtifactSource: z.strictObject({}).optional(),
+  directoryConfigSource: notSupported(KUBERNETES_STORAGE_ONLY),
+  directorySecretSource: notSupported(KUBERNETES_STORAGE_ONLY),
+  directoryArtifactSource: notSupported(KUBERNETES_STORAGE_ONLY),
+  consulKvSource: notSupported(NO_VAULT_OR_CONSUL),
+  consulKvArtifactSource: notSupported(NO_VAULT_OR_CONSUL),
+  vaultSecretSource: notSupported(NO_VAULT_OR_CONSUL),
+  secretOptions: notSupported(NO_VAULT_OR_CONSUL),
+  /** how often everything is read again in full, besides the watches (Gloo's resync) */
   refreshRate: Duration.optional(),
+  linkerd: notSupported('Legate has no Linkerd integration (l5d-dst-override headers)'),
+  knative: notSupported('Legate has no Knative integration'),
+  consul: notSupported('Legate has no Consul integration'),
+  consulDiscovery: notSupported('Legate has no Consul integration'),
+  kubernetes: notSupported("the Kubernetes client's request rate limits are not configurable"),
+  extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
+  rbac: notSupported("Gloo Enterprise's Settings rbac (require RBAC on every virtual host) is not implemented"),
+  cachingServer: notSupported("Gloo Enterprise's caching server is not part of Legate"),
+  observabilityOptions: notSupported('Legate has no Grafana integration'),
+  upstreamOptions: z
+    .strictObject({
+      /** the TLS parameters of every Upstream whose sslConfig sets none */
+      sslParameters: SslParametersSchema.optional(),
+      /** annotations read by discovery as if every Service carried them (a Service's own win) */
+      globalAnnotations: z.record(z.string(), z.string()).optional(),
+    })
+    .optional(),
+  consoleOptions: notSupported('Legate has no console yet'),
+  graphqlOptions: notSupported('GraphQL schema change validation is not implemented'),
 });
 export type SettingsSpec = z.infer<typeof SettingsSpecSchema>;
 

@@ -1,5 +1,11 @@
-// Envoy bootstrap for one proxy role: ADS to the controller, admin on loopback. Pure.
+// Envoy bootstrap for one proxy role: ADS to the controller, admin on loopback, and optionally a stats
+// listener for Prometheus (Gloo's chart: :8081 /metrics). Pure.
 import { stringify } from 'yaml';
+
+/** Gloo's chart serves the proxy's metrics here (its gatewayProxy `stats` listener). */
+export const GLOO_STATS_PORT = 8081;
+export const STATS_LISTENER = 'legate-stats';
+export const ADMIN_CLUSTER = 'legate-admin';
 
 export interface BootstrapOptions {
   /** `<namespace>~<proxy name>`, e.g. legate-system~gateway-proxy */
@@ -11,6 +17,8 @@ export interface BootstrapOptions {
   adminPort: number;
   /** mutual TLS to the controller: a directory with ca.crt, tls.crt and tls.key (legate run --xds-tls) */
   xdsTlsDir?: string;
+  /** a listener on this port (all addresses) serving GET /metrics from the admin's /stats/prometheus */
+  statsPort?: number;
 }
 
 export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
@@ -38,7 +46,9 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
       lds_config: { ads: {}, resource_api_version: 'V3' },
     },
     static_resources: {
+      ...(o.statsPort ? { listeners: [statsListener(o.statsPort)] } : {}),
       clusters: [
+        ...(o.statsPort ? [adminCluster(o.adminHost, o.adminPort)] : []),
         {
           name: 'xds_cluster',
           type: 'STRICT_DNS',
@@ -70,6 +80,69 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
           },
         },
       ],
+    },
+  };
+}
+
+/**
+ * Prometheus metrics without exposing the admin (which can drain Envoy or change its log level): a listener on all
+ * addresses whose only route is `GET /metrics`, rewritten to the admin's `/stats/prometheus` (as Gloo's chart
+ * renders its stats listener). Anything else is a 404 from this listener; the admin stays where it is.
+ */
+export function statsListener(port: number | string): Record<string, unknown> {
+  return {
+    name: `${STATS_LISTENER}-0.0.0.0-${port}`,
+    address: { socket_address: { address: '0.0.0.0', port_value: port } },
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+              stat_prefix: STATS_LISTENER,
+              // `/metrics/../quitquitquit` must not reach the admin as anything but /metrics
+              normalize_path: true,
+              merge_slashes: true,
+              route_config: {
+                name: STATS_LISTENER,
+                virtual_hosts: [
+                  {
+                    name: 'metrics',
+                    domains: ['*'],
+                    routes: [
+                      {
+                        match: { path: '/metrics', headers: [{ name: ':method', string_match: { exact: 'GET' } }] },
+                        route: { cluster: ADMIN_CLUSTER, prefix_rewrite: '/stats/prometheus' },
+                      },
+                    ],
+                  },
+                ],
+              },
+              http_filters: [
+                {
+                  name: 'envoy.filters.http.router',
+                  typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The admin interface as a cluster, for the stats listener; an admin on all addresses is reached on loopback. */
+export function adminCluster(host: string, port: number): Record<string, unknown> {
+  const address = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    name: ADMIN_CLUSTER,
+    type: 'STATIC',
+    connect_timeout: '1s',
+    load_assignment: {
+      cluster_name: ADMIN_CLUSTER,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address, port_value: port } } } }] }],
     },
   };
 }

@@ -20,7 +20,7 @@ export function destinationCluster(
   dest: Destination,
   where: string,
   ns: string,
-  ctx: Pick<ResolveContext, 'upstreams' | 'index' | 'writeNamespace'>,
+  ctx: Pick<ResolveContext, 'upstreams' | 'index' | 'writeNamespace' | 'disableKubernetesDestinations'>,
 ): DestinationCluster {
   if (dest.upstream) {
     const upNs = dest.upstream.namespace ?? ns;
@@ -36,6 +36,10 @@ export function destinationCluster(
   }
   const kube = dest.kube;
   if (!kube) return missing('invalid:destination', 'InvalidSpec', where, 'set upstream or kube');
+  if (ctx.disableKubernetesDestinations) {
+    const reason = 'Kubernetes destinations are disabled (Settings gloo.disableKubernetesDestinations); route to an Upstream';
+    return missing('invalid:destination', 'InvalidSpec', `${where}.kube`, reason);
+  }
   const svcNs = kube.ref.namespace ?? ns;
   // routed through the upstream discovery makes for this Service port
   const cluster = clusterName(ctx.writeNamespace, discoveredUpstreamName(svcNs, kube.ref.name, kube.port));

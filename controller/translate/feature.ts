@@ -53,6 +53,8 @@ export interface Resolved<T> {
 
 export interface ResolveContext {
   readonly writeNamespace: string;
+  /** Settings gloo.disableKubernetesDestinations */
+  readonly disableKubernetesDestinations: boolean;
   readonly index: ResourceIndex;
   /** This translation's resources of `kind`. */
   ofKind<K extends KindName>(kind: K): Extract<LegateResource, { kind: K }>[];

@@ -402,6 +402,51 @@ export interface ListenerIR {
   http?: HttpListenerIR;
   /** httpGateway.options.csrf: the CSRF policy of every request the listener serves (features/cors) */
   csrf?: CsrfIR;
+  /** httpGateway.options.wasm: the user's proxy-wasm filters, in order (features/wasm) */
+  wasm?: WasmFilterIR[];
+  /** httpGateway.options.extauth: this listener's ext_authz filter settings, in place of the defaults (features/extauth) */
+  extauth?: ListenerExtauthIR;
+  /** httpGateway.options.ratelimitServer: this listener's ratelimit filters, in place of Settings' (features/ratelimit) */
+  ratelimitServer?: ListenerRatelimitIR;
+}
+
+/** Gloo's extauth Settings on one listener; each unset field keeps the default of Legate's ext_authz filter. */
+export interface ListenerExtauthIR {
+  /** the Upstream's cluster asked instead of Legate's extauth service; `missing`: it does not exist (checks fail, denied) */
+  server?: { cluster: string; missing?: true };
+  authority?: string;
+  timeout?: DurationIR;
+  failureModeAllow?: boolean;
+  requestBody?: { maxRequestBytes: number; allowPartialMessage: boolean; packAsBytes: boolean };
+  clearRouteCache?: boolean;
+  /** an HTTP status (Envoy's StatusCode) */
+  statusOnError?: number;
+  statPrefix?: string;
+}
+
+/** Gloo's ratelimit Settings on one listener; each unset field keeps the Settings' (or Legate's default). */
+export interface ListenerRatelimitIR {
+  /** the Upstream's cluster asked instead (ratelimitServerRef; a missing one keeps the Settings' server) */
+  cluster?: string;
+  timeoutMs?: number;
+  denyOnFail?: boolean;
+  xRateLimitHeaders?: boolean;
+}
+
+/** A user's proxy-wasm filter (Gloo's WasmFilter), its module pinned by sha256. */
+export interface WasmFilterIR {
+  /** the HTTP filter's name in the chain, `envoy.filters.http.wasm.<pluginName>` */
+  name: string;
+  /** Gloo's `name` (the plugin's, in Envoy's logs), by default `filter-<index>` */
+  pluginName: string;
+  rootId: string;
+  /** a file Envoy reads (its sha256 checked at translation), or a URL it fetches through `cluster` and checks */
+  code: { filename: string } | { uri: string; cluster: string; host: string; port: number; tls: boolean };
+  sha256: string;
+  /** the plugin configuration: a StringValue (a Struct as its JSON text) or a BytesValue (base64) */
+  configuration?: { type: 'string'; value: string } | { type: 'bytes'; base64: string };
+  /** where in the chain (Gloo's filterStage, in Legate's stages) */
+  position: { stage: 'Fault' | 'Early' | 'AuthN' | 'AuthZ' | 'RateLimit' | 'Processing' | 'Route'; side: 'before' | 'during' | 'after' };
 }
 
 /** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */

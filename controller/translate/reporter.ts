@@ -31,7 +31,9 @@ export type ReportCode =
   | 'UpstreamGroupRejected'
   | 'NotSupported'
   | 'EnvoyRejected'
-  | 'ServingLastAccepted';
+  | 'ServingLastAccepted'
+  | 'NotServed'
+  | 'RestartRequired';
 
 export interface Report {
   resource: SourceRef;

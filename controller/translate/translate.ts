@@ -69,6 +69,12 @@ export interface TranslateOptions {
   defaultSslPort?: number;
   /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
   invalidConfigPolicy?: InvalidConfigPolicy;
+  /** Settings gloo.disableKubernetesDestinations: routes may not name a Service (`kube`) directly */
+  disableKubernetesDestinations?: boolean;
+  /** Settings gateway.readGatewaysFromAllNamespaces; false: only Gateways in the write namespace (unset: all, Legate's default) */
+  readGatewaysFromAllNamespaces?: boolean;
+  /** Settings gateway.translateEmptyGateways; false: a Gateway no VirtualService selects gets no listener (unset: it does) */
+  translateEmptyGateways?: boolean;
 }
 
 export interface TranslateInput {
@@ -173,6 +179,7 @@ export function translate(input: TranslateInput): TranslateOutput {
   let readsVirtualServices = false;
   const ctx: ResolveContext = {
     writeNamespace: options.writeNamespace,
+    disableKubernetesDestinations: options.disableKubernetesDestinations ?? false,
     index: {
       services: byNsName(resources.filter(isKind('Service'))),
       endpoints: byNsName(resources.filter(isKind('Endpoints'))),
@@ -278,6 +285,13 @@ export function translate(input: TranslateInput): TranslateOutput {
   }
 
   let gateways = resources.filter(isKind('Gateway'));
+  if (options.readGatewaysFromAllNamespaces === false) {
+    for (const gw of gateways.filter((g) => g.metadata.namespace !== options.writeNamespace)) {
+      const why = `not read: Settings gateway.readGatewaysFromAllNamespaces is false and this Gateway is not in ${options.writeNamespace}`;
+      reporter.warn(sourceOf(gw), 'NotServed', why);
+    }
+    gateways = gateways.filter((g) => g.metadata.namespace === options.writeNamespace);
+  }
   if (gateways.length === 0) {
     gateways = [defaultGateway(options, false)];
     if ([...virtualHosts.values()].some(({ vs }) => vs.spec.sslConfig)) gateways.push(defaultGateway(options, true));
@@ -307,6 +321,14 @@ export function translate(input: TranslateInput): TranslateOutput {
   const named = new Map<VirtualHostIR, Map<string, VirtualHostIR>>();
   for (const gw of gateways) {
     const selected = [...virtualHosts.values()].filter(({ vs }) => gatewaySelects(gw, vs));
+    if (selected.length === 0 && options.translateEmptyGateways === false && gw.spec.httpGateway !== undefined) {
+      reporter.warn(
+        sourceOf(gw),
+        'NotServed',
+        'no listener: no VirtualService selects this Gateway and Settings gateway.translateEmptyGateways is false',
+      );
+      continue;
+    }
     let kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
     if (gw.spec.ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
     const listener: ListenerIR = {

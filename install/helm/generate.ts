@@ -8,6 +8,8 @@
 //   install/helm/legate/files/crds-gloo-groups.yaml  what `legate crds --gloo-groups` adds (value glooGroups)
 //   install/helm/legate/files/envoy-bootstrap.yaml   `legate bootstrap` with placeholders the chart fills in,
 //                                                   plus the pod's readiness listener (:19001/ready)
+//   install/helm/legate/files/envoy-stats.yaml       the stats listener (GET /metrics) and admin cluster the chart adds
+//                                                   to that bootstrap with gatewayProxies.<name>.stats.enabled
 //   install/kubernetes/rbac.yaml                     the chart's RBAC template rendered for legate-system
 //                                                   (needs helm: .cache/kube/bin/helm from `make kube-tools`,
 //                                                   else helm on PATH; skipped with a note when neither exists)
@@ -19,7 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, parse, stringify } from 'yaml';
-import { bootstrapConfig } from '../../controller/bootstrap/bootstrap.js';
+import { adminCluster, bootstrapConfig, statsListener } from '../../controller/bootstrap/bootstrap.js';
 import { customResourceDefinitions } from '../../controller/api/crds.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -34,6 +36,9 @@ export const BOOTSTRAP_PLACEHOLDERS = {
   /** 127.0.0.1, or 0.0.0.0 with gatewayProxies.<name>.exposeAdmin */
   adminHost: '__ADMIN_HOST__',
 } as const;
+
+/** The port placeholder in files/envoy-stats.yaml (gatewayProxies.<name>.stats.port). */
+export const STATS_PORT_PLACEHOLDER = '__STATS_PORT__';
 
 /** The port of the gateway-proxy's readiness listener (kubelet cannot reach the admin on loopback). */
 export const READY_PORT = 19001;
@@ -104,14 +109,34 @@ function envoyBootstrap(): string {
   );
 }
 
+/** `legate bootstrap --stats-listener-port`'s listener and admin cluster; the chart appends them to the bootstrap. */
+function envoyStats(): string {
+  return (
+    GENERATED('the stats listener and admin cluster of legate bootstrap --stats-listener-port') +
+    stringify({ listener: statsListener(STATS_PORT_PLACEHOLDER), cluster: adminCluster('127.0.0.1', 19000) }, { lineWidth: 0 })
+  );
+}
+
 /** The generated files that need no helm, by path relative to the chart. */
 export function generatedChartFiles(): Map<string, string> {
-  const all = customResourceDefinitions({ glooGroups: true }) as { metadata: { labels?: Record<string, string> } }[];
-  const isAlias = (d: (typeof all)[number]): boolean => d.metadata.labels?.['legate.dev/gloo-alias'] === 'true';
+  type Crd = { metadata: { labels?: Record<string, string> }; spec: { names: { shortNames?: string[] } } };
+  const all = customResourceDefinitions({ glooGroups: true }) as Crd[];
+  const isAlias = (d: Crd): boolean => d.metadata.labels?.['legate.dev/gloo-alias'] === 'true';
+  // crds/ cannot be templated, so Legate's groups keep the short names there; Gloo's groups, added by a value,
+  // do without them (a short name resolves to one group)
+  const withoutShortNames = (d: Crd): Crd => {
+    const names = { ...d.spec.names };
+    delete names.shortNames;
+    return { ...d, spec: { ...d.spec, names } };
+  };
   return new Map([
     ['crds/legate.yaml', GENERATED('legate crds') + crdStream(customResourceDefinitions({ glooGroups: false }))],
-    ['files/crds-gloo-groups.yaml', GENERATED('the CRDs legate crds --gloo-groups adds') + crdStream(all.filter(isAlias))],
+    [
+      'files/crds-gloo-groups.yaml',
+      GENERATED('the CRDs legate crds --gloo-groups adds') + crdStream(all.filter(isAlias).map(withoutShortNames)),
+    ],
     ['files/envoy-bootstrap.yaml', envoyBootstrap()],
+    ['files/envoy-stats.yaml', envoyStats()],
   ]);
 }
 

@@ -176,6 +176,7 @@ describe('the Helm chart', () => {
       ['http', DEFAULTS.httpPort],
       ['https', DEFAULTS.httpsPort],
       ['ready', 19001],
+      ['http-monitoring', 8081],
     ]);
     const bootstrap = parse(find(objects, 'ConfigMap', 'gateway-proxy-envoy-config').data?.['envoy.yaml'] ?? '') as {
       node: { metadata: { role: string } };
@@ -336,13 +337,15 @@ describe('the Helm chart', () => {
     const { objects } = renderChart('legate-system');
     const cm = find(objects, 'ConfigMap', 'gateway-proxy-envoy-config');
     const envoy = container(find(objects, 'Deployment', 'gateway-proxy'), 'envoy');
-    // the pod's addresses become this machine's: the controller on loopback, free ports for admin and readiness
-    const [adminPort, readyPort] = [await freePort(), await freePort()];
+    // the pod's addresses become this machine's: the controller on loopback, free ports for admin, readiness and stats
+    const [adminPort, readyPort, statsPort] = [await freePort(), await freePort(), await freePort()];
     const bootstrap = (cm.data?.['envoy.yaml'] ?? '')
       .replace('address: controller.legate-system.svc.cluster.local', 'address: 127.0.0.1')
       .replace('port_value: 9977', `port_value: ${controller.ports.xds}`)
-      .replace('port_value: 19000', `port_value: ${adminPort}`)
-      .replace('port_value: 19001', `port_value: ${readyPort}`);
+      // the admin and the stats listener's admin cluster
+      .replaceAll('port_value: 19000', `port_value: ${adminPort}`)
+      .replace('port_value: 19001', `port_value: ${readyPort}`)
+      .replace('port_value: 8081', `port_value: ${statsPort}`);
     const file = path.join(dir, 'envoy.yaml');
     fs.writeFileSync(file, bootstrap);
     const args = (envoy.args ?? []).map((a) =>
@@ -376,6 +379,11 @@ describe('the Helm chart', () => {
       return text.includes(`listener-::-${controller.ports.http}`) ? text : undefined;
     });
     expect(listeners).toContain('legate-ready-0.0.0.0-19001');
+    // Prometheus scrapes the pod's stats listener (its prometheus.io annotations): Envoy's metrics, nothing else of the admin
+    const metrics = await fetch(`http://127.0.0.1:${statsPort}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^envoy_server_live\{[^}]*\} 1$/m);
+    expect((await fetch(`http://127.0.0.1:${statsPort}/config_dump`)).status).toBe(404);
     // a draining Envoy fails the probe, so kubelet stops sending it traffic
     await fetch(`http://127.0.0.1:${adminPort}/healthcheck/fail`, { method: 'POST' });
     expect((await fetch(`http://127.0.0.1:${readyPort}/ready`)).status).toBe(503);

@@ -46,6 +46,17 @@ describe('CRDs on a real API server', () => {
     expect(vs.spec.virtualHost.routes[0].options.prefixRewrite).toBe('/posts');
   });
 
+  it("takes the Settings Gloo's own chart writes, unchanged (strict field validation)", () => {
+    const golden = fs.readFileSync(path.join(ROOT, 'test/golden/translate/settings-gloo-chart.in.yaml'), 'utf8');
+    const settings = golden.split(/^---$/m).find((d) => /^kind: Settings$/m.test(d));
+    expect(settings).toBeDefined();
+    kube.kubectl(['apply', '--server-side', '--validate=strict', '-f', '-'], { input: settings });
+    const got = JSON.parse(kube.kubectl(['get', 'settings.gloo.solo.io', 'default', '-n', 'gloo-system', '-o', 'json']).stdout);
+    expect(got.spec.kubernetesArtifactSource).toEqual({});
+    expect(got.spec.gateway.validation.alwaysAccept).toBe(true);
+    expect(got.spec.refreshRate).toBe('60s');
+  });
+
   it('refuses an unknown field and a wrong type, naming them', () => {
     const vs = (spec: string): string => `apiVersion: gateway.legate.dev/v1
 kind: VirtualService
@@ -69,9 +80,17 @@ spec: { virtualHost: { domains: [shop.example.com], routes: [{ directResponseAct
 `,
     });
     const status = { state: 'Accepted', statuses: { 'legate-system': { state: 'Accepted', reportedBy: 'legate' } } };
-    kube.kubectl(['patch', 'vs', 'shop', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
-    const table = kube.kubectl(['get', 'vs', 'shop']).stdout;
+    const legateVs = 'virtualservices.gateway.legate.dev';
+    kube.kubectl(['patch', legateVs, 'shop', '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status })]);
+    const table = kube.kubectl(['get', legateVs, 'shop']).stdout;
     expect(table).toMatch(/^NAME\s+STATE\s+AGE/m);
     expect(table).toMatch(/^shop\s+Accepted\s+/m);
+  });
+
+  it("with Gloo's groups installed, Gloo's short names list Gloo's resources, as Gloo's docs type them", () => {
+    // the Gloo manifest applied above has a VirtualService `default` in gloo-system
+    expect(kube.kubectl(['get', 'vs', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/virtualservice.gateway.solo.io\/default/);
+    expect(kube.kubectl(['get', 'us', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/upstream.gloo.solo.io\//);
+    expect(kube.kubectl(['get', 'gloo', '-n', 'gloo-system', '-o', 'name']).stdout).toMatch(/virtualservice.gateway.solo.io\/default/);
   });
 });

@@ -20,7 +20,8 @@ spec: { virtualHost: { domains: [${name}.example.com], routes: [{ directResponse
 const holder = (): string =>
   kube.kubectl(['get', 'lease', 'legate-controller', '-n', 'legate-system', '-o', 'jsonpath={.spec.holderIdentity}'], { check: false })
     .stdout;
-const state = (name: string): string => kube.kubectl(['get', 'vs', name, '-o', 'jsonpath={.status.state}'], { check: false }).stdout;
+const state = (name: string): string =>
+  kube.kubectl(['get', 'virtualservices.gateway.legate.dev', name, '-o', 'jsonpath={.status.state}'], { check: false }).stdout;
 
 beforeAll(async () => {
   kube = await startKubeApiServer();
@@ -62,5 +63,14 @@ describe('leader election', () => {
     expect(handoverMs).toBeLessThan(8000);
     kube.kubectl(['apply', '-f', '-'], { input: vs('two') });
     expect(await eventually('status by the new leader', () => state('two') || undefined)).toBe('Accepted');
+  });
+
+  it("creates the Lease's namespace when it is missing (the quickstart without the chart)", async () => {
+    const ns = 'quickstart-leases';
+    expect(kube.kubectl(['get', 'namespace', ns], { check: false }).status).not.toBe(0);
+    replicas.push(await startKubeController(kube, dir, 'replica-c', ['--lease-duration', '3', '--lease-namespace', ns]));
+    const lease = (): string =>
+      kube.kubectl(['get', 'lease', 'legate-controller', '-n', ns, '-o', 'jsonpath={.spec.holderIdentity}'], { check: false }).stdout;
+    expect(await eventually('the Lease in the created namespace', () => lease() || undefined)).toBe('replica-c');
   });
 });

@@ -6,16 +6,21 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { renderBootstrap } from '../../controller/bootstrap/bootstrap.js';
 
-const golden = path.join(import.meta.dirname, 'bootstrap', 'gateway-proxy.out.yaml');
 const envoy = path.resolve(import.meta.dirname, '../../.venv/bin/envoy');
 
-describe('bootstrap', () => {
+// the second with the stats listener (legate run --stats-listener-port, the chart's stats.enabled)
+describe.each([
+  ['gateway-proxy', undefined],
+  ['gateway-proxy-stats', 8081],
+])('bootstrap %s', (name, statsPort) => {
+  const golden = path.join(import.meta.dirname, 'bootstrap', `${name}.out.yaml`);
   const text = renderBootstrap({
     role: 'legate-system~gateway-proxy',
     xdsHost: '127.0.0.1',
     xdsPort: 9977,
     adminHost: '127.0.0.1',
     adminPort: 19000,
+    ...(statsPort ? { statsPort } : {}),
   });
 
   it('matches the golden file', () => {

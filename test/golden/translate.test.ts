@@ -11,12 +11,18 @@ import type { VirtualHostIR } from '../../controller/translate/ir.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from '../../controller/translate/render.js';
 import { expectGolden, expectRoundTrip } from './golden.js';
 
+const GOLDEN_MODULES: Record<string, string> = {
+  '/opt/wasm/add-header.wasm': '09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505',
+};
+
 // a fixed edge-cache secret (the controller generates one at start), so the wiring shows in the goldens
 const RENDER: RenderOptions = {
   ...DEFAULT_RENDER_OPTIONS,
   wasm: {
     ...DEFAULT_RENDER_OPTIONS.wasm,
     bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' },
+    // the controller's file reader, for the user's wasm modules the fixtures name by file
+    moduleSha256: (file) => GOLDEN_MODULES[file] ?? { error: 'no such file on the controller' },
   },
 };
 

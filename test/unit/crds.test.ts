@@ -40,12 +40,19 @@ describe('customResourceDefinitions', () => {
     }
   });
 
-  it('claims short names under Legate groups only, and has the status subresource everywhere', () => {
-    const names = (crd: Node) => (crd['spec'] as { names: { shortNames?: string[] } }).names;
-    const vs = legateOnly.find((c) => (c['metadata'] as { name: string }).name === 'virtualservices.gateway.legate.dev');
-    expect(vs && names(vs).shortNames).toEqual(['vs']);
-    const gloo = withGloo.find((c) => (c['metadata'] as { name: string }).name === 'virtualservices.gateway.solo.io');
-    expect(gloo && names(gloo).shortNames).toBeUndefined();
+  it("claims short names once: Legate's groups alone, or Gloo's groups (with Gloo's categories) when both are defined", () => {
+    const names = (crd: Node) => (crd['spec'] as { names: { shortNames?: string[]; categories?: string[] } }).names;
+    const named = (crds: Node[], name: string) => crds.find((c) => (c['metadata'] as { name: string }).name === name);
+    expect(names(named(legateOnly, 'virtualservices.gateway.legate.dev')!).shortNames).toEqual(['vs']);
+    expect(names(named(withGloo, 'virtualservices.gateway.legate.dev')!).shortNames).toBeUndefined();
+    const gloo = names(named(withGloo, 'virtualservices.gateway.solo.io')!);
+    expect(gloo.shortNames).toEqual(['vs']);
+    expect(gloo.categories).toEqual(['gloo', 'solo-io', 'legate']);
+    expect(names(named(withGloo, 'routetables.gateway.solo.io')!).shortNames).toEqual(['rt']);
+    expect(names(named(withGloo, 'upstreams.gloo.solo.io')!).shortNames).toEqual(['us']);
+    // each short name is claimed by one CRD only
+    const claimed = withGloo.flatMap((c) => names(c).shortNames ?? []);
+    expect(new Set(claimed).size).toBe(claimed.length);
     for (const crd of withGloo) expect(versions(crd)[0]?.['subresources']).toEqual({ status: {} });
   });
 });

@@ -1,12 +1,14 @@
 // The Helm chart's generated files are what the code generates now (install/helm/generate.ts:
 // `legate crds`, `legate crds --gloo-groups`, `legate bootstrap`), and its versions are the
 // package's and Envoy's. Fix a failure with: node --import tsx install/helm/generate.ts
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { customResourceDefinitions } from '../../controller/api/crds.js';
-import { BOOTSTRAP_PLACEHOLDERS, CHART_DIR, ROOT, generatedChartFiles } from '../../install/helm/generate.js';
+import { BOOTSTRAP_PLACEHOLDERS, CHART_DIR, ROOT, findHelm, generatedChartFiles } from '../../install/helm/generate.js';
 
 const read = (file: string): string => fs.readFileSync(file, 'utf8');
 const names = (text: string): string[] =>
@@ -58,5 +60,59 @@ describe('Helm chart files', () => {
       tag: `v${envoy}`,
       pullPolicy: 'IfNotPresent',
     });
+  });
+
+  // helm from `make kube-tools` (or PATH); the generated-file checks above need none
+  const helm = findHelm();
+  it.skipIf(!helm)('the gateway-proxy serves /metrics on :8081 with the prometheus.io annotations, unless stats.enabled is false', () => {
+    type Pod = {
+      metadata: { annotations: Record<string, string> };
+      spec: { containers: { ports: { name: string; containerPort: number }[] }[] };
+    };
+    type Doc = { kind: string; metadata: { name: string }; spec?: { template: Pod }; data?: Record<string, string> };
+    const render = (...set: string[]): Doc[] => {
+      const r = spawnSync(helm!, ['template', 'legate', CHART_DIR, '--namespace', 'legate-system', ...set.flatMap((v) => ['--set', v])], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.stderr).toBe('');
+      return parseAllDocuments(r.stdout)
+        .map((d) => d.toJS() as Doc)
+        .filter((d) => d !== null);
+    };
+    const proxy = (docs: Doc[]) => {
+      const pod = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'gateway-proxy')!.spec!.template;
+      const bootstrap = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'gateway-proxy-envoy-config')!.data!['envoy.yaml']!;
+      return { pod, bootstrap };
+    };
+    const on = proxy(render());
+    expect(on.pod.metadata.annotations).toMatchObject({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8081',
+      'prometheus.io/path': '/metrics',
+    });
+    expect(on.pod.spec.containers[0]!.ports).toContainEqual(expect.objectContaining({ name: 'http-monitoring', containerPort: 8081 }));
+    const config = parse(on.bootstrap) as { static_resources: { listeners: { address: { socket_address: { port_value: number } } }[] } };
+    expect(config.static_resources.listeners.map((l) => l.address.socket_address.port_value)).toEqual([19001, 8081]);
+    // Envoy accepts the bootstrap the chart renders
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-chart-bs-'));
+    const file = path.join(dir, 'envoy.yaml');
+    fs.writeFileSync(file, on.bootstrap.replaceAll('controller.legate-system.svc.cluster.local', '127.0.0.1'));
+    const envoy = spawnSync(
+      path.join(ROOT, '.venv/bin/envoy'),
+      ['--mode', 'validate', '-c', file, '--disable-hot-restart', '-l', 'error'],
+      {
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(envoy.status, envoy.stderr).toBe(0);
+
+    const moved = proxy(render('gatewayProxies.gatewayProxy.stats.port=9102'));
+    expect(moved.pod.metadata.annotations['prometheus.io/port']).toBe('9102');
+    const off = proxy(render('gatewayProxies.gatewayProxy.stats.enabled=false'));
+    expect(Object.keys(off.pod.metadata.annotations).filter((k) => k.startsWith('prometheus.io/'))).toEqual([]);
+    expect(off.bootstrap).not.toContain('legate-stats');
   });
 });

@@ -187,6 +187,12 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   namespace: [WORLD_NAMESPACE],
   serviceNamespace: [WORLD_NAMESPACE],
   servicePort: [80],
+  // Gloo's own processes' addresses (accepted without effect)
+  xdsBindAddr: ['0.0.0.0:9977'],
+  restXdsBindAddr: ['0.0.0.0:9976'],
+  validationBindAddr: ['0.0.0.0:9988'],
+  // a user wasm module's digest (the file or URL it names is checked against it)
+  sha256: ['09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505'],
   // the cluster Legate renders for the world's Upstream
   staticClusterName: [`${WORLD_NAME}_${WORLD_NAMESPACE}`],
   // a stitched schema's subschema: another API than the one under test
@@ -212,11 +218,33 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
   bearerCheck: { enabled: true },
   graphqlCheck: { enabled: true },
   invalidConfigPolicy: { replaceInvalidRoutes: true },
+  // a wasm filter's config: its type says how the value reaches the plugin
+  'filters[].config': { value: WORLD_NAME },
+  // a user wasm module: Envoy fetches it and checks its sha256 (the controller reads nothing)
+  'wasm.filters[]': { uri: 'https://127.0.0.1:8080/filter.wasm' },
   'rbac.policies.*': { principals: [{ jwtPrincipal: { claims: { sub: WORLD_NAME } } }] },
 };
 
 /** Whole specs for fields no generated spec reaches (`Kind path` → spec), tried after the generated ones. */
 export const SPECS: Record<string, unknown> = {
+  // a Struct config: its value is an object
+  'Gateway httpGateway.options.wasm.filters[].config.value.*': {
+    bindPort: 8443,
+    ssl: true,
+    httpGateway: {
+      options: {
+        wasm: {
+          filters: [
+            {
+              uri: 'https://127.0.0.1:8080/filter.wasm',
+              sha256: '09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505',
+              config: { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { [WORLD_NAME]: WORLD_NAME } },
+            },
+          ],
+        },
+      },
+    },
+  },
   'AuthConfig configs[].apiKeyAuth.headerName': {
     configs: [{ apiKeyAuth: { headerName: 'x-api-key', apiKeySecretRefs: [{ name: API_KEY_SECRET, namespace: WORLD_NAMESPACE }] } }],
   },
@@ -224,10 +252,17 @@ export const SPECS: Record<string, unknown> = {
 
 /** Resources beside the world's one per kind (by kind, name and spec or body). */
 export const EXTRA_WORLD: { kind: string; name: string; spec: unknown }[] = [
+  // an Upstream with TLS and no parameters of its own, for Settings upstreamOptions.sslParameters
+  {
+    kind: 'Upstream',
+    name: 'w-tls',
+    spec: { static: { hosts: [{ addr: '127.0.0.2', port: 8443 }] }, sslConfig: { sni: 'w.example.com' } },
+  },
   { kind: 'Secret', name: API_KEY_SECRET, spec: { type: 'extauth.solo.io/apikey', stringData: { 'api-key': 'no-silent-fields-key' } } },
 ];
 
-const GLOO_CONTROL_PLANE = "Gloo's own control-plane settings (its pods, discovery, sources); Legate has no such part";
+const GLOO_PROCESS = "the address or files of Gloo's own processes; Legate's come from its command line and chart";
+const STORAGE = '`{}`: the storage is the directory Legate runs on or, with --kubernetes, the API server (the command line chooses)';
 const RE2 = "RE2 is Envoy's only regex engine: googleRe2 (deprecated in Envoy) changes nothing";
 const K8S = 'a Kubernetes field Legate does not need (it reads the ones the schema declares)';
 
@@ -246,14 +281,28 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings extProc.forwardRules.allowedHeaders.patterns[].safeRegex.googleRe2': RE2,
   'Settings extProc.forwardRules.disallowedHeaders.patterns[].safeRegex.googleRe2': RE2,
   'Settings namedExtauth.*.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
-  'Settings gloo.<other>': GLOO_CONTROL_PLANE,
-  'Settings gateway.<other>': `${GLOO_CONTROL_PLANE} (gateway validation, which namespaces Gateways come from)`,
-  'Settings gateway.virtualServiceOptions.<other>': "Gloo's defaults for every VirtualService; Legate reads options where they are set",
-  'Settings discovery.*': GLOO_CONTROL_PLANE,
-  'Settings kubernetesArtSource.*': GLOO_CONTROL_PLANE,
-  'Settings kubernetesConfigSource.*': GLOO_CONTROL_PLANE,
-  'Settings kubernetesSecretSource.*': GLOO_CONTROL_PLANE,
-  'Settings refreshRate': `${GLOO_CONTROL_PLANE}; Legate's sources watch (Kubernetes) or are notified (files)`,
+  'Settings refreshRate': 'the directory is rescanned every second and Kubernetes informers re-list when a watch breaks: no resync to tune',
+  'Settings kubernetesConfigSource': STORAGE,
+  'Settings kubernetesSecretSource': STORAGE,
+  'Settings kubernetesArtifactSource': STORAGE,
+  'Settings gloo.xdsBindAddr': GLOO_PROCESS,
+  'Settings gloo.restXdsBindAddr': GLOO_PROCESS,
+  'Settings gloo.validationBindAddr': GLOO_PROCESS,
+  'Settings gloo.proxyDebugBindAddr': GLOO_PROCESS,
+  'Settings gateway.validationServerAddr': GLOO_PROCESS,
+  'Settings gateway.validation.proxyValidationServerAddr': GLOO_PROCESS,
+  'Settings gateway.validation.validationWebhookTlsCert': GLOO_PROCESS,
+  'Settings gateway.validation.validationWebhookTlsKey': GLOO_PROCESS,
+  'Settings gateway.validation.validationServerGrpcMaxSizeBytes': GLOO_PROCESS,
+  'Settings gloo.removeUnusedFilters': 'Legate renders only the filters some route uses, whatever the value',
+  'Settings gateway.persistProxySpec': 'Legate serves Proxies from the controller (legatectl get proxy)',
+  'Settings gateway.compressedProxySpec': 'Legate serves Proxies from the controller (legatectl get proxy)',
+  'Settings gateway.alwaysSortRouteTableRoutes': 'deprecated in Gloo, ignored there too',
+  'Settings gateway.validation.ignoreGlooValidationFailure': 'deprecated in Gloo, ignored there too',
+  'Settings gateway.validation.disableTransformationValidation': 'Legate has no transformation filter to validate',
+  'Settings discovery.fdsMode': 'Legate has no function discovery, so every mode discovers no functions',
+  'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
+  'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'AuthConfig configs[].oauth2.accessTokenValidation.introspection.userIdAttributeName':
     'it names the user ID for Settings extauth userIdHeader, which Legate refuses',
   'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':
@@ -289,4 +338,11 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
 /** Fields read outside translation (by the controller's sources), so no run of the pipeline reads them. */
 export const READ_OUTSIDE_TRANSLATION: Record<string, string> = {
   'Settings watchNamespaces[]': 'the Kubernetes source watches these namespaces (controller/source/kubernetes)',
+  'Settings watchNamespaceSelectors[].matchLabels.*': 'the Kubernetes source watches the namespaces these select',
+  'Settings watchNamespaceSelectors[].matchExpressions[].key': 'the Kubernetes source watches the namespaces these select',
+  'Settings watchNamespaceSelectors[].matchExpressions[].operator': 'the Kubernetes source watches the namespaces these select',
+  'Settings watchNamespaceSelectors[].matchExpressions[].values[]': 'the Kubernetes source watches the namespaces these select',
+  'Settings gateway.validation.alwaysAccept': 'the validating webhook: what it refuses',
+  'Settings gateway.validation.allowWarnings': 'the validating webhook: what it refuses',
+  'Settings gateway.validation.serverEnabled': 'the validating webhook: whether it refuses anything',
 };

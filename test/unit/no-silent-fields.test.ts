@@ -86,13 +86,17 @@ function isOptional(s: z.ZodType): boolean {
   return s.safeParse(undefined).success;
 }
 
-/** notSupported(reason), or a flag whose only meaningful value is refused as NotSupported (`asyncMode: true`). */
+/**
+ * notSupported(reason), or a flag whose one value Legate does not have is refused as NotSupported (`asyncMode: true`,
+ * `enableGatewayController: false`): the other value is what Legate always does.
+ */
 function isNotSupported(s: z.ZodType): boolean {
   const inner = unwrap(s);
-  const probe = inner instanceof z.ZodUnknown ? {} : inner instanceof z.ZodBoolean ? true : undefined;
-  if (probe === undefined) return false;
-  const r = inner.safeParse(probe);
-  return !r.success && r.error.issues.some((i) => i.message.startsWith(`${NOT_SUPPORTED}:`));
+  const probes = inner instanceof z.ZodUnknown ? [{}] : inner instanceof z.ZodBoolean ? [true, false] : [];
+  return probes.some((probe) => {
+    const r = inner.safeParse(probe);
+    return !r.success && r.error.issues.some((i) => i.message.startsWith(`${NOT_SUPPORTED}:`));
+  });
 }
 
 function isLooseObject(s: z.ZodObject): boolean {
@@ -290,8 +294,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 class Reads {
   readonly named = new Map<string, Seg[]>();
   readonly copied = new Map<string, Seg[]>();
-  /** off: parsing, JSON.stringify; output: walking the rendered xDS, where every read is a rendering */
-  mode: 'on' | 'off' | 'output' = 'off';
+  /** off: outside a run; stringify: inside JSON.stringify (a copy); output: walking the rendered xDS (a rendering) */
+  mode: 'on' | 'off' | 'output' | 'stringify' = 'off';
   private lastDescriptor: { target: object; prop: string } | undefined;
   private readonly proxies = new WeakMap<object, object>();
 
@@ -331,7 +335,7 @@ class Reads {
 
   private record(segs: readonly Seg[], copy: boolean): void {
     if (this.mode === 'off') return;
-    const into = this.mode === 'on' && copy ? this.copied : this.named;
+    const into = (this.mode === 'on' && copy) || this.mode === 'stringify' ? this.copied : this.named;
     const key = show(segs);
     if (!into.has(key)) into.set(key, [...segs]);
   }
@@ -449,7 +453,7 @@ function run(kind: KindName, schema: z.ZodType, spec: unknown, world: Map<RawRes
   JSON.stringify = ((...args: Parameters<typeof JSON.stringify>) => {
     if (!reads) return stringify(...args);
     const mode = reads.mode;
-    reads.mode = 'off';
+    if (mode === 'on') reads.mode = 'stringify';
     try {
       return stringify(...args);
     } finally {

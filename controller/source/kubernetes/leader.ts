@@ -20,6 +20,19 @@ export interface LeaderElectionOptions {
   onChange(leader: boolean): void;
 }
 
+function errorText(err: unknown): string {
+  const e = err as { code?: unknown; body?: unknown; message?: unknown } | undefined;
+  if (typeof e?.body === 'string') {
+    try {
+      const status = JSON.parse(e.body) as { message?: unknown };
+      if (typeof status.message === 'string') return status.message;
+    } catch {
+      // not a Kubernetes Status: the message below
+    }
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
 function statusCode(err: unknown): number | undefined {
   const e = err as { code?: unknown } | undefined;
   return typeof e?.code === 'number' ? e.code : undefined;
@@ -27,18 +40,27 @@ function statusCode(err: unknown): number | undefined {
 
 export class LeaderElection {
   private leader = false;
+  /** why the last attempt failed (for `legatectl check`); cleared by a success */
+  private failure: string | undefined;
   private readonly api: k8s.CoordinationV1Api;
+  private readonly core: k8s.CoreV1Api;
   private readonly durationMs: number;
   private readonly renewMs: number;
 
   constructor(private readonly o: LeaderElectionOptions) {
     this.api = reuseConnections(o.kubeConfig).makeApiClient(k8s.CoordinationV1Api);
+    this.core = o.kubeConfig.makeApiClient(k8s.CoreV1Api);
     this.durationMs = o.leaseDurationMs ?? 15_000;
     this.renewMs = o.renewMs ?? Math.max(500, Math.floor(this.durationMs / 3));
   }
 
   get isLeader(): boolean {
     return this.leader;
+  }
+
+  /** What keeps this replica from taking part in the election (and so from ever writing statuses). */
+  problems(): string[] {
+    return this.failure ? [`leader election (Lease ${this.o.namespace}/${this.o.name}): ${this.failure}; no status is written`] : [];
   }
 
   /** Tries now and every renewMs until `signal` aborts; a leader that stops lets the Lease go. */
@@ -48,9 +70,12 @@ export class LeaderElection {
       let leader = false;
       try {
         leader = await this.tryAcquireOrRenew();
+        this.failure = undefined;
       } catch (error) {
         // unreachable API server: a leader steps down before its lease could have run out elsewhere
-        this.o.logger.warn('leader election: cannot reach the Lease', { error });
+        const failure = errorText(error);
+        if (failure !== this.failure) this.o.logger.warn('leader election: cannot reach the Lease', { error });
+        this.failure = failure;
       }
       this.set(leader);
       if (!signal.aborted) setTimeout(() => void tick(), this.renewMs).unref();
@@ -90,8 +115,13 @@ export class LeaderElection {
         return true;
       } catch (e) {
         if (statusCode(e) === 409) return false; // another replica created it first
-        throw e;
+        if (statusCode(e) !== 404) throw e;
       }
+      // the namespace itself is missing (a quickstart without the chart): made here, as the chart would
+      await this.createNamespace(namespace);
+      await this.api.createNamespacedLease({ namespace, body: created });
+      this.o.logger.info('created the namespace of the leader election Lease', { namespace });
+      return true;
     }
     const spec = lease.spec ?? {};
     const held = spec.holderIdentity === identity;
@@ -111,6 +141,18 @@ export class LeaderElection {
     } catch (e) {
       if (statusCode(e) === 409) return false; // someone else renewed or took it meanwhile
       throw e;
+    }
+  }
+
+  private async createNamespace(namespace: string): Promise<void> {
+    try {
+      await this.core.createNamespace({ body: { metadata: { name: namespace } } });
+    } catch (e) {
+      if (statusCode(e) === 409) return;
+      throw new Error(
+        `namespace ${namespace} does not exist and cannot be created (${errorText(e)}): create it, or start with --lease-namespace NAME`,
+        { cause: e },
+      );
     }
   }
 

@@ -14,6 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../../common/log.js';
 import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
+import type { LabelSelector } from '../../api/schemas.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
 import { reuseConnections } from './connections.js';
 import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type KubeObject } from './convert.js';
@@ -21,6 +22,8 @@ import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type K
 export interface KubeSourceOptions {
   kubeConfig: k8s.KubeConfig;
   logger: Logger;
+  /** what else keeps the controller from being current (leader election), listed with the source's own */
+  extraProblems?: () => string[];
   /** namespaces to watch; empty: all (Settings watchNamespaces) */
   namespaces?: readonly string[];
   /** ms between the first change after a quiet spell and its snapshot. Default 10 */
@@ -101,6 +104,8 @@ export class KubeSource implements ResourceSource {
     this.add('/apis/discovery.k8s.io/v1/endpointslices', 'discovery.k8s.io/v1', 'EndpointSlice', () =>
       asList(discovery.listEndpointSliceForAllNamespaces()),
     );
+    // only their labels are read, for Settings watchNamespaceSelectors
+    this.add('/api/v1/namespaces', 'v1', 'Namespace', () => asList(core.listNamespace()));
   }
 
   private add(path: string, apiVersion: string, kind: string, list: Watched['list']): void {
@@ -187,7 +192,8 @@ export class KubeSource implements ResourceSource {
       },
       (err: unknown) => {
         if (signal.aborted) return;
-        if (statusCode(err) === 404) {
+        // without RBAC on namespaces only watchNamespaceSelectors is lost (problems() says so when Settings use it)
+        if (statusCode(err) === 404 || (statusCode(err) === 403 && w.kind === 'Namespace')) {
           // CRD not installed (Gloo's groups usually): look again now and then
           if (!w.missing) this.log.info('API group not served; not watching it', { path: w.path });
           w.missing = true;
@@ -204,14 +210,22 @@ export class KubeSource implements ResourceSource {
   }
 
   problems(): string[] {
+    const selectorProblem =
+      this.namespaceSelectors().length > 0 && this.watched.some((w) => w.kind === 'Namespace' && w.missing)
+        ? ['Settings watchNamespaceSelectors: namespaces cannot be listed (RBAC: list/watch namespaces), so no namespace matches']
+        : [];
     const failing = this.watched.filter((w) => w.failure !== undefined);
     // one line per distinct failure: an unreachable API server fails every watch the same way
     const byFailure = new Map<string, string[]>();
     for (const w of failing) byFailure.set(w.failure ?? '', [...(byFailure.get(w.failure ?? '') ?? []), w.path]);
-    return [...byFailure].map(([failure, paths]) => {
-      const what = paths.length === 1 ? paths[0] : `${paths.length} watches`;
-      return `${what}: ${failure} (serving the last objects)`;
-    });
+    return [
+      ...(this.options.extraProblems?.() ?? []),
+      ...selectorProblem,
+      ...[...byFailure].map(([failure, paths]) => {
+        const what = paths.length === 1 ? paths[0] : `${paths.length} watches`;
+        return `${what}: ${failure} (serving the last objects)`;
+      }),
+    ];
   }
 
   private snapshot(): SourceSnapshot {
@@ -221,6 +235,7 @@ export class KubeSource implements ResourceSource {
     for (const w of this.watched) {
       for (const obj of w.informer?.list() ?? []) {
         // Settings are always read: they say which namespaces the rest comes from
+        if (w.kind === 'Namespace') continue;
         if (w.kind !== 'Settings' && !inScope(namespaces, obj.metadata?.namespace)) continue;
         if (w.kind === 'EndpointSlice') {
           slices.push(obj);
@@ -272,17 +287,52 @@ export class KubeSource implements ResourceSource {
    * `default` first, as the pipeline picks it), else all. A Settings change takes effect at once:
    * every namespace is watched anyway, the filter is applied to each snapshot.
    */
-  private watchNamespaces(): readonly string[] {
+  private watchNamespaces(): readonly string[] | undefined {
     if (this.options.namespaces?.length) return this.options.namespaces;
-    const settings = this.watched
+    const listed = (this.settings()?.spec as { watchNamespaces?: unknown } | undefined)?.watchNamespaces;
+    const names = Array.isArray(listed) ? listed.filter((n): n is string => typeof n === 'string') : [];
+    // as Gloo: watchNamespaces, when set, wins over the selectors
+    if (names.length > 0) return names;
+    const selectors = this.namespaceSelectors();
+    if (selectors.length === 0) return [];
+    const matching = this.watched
+      .filter((w) => w.kind === 'Namespace')
+      .flatMap((w) => w.informer?.list() ?? [])
+      .filter((ns) => selectors.some((sel) => labelsMatch(sel, ns.metadata?.labels ?? {})))
+      .map((ns) => ns.metadata?.name ?? '');
+    // no namespace matches: nothing but Settings is read (not everything)
+    return matching.length > 0 ? matching : undefined;
+  }
+
+  private settings(): KubeObject | undefined {
+    return this.watched
       .filter((w) => w.kind === 'Settings')
       .flatMap((w) => w.informer?.list() ?? [])
       .sort((a, b) => Number(b.metadata?.name === 'default') - Number(a.metadata?.name === 'default'))[0];
-    const listed = (settings?.spec as { watchNamespaces?: unknown } | undefined)?.watchNamespaces;
-    return Array.isArray(listed) ? listed.filter((n): n is string => typeof n === 'string') : [];
+  }
+
+  private namespaceSelectors(): LabelSelector[] {
+    const listed = (this.settings()?.spec as { watchNamespaceSelectors?: unknown } | undefined)?.watchNamespaceSelectors;
+    return Array.isArray(listed) ? (listed as LabelSelector[]) : [];
   }
 }
 
-function inScope(namespaces: readonly string[], namespace: string | undefined): boolean {
+/** Kubernetes label selector semantics: every matchLabels pair and every expression holds. */
+export function labelsMatch(selector: LabelSelector, labels: Record<string, string>): boolean {
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const values = e.values ?? [];
+    if (e.operator === 'In' && !(has && values.includes(labels[e.key] ?? ''))) return false;
+    if (e.operator === 'NotIn' && has && values.includes(labels[e.key] ?? '')) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
+
+/** `undefined`: no namespace is in scope (selectors that match none); empty: every namespace. */
+function inScope(namespaces: readonly string[] | undefined, namespace: string | undefined): boolean {
+  if (namespaces === undefined) return false;
   return namespaces.length === 0 || (namespace !== undefined && namespaces.includes(namespace));
 }

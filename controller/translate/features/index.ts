@@ -2,6 +2,7 @@
 // others use; a virtual service's options are bound in this order, so its status lists problems in
 // it) and breaks ties between HTTP filters at one stage position in stage 2.
 import type { ServiceAddress } from '../envoy-json.js';
+import type { ListenerExtauth } from '../../api/schemas.js';
 import type { Feature } from '../feature.js';
 import { corsFeature } from './cors/index.js';
 import { bufferFeature } from './buffer/index.js';
@@ -42,6 +43,10 @@ export interface RenderOptions {
   circuitBreakers?: CircuitBreakerConfig;
   /** Settings gloo.disableGrpcWeb */
   disableGrpcWeb?: boolean;
+  /** Settings extauth, its server reference's namespace filled in: every listener's ext_authz settings */
+  extauthDefaults?: ListenerExtauth;
+  /** Settings gateway.virtualServiceOptions.oneWayTls */
+  oneWayTls?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -65,9 +70,9 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tracingFeature,
     statsFeature,
     headersFeature,
-    tlsFeature,
+    tlsFeature(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
     wasmFeature(options.wasm),
-    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth),
+    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth, options.extauthDefaults),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     jwtFeature,
     corsFeature,

@@ -3,10 +3,12 @@
 // servers of Settings namedExtauth, or none).
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
+import type { ListenerExtauth } from '../../../api/schemas.js';
 import type { ServiceAddress } from '../../envoy-json.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
+import { bindListenerExtauth } from './listener.js';
 import { extauthRender, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
@@ -18,6 +20,7 @@ export function extauthFeature(
   service: ServiceAddress,
   skip?: { header: string; value: string },
   servers: Readonly<Record<string, CustomAuthServer>> = {},
+  defaults?: ListenerExtauth,
 ): Feature {
   // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
   // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
@@ -27,6 +30,12 @@ export function extauthFeature(
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
       return {
+        bindGateway(gw, ir, sink) {
+          const own = gw.spec.httpGateway?.options?.extauth;
+          // Settings extauth under the Gateway's own (its server reference already names a namespace)
+          const o = defaults ? { ...defaults, ...own } : own;
+          if (o) ir.extauth = bindListenerExtauth(o, gw.metadata.namespace, ctx.upstreams(), sink, own ? undefined : 'Settings extauth');
+        },
         bindRoute(route, ir, site, sink) {
           const ns = site.namespace;
           const ext = route.options?.extauth;
@@ -99,8 +108,8 @@ function authBinding(
       sink.problems.push({
         code: 'NotSupported',
         message:
-          `${where}.customAuth: without a name it asks the server of Settings extauth, which Legate does not read yet; ` +
-          'name a server of Settings namedExtauth',
+          `${where}.customAuth: without a name it asks the server of Settings extauth, which in Legate checks AuthConfigs ` +
+          '(configRef) only; name a server of Settings namedExtauth',
       });
       return undefined;
     }

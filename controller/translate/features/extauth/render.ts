@@ -227,24 +227,45 @@ export function extauthRender(
   servers: Readonly<Record<string, CustomAuthServer>>,
 ): RenderPlugin {
   return {
-    httpFilters(proxy) {
+    httpFilters(proxy, listener) {
       const custom = customAuthsUsed(proxy).map((n) => ({
         position: during(FilterStage.AuthN),
         // a virtual host served from before its server left the Settings: its filter asks nothing there and denies
         filter: customAuthFilter(n, servers[n] ?? { settings: { extauthzServerRef: { name: n } }, cluster: NO_SERVER, missing: true }),
       }));
       if (!protectsAnything(proxy)) return custom;
+      // httpGateway.options.extauth: this listener's filter with the Gateway's settings
+      const o = listener.extauth ?? {};
+      const body = o.requestBody;
+      const status = o.statusOnError ? STATUS_NAMES[o.statusOnError] : undefined;
       const filter: HttpFilter = {
         name: EXT_AUTHZ_FILTER,
         typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', {
           transport_api_version: 'V3',
-          // longer than the service's own introspection timeout, so it can answer (deny) itself
-          grpc_service: { envoy_grpc: { cluster_name: EXTAUTH_CLUSTER }, timeout: { seconds: 3 } },
-          failure_mode_allow: false,
-          status_on_error: { code: 'Forbidden' },
-          // the service reads only the bearer token (and API key headers): sending those instead of
-          // all headers halves what Envoy encodes and the service decodes per check
-          allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy).map((h) => ({ exact: h }))] },
+          grpc_service: {
+            envoy_grpc: { cluster_name: o.server?.cluster ?? EXTAUTH_CLUSTER, ...(o.authority ? { authority: o.authority } : {}) },
+            // longer than the service's own introspection timeout, so it can answer (deny) itself
+            timeout: o.timeout ?? { seconds: 3 },
+          },
+          // a server that does not exist cannot answer: denied, whatever failureModeAllow says
+          failure_mode_allow: o.server?.missing ? false : (o.failureModeAllow ?? false),
+          status_on_error: { code: status ?? 'Forbidden' },
+          ...(body
+            ? {
+                with_request_body: {
+                  max_request_bytes: body.maxRequestBytes,
+                  allow_partial_message: body.allowPartialMessage,
+                  pack_as_bytes: body.packAsBytes,
+                },
+              }
+            : {}),
+          ...(o.clearRouteCache ? { clear_route_cache: true } : {}),
+          ...(o.statPrefix ? { stat_prefix: o.statPrefix } : {}),
+          // Legate's service reads only the bearer token (and API key headers): sending those instead of all
+          // headers halves what Envoy encodes and the service decodes per check; another server gets them all
+          ...(o.server
+            ? {}
+            : { allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy).map((h) => ({ exact: h }))] } }),
         }),
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }, ...custom];

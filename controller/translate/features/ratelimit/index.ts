@@ -10,6 +10,7 @@ import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitEntryIR, RateLimitIR, RouteActionIR } from '../../ir.js';
 import { nsName } from '../../names.js';
+import { bindListenerRatelimit } from './listener.js';
 import { ratelimitRender, type RateLimitRenderOptions } from './render.js';
 import {
   basicRateLimits,
@@ -44,6 +45,10 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
           ? { check: false, why: 'rejected', settings: settings[0]! }
           : { check: true, descriptors: served?.config.descriptors ?? [] };
       return {
+        bindGateway(gw, ir, sink) {
+          const o = gw.spec.httpGateway?.options?.ratelimitServer;
+          if (o) ir.ratelimitServer = bindListenerRatelimit(o, gw.metadata.namespace, ctx.upstreams(), options.beforeAuth ?? false, sink);
+        },
         bindRoute(route, ir, site, sink) {
           const o = route.options;
           if (!o) return;

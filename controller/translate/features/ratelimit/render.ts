@@ -14,7 +14,7 @@ import type { envoy_config_route_v3_RateLimit } from '../../../../envoy/types.ge
 import { RATE_LIMIT_DOMAIN, RAW_RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
 import { duration, extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, before, during, type RenderPlugin } from '../../feature.js';
-import type { ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
+import type { ListenerRatelimitIR, ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
 
 export const RATELIMIT_FILTER = 'envoy.filters.http.ratelimit';
 export const LOCAL_RATELIMIT_FILTER = 'envoy.filters.http.local_ratelimit';
@@ -149,22 +149,27 @@ function localConfig(local: NonNullable<RateLimitIR['local']>) {
 }
 
 export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
-  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_RATELIMIT_TIMEOUT_MS;
   const beforeAuth = options.beforeAuth ?? false;
-  const globalFilter = (f: GlobalFilter): HttpFilter => ({
-    name: f.name,
-    typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit', {
-      domain: f.domain,
-      ...(f.stage ? { stage: f.stage } : {}),
-      timeout: { seconds: Math.floor(timeoutMs / 1000), nanos: (timeoutMs % 1000) * 1e6 },
-      failure_mode_deny: options.denyOnFail ?? false,
-      rate_limit_service: {
-        grpc_service: { envoy_grpc: { cluster_name: options.serverCluster ?? RATELIMIT_CLUSTER } },
-        transport_api_version: 'V3',
-      },
-      ...(options.xRateLimitHeaders === false ? {} : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
-    }),
-  });
+  // the listener's httpGateway.options.ratelimitServer, field by field over the Settings'
+  const globalFilter = (f: GlobalFilter, o: ListenerRatelimitIR = {}): HttpFilter => {
+    const timeoutMs = o.timeoutMs ?? options.requestTimeoutMs ?? DEFAULT_RATELIMIT_TIMEOUT_MS;
+    return {
+      name: f.name,
+      typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit', {
+        domain: f.domain,
+        ...(f.stage ? { stage: f.stage } : {}),
+        timeout: { seconds: Math.floor(timeoutMs / 1000), nanos: (timeoutMs % 1000) * 1e6 },
+        failure_mode_deny: o.denyOnFail ?? options.denyOnFail ?? false,
+        rate_limit_service: {
+          grpc_service: { envoy_grpc: { cluster_name: o.cluster ?? options.serverCluster ?? RATELIMIT_CLUSTER } },
+          transport_api_version: 'V3',
+        },
+        ...((o.xRateLimitHeaders ?? options.xRateLimitHeaders) === false
+          ? {}
+          : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
+      }),
+    };
+  };
   return {
     httpFilters(proxy, listener) {
       const u = uses(proxy, beforeAuth);
@@ -196,7 +201,10 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
       }
       for (const f of GLOBAL_FILTERS) {
         if (!u.global.has(f)) continue;
-        out.push({ position: f.early ? before(FilterStage.AuthN) : during(FilterStage.RateLimit), filter: globalFilter(f) });
+        out.push({
+          position: f.early ? before(FilterStage.AuthN) : during(FilterStage.RateLimit),
+          filter: globalFilter(f, listener.ratelimitServer),
+        });
       }
       return out;
     },
@@ -220,7 +228,9 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
       }
     },
     extraClusters(proxy) {
-      return uses(proxy, beforeAuth).global.size && !options.serverCluster ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
+      // Legate's own service, when a listener with global limits asks it
+      const asksLegate = proxy.listeners.some((l) => !(l.ratelimitServer?.cluster ?? options.serverCluster));
+      return uses(proxy, beforeAuth).global.size && asksLegate ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
     },
   };
 }

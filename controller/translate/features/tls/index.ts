@@ -28,13 +28,18 @@ import { nsName, tlsFilterChainName } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
 import { DEFAULT_MIN_TLS, OCSP_STAPLE_POLICIES, tlsVersion, type SslConfig } from './schema.js';
 
-export const tlsFeature: Feature = {
+export interface TlsDefaults {
+  /** Settings gateway.virtualServiceOptions.oneWayTls: a VirtualService without its own oneWayTls takes this */
+  oneWayTls?: boolean;
+}
+
+export const tlsFeature = (defaults: TlsDefaults = {}): Feature => ({
   name: 'tls',
   kinds: [],
   resolve(ctx) {
     return {
       bindVirtualHost(vs, ir, sink) {
-        const tls = vs.spec.sslConfig ? downstreamTls(vs, ctx, sink.problems) : undefined;
+        const tls = vs.spec.sslConfig ? downstreamTls(vs, ctx, defaults, sink.problems) : undefined;
         if (tls) ir.tls = tls;
       },
     };
@@ -76,7 +81,7 @@ export const tlsFeature: Feature = {
       return [...secrets.values()];
     },
   },
-};
+});
 
 const caSdsName = (sdsName: string): string => `${sdsName}#ca`;
 const ADS = { ads: {}, resource_api_version: 'V3' } as const;
@@ -88,7 +93,7 @@ function ocspSource(staple: NonNullable<DownstreamTlsIR['ocspStaple']>): DataSou
   return 'inlineBytes' in staple ? { inline_bytes: staple.inlineBytes } : dataSource(staple);
 }
 
-function downstreamTls(vs: VirtualService, ctx: ResolveContext, problems: Problem[]): DownstreamTlsIR | undefined {
+function downstreamTls(vs: VirtualService, ctx: ResolveContext, defaults: TlsDefaults, problems: Problem[]): DownstreamTlsIR | undefined {
   const ssl = vs.spec.sslConfig;
   if (!ssl) return undefined;
   const sniDomains = ssl.sniDomains ?? [];
@@ -105,7 +110,7 @@ function downstreamTls(vs: VirtualService, ctx: ResolveContext, problems: Proble
   } else {
     return undefined;
   }
-  return withOptions(tls, ssl, problems);
+  return withOptions(tls, ssl, defaults, problems);
 }
 
 /** The certificate, CA and OCSP staple of the Secret sslConfig.secretRef names. */
@@ -144,10 +149,10 @@ function secretTls(
 }
 
 /** What sslConfig says besides the material: client certificates, parameters, ALPN, OCSP, resumption, timeout. */
-function withOptions(tls: DownstreamTlsIR, ssl: SslConfig, problems: Problem[]): DownstreamTlsIR | undefined {
+function withOptions(tls: DownstreamTlsIR, ssl: SslConfig, defaults: TlsDefaults, problems: Problem[]): DownstreamTlsIR | undefined {
   const bad = problems.length;
-  // as Gloo: a CA means client certificates are verified, and required unless oneWayTls
-  if (tls.clientCa) tls.requireClientCertificate = ssl.oneWayTls !== true;
+  // as Gloo: a CA means client certificates are verified, and required unless oneWayTls (the VirtualService's, else the Settings')
+  if (tls.clientCa) tls.requireClientCertificate = (ssl.oneWayTls ?? defaults.oneWayTls) !== true;
   if (ssl.verifySubjectAltName?.length) {
     if (!tls.clientCa) {
       problems.push({

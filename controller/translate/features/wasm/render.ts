@@ -17,8 +17,9 @@ import {
   type envoy_config_core_v3_AsyncDataSource as AsyncDataSource,
 } from '../../../../envoy/typed.js';
 import { fixedAddressDiscovery, setPerFilterConfig } from '../../envoy-json.js';
-import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
-import type { AuthBindingIR, RouteIR, VirtualHostIR } from '../../ir.js';
+import { FilterStage, after, before, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
+import type { AuthBindingIR, RouteIR, VirtualHostIR, WasmFilterIR } from '../../ir.js';
+import type { Cluster } from '../../../../envoy/typed.js';
 import { perProxy, someRoute, someVirtualHost } from '../../proxy-facts.js';
 
 export const BEARER_CHECK = 'legate.bearer_check';
@@ -45,6 +46,8 @@ export interface WasmOptions {
     verifiedValue: string;
   };
   graphqlCheck: { enabled: boolean; maxBodyBytes: number; allowGet: boolean };
+  /** the SHA-256 (hex) of a user's module file, or why it cannot be read; unset: modules named by file are not checked */
+  moduleSha256?: (file: string) => string | { error: string };
 }
 
 /** module name (file stem) per filter */
@@ -128,10 +131,75 @@ export function wasmFilter(name: string, configuration: object, code: WasmCodeSo
   };
 }
 
+/** A user's filter (httpGateway.options.wasm), on for every request of its listener; a broken module fails closed. */
+function userFilter(f: WasmFilterIR): StagedHttpFilter {
+  const code: AsyncDataSource =
+    'filename' in f.code
+      ? { local: { filename: f.code.filename } }
+      : {
+          remote: {
+            http_uri: { uri: f.code.uri, cluster: f.code.cluster, timeout: { seconds: 10 } },
+            sha256: f.sha256,
+            retry_policy: { num_retries: 3 },
+          },
+        };
+  const c = f.configuration;
+  const configuration = !c
+    ? undefined
+    : c.type === 'string'
+      ? typed('type.googleapis.com/google.protobuf.StringValue', { value: c.value })
+      : typed('type.googleapis.com/google.protobuf.BytesValue', { value: c.base64 });
+  const stage = FilterStage[f.position.stage];
+  return {
+    position: f.position.side === 'before' ? before(stage) : f.position.side === 'after' ? after(stage) : during(stage),
+    filter: {
+      name: f.name,
+      typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm', {
+        config: {
+          name: f.pluginName,
+          root_id: f.rootId,
+          ...(configuration ? { configuration } : {}),
+          vm_config: { vm_id: f.pluginName, runtime: 'envoy.wasm.runtime.v8', code },
+          fail_open: false,
+        },
+      }),
+    },
+  };
+}
+
+/** The clusters Envoy fetches the user's modules named by URL through, one per host and port. */
+function moduleClusters(proxy: { listeners: readonly { wasm?: WasmFilterIR[] }[] }): Cluster[] {
+  const out = new Map<string, Cluster>();
+  for (const l of proxy.listeners)
+    for (const f of l.wasm ?? []) {
+      const c = f.code;
+      if ('filename' in c || out.has(c.cluster)) continue;
+      out.set(c.cluster, {
+        name: c.cluster,
+        ...fixedAddressDiscovery(c.host),
+        connect_timeout: { seconds: 5 },
+        load_assignment: {
+          cluster_name: c.cluster,
+          endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: c.host, port_value: c.port } } } }] }],
+        },
+        // no certificate check: the module's sha256 is what Envoy trusts
+        ...(c.tls
+          ? {
+              transport_socket: {
+                name: 'envoy.transport_sockets.tls',
+                typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', { sni: c.host }),
+              },
+            }
+          : {}),
+      });
+    }
+  return [...out.values()];
+}
+
 export function wasmRender(options: WasmOptions): RenderPlugin {
   return {
-    httpFilters(proxy) {
-      const filters: StagedHttpFilter[] = [];
+    httpFilters(proxy, listener) {
+      const filters: StagedHttpFilter[] = (listener.wasm ?? []).map(userFilter);
       if (options.bearerCheck.enabled && usesBearer(proxy)) {
         filters.push({ position: during(FilterStage.Early), filter: wasmFilter(BEARER_CHECK, bearerConfiguration(options), options.code) });
       }
@@ -187,11 +255,13 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilterConfig(route, GRAPHQL_CHECK, ENABLE());
     },
     extraClusters(proxy) {
+      const user = moduleClusters(proxy);
       const code = options.code;
-      if (code.type !== 'remote') return [];
+      if (code.type !== 'remote') return user;
       const used = (options.bearerCheck.enabled && usesBearer(proxy)) || (options.graphqlCheck.enabled && usesGraphql(proxy));
-      if (!used) return [];
+      if (!used) return user;
       return [
+        ...user,
         {
           name: CONTROLLER_HTTP_CLUSTER,
           ...fixedAddressDiscovery(code.host),
