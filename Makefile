@@ -16,7 +16,7 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools bench bench-micro build envoy redis envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger bench bench-micro build envoy redis envoy-types clean wasm wasm-debug
 
 setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy redis build
 
@@ -77,7 +77,7 @@ format: $(NODE_MODULES_STAMP)
 run: setup
 	node bin/legate.js run --config examples
 
-test: setup typecheck kube-tools
+test: setup typecheck kube-tools jaeger
 	npx vitest run
 
 # kube-apiserver, kubectl, etcd and helm for the Kubernetes tests, built once from the Go modules
@@ -85,10 +85,15 @@ test: setup typecheck kube-tools
 kube-tools:
 	./scripts/kube-tools.sh
 
+# Jaeger for the tracing tests (test/e2e/tracing.test.ts, bench's tracing scenario), built once from the Go
+# module pinned in test/tracing/tools/jaeger into .cache/tracing/bin (a few minutes cold; not needed by `make run`)
+jaeger:
+	./scripts/jaeger-tool.sh
+
 test-unit: setup
 	npx vitest run test/unit test/golden
 
-test-e2e: setup kube-tools
+test-e2e: setup kube-tools jaeger
 	npx vitest run test/e2e
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in

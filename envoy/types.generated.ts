@@ -58,10 +58,16 @@ export type PreserveCaseFormatterConfig = envoy_extensions_http_header_formatter
 export type Secret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
 export type ProxyProtocol = envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
+export type TcpProxy = envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy;
+export type SniCluster = envoy_extensions_filters_network_sni_cluster_v3_SniCluster;
+export type ConnectionLimit = envoy_extensions_filters_network_connection_limit_v3_ConnectionLimit;
 export type StdoutAccessLog = envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
 export type StderrAccessLog = envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
 export type FileAccessLog = envoy_extensions_access_loggers_file_v3_FileAccessLog;
 export type HttpGrpcAccessLogConfig = envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
+export type OpenTelemetryConfig = envoy_config_trace_v3_OpenTelemetryConfig;
+export type ZipkinConfig = envoy_config_trace_v3_ZipkinConfig;
+export type DatadogConfig = envoy_config_trace_v3_DatadogConfig;
 export type ClusterConfig = envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
 
 /** Type URL -> message, for typed() in envoy/typed.ts. */
@@ -112,10 +118,17 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": envoy_extensions_transport_sockets_tls_v3_Secret;
   "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
   "type.googleapis.com/envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol": envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
+  "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy": envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy;
+  "type.googleapis.com/envoy.extensions.filters.network.sni_cluster.v3.SniCluster": envoy_extensions_filters_network_sni_cluster_v3_SniCluster;
+  "type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit": envoy_extensions_filters_network_connection_limit_v3_ConnectionLimit;
+  "type.googleapis.com/envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit": envoy_extensions_filters_network_local_ratelimit_v3_LocalRateLimit;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog": envoy_extensions_access_loggers_stream_v3_StdoutAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StderrAccessLog": envoy_extensions_access_loggers_stream_v3_StderrAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog": envoy_extensions_access_loggers_file_v3_FileAccessLog;
   "type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig": envoy_extensions_access_loggers_grpc_v3_HttpGrpcAccessLogConfig;
+  "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig": envoy_config_trace_v3_OpenTelemetryConfig;
+  "type.googleapis.com/envoy.config.trace.v3.ZipkinConfig": envoy_config_trace_v3_ZipkinConfig;
+  "type.googleapis.com/envoy.config.trace.v3.DatadogConfig": envoy_config_trace_v3_DatadogConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_FilterConfig;
   "type.googleapis.com/envoy.extensions.filters.http.dynamic_forward_proxy.v3.PerRouteConfig": envoy_extensions_filters_http_dynamic_forward_proxy_v3_PerRouteConfig;
   "type.googleapis.com/envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig": envoy_extensions_clusters_dynamic_forward_proxy_v3_ClusterConfig;
@@ -1183,6 +1196,12 @@ export interface envoy_config_core_v3_HttpProtocolOptions {
 }
 
 export type envoy_config_core_v3_HttpProtocolOptions_HeadersWithUnderscoresAction = "ALLOW" | "REJECT_REQUEST" | "DROP_HEADER";
+
+/** envoy.config.core.v3.HttpService */
+export interface envoy_config_core_v3_HttpService {
+  http_uri?: envoy_config_core_v3_HttpUri;
+  request_headers_to_add?: envoy_config_core_v3_HeaderValueOption[];
+}
 
 /** envoy.config.core.v3.HttpUri */
 export interface envoy_config_core_v3_HttpUri {
@@ -2355,6 +2374,28 @@ export interface envoy_config_route_v3_WeightedCluster_ClusterWeight {
   host_rewrite_literal?: string;
 }
 
+/** envoy.config.trace.v3.DatadogConfig */
+export interface envoy_config_trace_v3_DatadogConfig {
+  collector_cluster?: string;
+  service_name?: string;
+  collector_hostname?: string;
+  remote_config?: envoy_config_trace_v3_DatadogRemoteConfig;
+}
+
+/** envoy.config.trace.v3.DatadogRemoteConfig */
+export interface envoy_config_trace_v3_DatadogRemoteConfig {
+  polling_interval?: Duration;
+}
+
+/** envoy.config.trace.v3.OpenTelemetryConfig */
+export interface envoy_config_trace_v3_OpenTelemetryConfig {
+  grpc_service?: envoy_config_core_v3_GrpcService;
+  http_service?: envoy_config_core_v3_HttpService;
+  service_name?: string;
+  resource_detectors?: envoy_config_core_v3_TypedExtensionConfig[];
+  sampler?: envoy_config_core_v3_TypedExtensionConfig;
+}
+
 /** envoy.config.trace.v3.Tracing */
 export interface envoy_config_trace_v3_Tracing {
   http?: envoy_config_trace_v3_Tracing_Http;
@@ -2365,6 +2406,19 @@ export interface envoy_config_trace_v3_Tracing_Http {
   name?: string;
   typed_config?: TypedConfig;
 }
+
+/** envoy.config.trace.v3.ZipkinConfig */
+export interface envoy_config_trace_v3_ZipkinConfig {
+  collector_cluster?: string;
+  collector_endpoint?: string;
+  trace_id_128bit?: boolean;
+  shared_span_context?: boolean;
+  collector_endpoint_version?: envoy_config_trace_v3_ZipkinConfig_CollectorEndpointVersion;
+  collector_hostname?: string;
+  split_spans_for_request?: boolean; /** deprecated in Envoy */
+}
+
+export type envoy_config_trace_v3_ZipkinConfig_CollectorEndpointVersion = "DEPRECATED_AND_UNAVAILABLE_DO_NOT_USE" | "HTTP_JSON" | "HTTP_PROTO" | "GRPC";
 
 export type envoy_data_accesslog_v3_AccessLogType = "NotSet" | "TcpUpstreamConnected" | "TcpPeriodic" | "TcpConnectionEnd" | "DownstreamStart" | "DownstreamPeriodic" | "DownstreamEnd" | "UpstreamPoolReady" | "UpstreamPeriodic" | "UpstreamEnd" | "DownstreamTunnelSuccessfullyEstablished" | "UdpTunnelUpstreamConnected" | "UdpPeriodic" | "UdpSessionEnd";
 
@@ -3138,6 +3192,14 @@ export interface envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector
   initial_read_buffer_size?: number;
 }
 
+/** envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit */
+export interface envoy_extensions_filters_network_connection_limit_v3_ConnectionLimit {
+  stat_prefix?: string;
+  max_connections?: number | string;
+  delay?: Duration;
+  runtime_enabled?: envoy_config_core_v3_RuntimeFeatureFlag;
+}
+
 /** envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager */
 export interface envoy_extensions_filters_network_http_connection_manager_v3_HttpConnectionManager {
   codec_type?: envoy_extensions_filters_network_http_connection_manager_v3_HttpConnectionManager_CodecType;
@@ -3339,6 +3401,73 @@ export interface envoy_extensions_filters_network_http_connection_manager_v3_Sco
 export interface envoy_extensions_filters_network_http_connection_manager_v3_ScopedRoutes_ScopeKeyBuilder_FragmentBuilder_HeaderValueExtractor_KvElement {
   separator?: string;
   key?: string;
+}
+
+/** envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit */
+export interface envoy_extensions_filters_network_local_ratelimit_v3_LocalRateLimit {
+  stat_prefix?: string;
+  token_bucket?: envoy_type_v3_TokenBucket;
+  runtime_enabled?: envoy_config_core_v3_RuntimeFeatureFlag;
+  share_key?: string;
+}
+
+/** envoy.extensions.filters.network.sni_cluster.v3.SniCluster */
+export interface envoy_extensions_filters_network_sni_cluster_v3_SniCluster {
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy {
+  stat_prefix?: string;
+  cluster?: string;
+  weighted_clusters?: envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_WeightedCluster;
+  on_demand?: envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_OnDemand;
+  metadata_match?: envoy_config_core_v3_Metadata;
+  idle_timeout?: Duration;
+  downstream_idle_timeout?: Duration;
+  upstream_idle_timeout?: Duration;
+  access_log?: envoy_config_accesslog_v3_AccessLog[];
+  max_connect_attempts?: number;
+  hash_policy?: envoy_type_v3_HashPolicy[];
+  tunneling_config?: envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_TunnelingConfig;
+  max_downstream_connection_duration?: Duration;
+  access_log_flush_interval?: Duration; /** deprecated in Envoy */
+  flush_access_log_on_connected?: boolean; /** deprecated in Envoy */
+  access_log_options?: envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_TcpAccessLogOptions;
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.OnDemand */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_OnDemand {
+  odcds_config?: envoy_config_core_v3_ConfigSource;
+  resources_locator?: string;
+  timeout?: Duration;
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TcpAccessLogOptions */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_TcpAccessLogOptions {
+  access_log_flush_interval?: Duration;
+  flush_access_log_on_connected?: boolean;
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.TunnelingConfig */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_TunnelingConfig {
+  hostname?: string;
+  use_post?: boolean;
+  headers_to_add?: envoy_config_core_v3_HeaderValueOption[];
+  propagate_response_headers?: boolean;
+  post_path?: string;
+  propagate_response_trailers?: boolean;
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_WeightedCluster {
+  clusters?: envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_WeightedCluster_ClusterWeight[];
+}
+
+/** envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy.WeightedCluster.ClusterWeight */
+export interface envoy_extensions_filters_network_tcp_proxy_v3_TcpProxy_WeightedCluster_ClusterWeight {
+  name?: string;
+  weight?: number;
+  metadata_match?: envoy_config_core_v3_Metadata;
 }
 
 /** envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation */
@@ -3804,6 +3933,21 @@ export interface envoy_type_v3_FractionalPercent {
 }
 
 export type envoy_type_v3_FractionalPercent_DenominatorType = "HUNDRED" | "TEN_THOUSAND" | "MILLION";
+
+/** envoy.type.v3.HashPolicy */
+export interface envoy_type_v3_HashPolicy {
+  source_ip?: envoy_type_v3_HashPolicy_SourceIp;
+  filter_state?: envoy_type_v3_HashPolicy_FilterState;
+}
+
+/** envoy.type.v3.HashPolicy.FilterState */
+export interface envoy_type_v3_HashPolicy_FilterState {
+  key?: string;
+}
+
+/** envoy.type.v3.HashPolicy.SourceIp */
+export interface envoy_type_v3_HashPolicy_SourceIp {
+}
 
 /** envoy.type.v3.HttpStatus */
 export interface envoy_type_v3_HttpStatus {

@@ -15,6 +15,7 @@ import {
   providerIntrospection,
 } from './auth.js';
 import { accessLogJson, accessLogOff } from './access-log.js';
+import { tracingOff, tracingSampled } from './tracing.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
 import { kubeScale } from './kube-scale.js';
@@ -88,6 +89,8 @@ export const SCENARIOS: readonly Scenario[] = [
   routeOptionsRich,
   accessLogOff,
   accessLogJson,
+  tracingOff,
+  tracingSampled,
   configScale,
   delegationScale,
   kubeScale,

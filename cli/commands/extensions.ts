@@ -1,6 +1,8 @@
 // `legate graphql` and `legate extauth`: the extension services, each its own process (a Deployment
 // on Kubernetes), fed over xDS by the controller.
 import { VERSION } from '../../common/version.js';
+import type { Logger } from '../../common/log.js';
+import type { Tracer } from '../../extensions/common/tracing.js';
 import type { RunningExtauthService } from '../../extensions/extauth/service.js';
 import { command, type FlagValues } from '../flags.js';
 import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
@@ -12,7 +14,21 @@ function extensionFlags(servicePort: number, statsPort: number) {
     'xds-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.xdsPort}`, description: "the controller's xDS server" },
     'stats-port': { type: 'port', default: statsPort, description: 'admin interface port (with START_STATS_SERVER=1)' },
     'log-level': LOG_LEVEL_FLAG,
+    'otlp-endpoint': {
+      type: 'string',
+      placeholder: 'URL',
+      description: 'export spans of traced requests over OTLP/HTTP to this collector (default OTEL_EXPORTER_OTLP_ENDPOINT; none: off)',
+    },
   } as const;
+}
+
+/** The service's tracer when a collector is configured (docs/tracing.md). */
+async function tracerFor(service: string, flag: string | undefined, logger: Logger): Promise<Tracer | undefined> {
+  const { Tracer, otlpEndpoint } = await import('../../extensions/common/tracing.js');
+  const endpoint = otlpEndpoint(flag);
+  if (!endpoint) return undefined;
+  logger.info('exporting spans of traced requests', { endpoint });
+  return new Tracer({ endpoint, serviceName: process.env['OTEL_SERVICE_NAME'] || service, logger: logger.child('tracing') });
 }
 
 const graphqlFlags = extensionFlags(DEFAULTS.graphqlPort, DEFAULTS.stats.graphql);
@@ -31,13 +47,22 @@ export const graphqlCommand = command({
     let apis = (): Record<string, string> => ({});
     const metrics = graphqlMetrics(admin.registry, admin.spans, () => apis());
     const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
-    const svc = await startGraphQLService({ host: flags.host, port: flags.port, xdsAddress, logger, observe: metrics.observe });
+    const tracer = await tracerFor('legate-graphql', flags['otlp-endpoint'], logger);
+    const svc = await startGraphQLService({
+      host: flags.host,
+      port: flags.port,
+      xdsAddress,
+      logger,
+      observe: metrics.observe,
+      ...(tracer ? { tracer } : {}),
+    });
     apis = svc.apis;
     const adminServer = await admin.start(logger, { '/apis': () => svc.apis() });
     logger.info('graphql extension started', { version: VERSION });
     await waitForSignal();
     await adminServer?.stop();
     await svc.stop();
+    await tracer?.stop();
     return 0;
   },
 });
@@ -55,13 +80,22 @@ export const extauthCommand = command({
     let stats: () => ReturnType<RunningExtauthService['stats']> | undefined = () => undefined;
     const metrics = extauthMetrics(admin.registry, admin.spans, () => stats());
     const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
-    const svc = await startExtauthService({ host: flags.host, port: flags.port, xdsAddress, logger, observe: metrics.observe });
+    const tracer = await tracerFor('legate-extauth', flags['otlp-endpoint'], logger);
+    const svc = await startExtauthService({
+      host: flags.host,
+      port: flags.port,
+      xdsAddress,
+      logger,
+      observe: metrics.observe,
+      ...(tracer ? { tracer } : {}),
+    });
     stats = svc.stats;
     const adminServer = await admin.start(logger, { '/configs': () => svc.configs() });
     logger.info('extauth extension started', { version: VERSION });
     await waitForSignal();
     await adminServer?.stop();
     await svc.stop();
+    await tracer?.stop();
     return 0;
   },
 });

@@ -63,6 +63,11 @@ const runFlags = {
     description: 'the ratelimit extension keeps its counters in this Redis (default: in memory)',
   },
   'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'the dev-mode endpoint (Settings devMode: true)' },
+  'otlp-endpoint': {
+    type: 'string',
+    placeholder: 'URL',
+    description: 'the extensions export spans of traced requests over OTLP/HTTP to this collector (docs/tracing.md)',
+  },
   'wasm-source': {
     type: 'choice',
     choices: ['local', 'remote'],
@@ -231,11 +236,12 @@ function startExtensions(g: Gateway): void {
   const f = g.flags;
   const xds = `127.0.0.1:${f['xds-port']}`;
   const redis = f['ratelimit-redis'];
+  const otlp = f['otlp-endpoint'] ? ['--otlp-endpoint', f['otlp-endpoint']] : [];
   // the ratelimit service always runs (it is small, and idle until a route limits): a RateLimitConfig
   // applied later needs no restart
   for (const [name, port, statsPort, level, extra] of [
-    ['graphql', f['graphql-port'], f['graphql-stats-port'], g.values.graphql?.logLevel, []],
-    ['extauth', f['extauth-port'], f['extauth-stats-port'], g.values.extauth?.logLevel, []],
+    ['graphql', f['graphql-port'], f['graphql-stats-port'], g.values.graphql?.logLevel, otlp],
+    ['extauth', f['extauth-port'], f['extauth-stats-port'], g.values.extauth?.logLevel, otlp],
     ['ratelimit', f['ratelimit-port'], f['ratelimit-stats-port'], g.values.ratelimit?.logLevel, redis ? ['--redis', redis] : []],
   ] as const) {
     g.sup.start({

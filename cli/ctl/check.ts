@@ -19,6 +19,8 @@ export const CHECKS = [
   { title: 'Proxies', exclude: 'proxies', kind: 'Proxy', words: 'proxy' },
   // kinds glooctl's open-source check does not list, but Legate reads
   { title: 'RouteTables', exclude: 'route-tables', kind: 'RouteTable', words: 'route table' },
+  { title: 'MatchableHttpGateways', exclude: 'http-gateways', kind: 'MatchableHttpGateway', words: 'matchable http gateway' },
+  { title: 'MatchableTcpGateways', exclude: 'tcp-gateways', kind: 'MatchableTcpGateway', words: 'matchable tcp gateway' },
   { title: 'GraphQLApis', exclude: 'graphqlapis', kind: 'GraphQLApi', words: 'GraphQL API' },
   { title: 'GraphQLSchemas', exclude: 'graphqlschemas', kind: 'GraphQLSchema', words: 'GraphQL schema' },
   { title: 'Settings', exclude: 'settings', kind: 'Settings', words: 'settings' },

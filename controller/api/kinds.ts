@@ -10,6 +10,8 @@ import {
   GatewaySpecSchema,
   GraphQLApiSpecSchema,
   GraphQLSchemaSpecSchema,
+  MatchableHttpGatewaySpecSchema,
+  MatchableTcpGatewaySpecSchema,
   RateLimitConfigSpecSchema,
   SecretBodySchema,
   ServiceBodySchema,
@@ -43,6 +45,8 @@ const CORE = { group: '', version: 'v1', aliases: [] } as const;
 export const KINDS = {
   VirtualService: { ...GATEWAY, plural: 'virtualservices', shortNames: ['vs'], spec: VirtualServiceSpecSchema },
   Gateway: { ...GATEWAY, plural: 'gateways', shortNames: ['gw'], spec: GatewaySpecSchema },
+  MatchableHttpGateway: { ...GATEWAY, plural: 'httpgateways', shortNames: ['hgw'], spec: MatchableHttpGatewaySpecSchema },
+  MatchableTcpGateway: { ...GATEWAY, plural: 'tcpgateways', shortNames: ['tgw'], spec: MatchableTcpGatewaySpecSchema },
   RouteTable: { ...GATEWAY, plural: 'routetables', shortNames: ['rt'], spec: RouteTableSpecSchema },
   VirtualHostOption: { ...GATEWAY, plural: 'virtualhostoptions', shortNames: ['vho', 'vhopts'], spec: VirtualHostOptionSpecSchema },
   RouteOption: { ...GATEWAY, plural: 'routeoptions', shortNames: ['rto', 'rtopts'], spec: RouteOptionSpecSchema },

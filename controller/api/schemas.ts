@@ -12,7 +12,12 @@ import {
   resilienceStaticHostOptions,
   resilienceUpstreamOptions,
 } from '../translate/features/resilience/schema.js';
-import { hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { HttpConnectionManagerSettingsSchema, hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
+import { hybridSchemas } from '../translate/features/hybrid/schema.js';
+import { DestinationSchema } from '../translate/features/routing/schema.js';
+import { tcpGatewaySchema } from '../translate/features/tcp/schema.js';
+import { SslConfigFields } from '../translate/features/tls/schema.js';
+import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
@@ -33,30 +38,83 @@ export type RateLimitValue = z.infer<typeof RateLimitValueSchema>;
 
 // ---- Gateway ----
 
-export const GatewaySpecSchema = z.strictObject({
-  bindAddress: z.string().optional(),
-  bindPort: z.number().int().min(1).max(65535),
-  ssl: z.boolean().optional(),
-  proxyNames: z.array(Name).optional(),
-  ...listenerGatewayFields,
-  httpGateway: z
+/** A label selector expression (Gloo's Selector.Expression; the operator is checked where it is used). */
+const SelectorExpressionSchema = z.strictObject({
+  key: z.string(),
+  operator: z.union([z.string(), z.number().int()]).optional(),
+  values: z.array(z.string()).optional(),
+});
+export type SelectorExpression = z.infer<typeof SelectorExpressionSchema>;
+
+/** Gloo's selectors.proto Selector (MatchableHttpGateway / MatchableTcpGateway selection). */
+const LabelSelectorSchema = z.strictObject({
+  namespaces: z.array(z.string()).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  expressions: z.array(SelectorExpressionSchema).optional(),
+});
+export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+
+/** Gloo's HttpConnectionManagerSettings: the hcm feature's fields and the tracing feature's `tracing`. */
+const HcmSettingsWithTracingSchema = HttpConnectionManagerSettingsSchema.extend(tracingHcmSettings);
+
+const HttpGatewaySchema = z.strictObject({
+  virtualServices: z.array(ResourceRefSchema).optional(),
+  virtualServiceSelector: z.record(z.string(), z.string()).optional(),
+  virtualServiceExpressions: z.strictObject({ expressions: z.array(SelectorExpressionSchema).optional() }).optional(),
+  virtualServiceNamespaces: z.array(z.string()).optional(),
+  options: z
     .strictObject({
-      virtualServices: z.array(ResourceRefSchema).optional(),
-      virtualServiceSelector: z.record(z.string(), z.string()).optional(),
-      virtualServiceNamespaces: z.array(z.string()).optional(),
-      options: z
-        .strictObject({
-          ...hcmHttpListenerOptions,
-          ...corsHttpListenerOptions,
-          ...wasmHttpListenerOptions,
-          // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
-          extauth: z.lazy(() => ListenerExtauthSchema).optional(),
-          ratelimitServer: z.lazy(() => RatelimitServerSchema).optional(),
-        })
-        .optional(),
+      ...hcmHttpListenerOptions,
+      httpConnectionManagerSettings: HcmSettingsWithTracingSchema.optional(),
+      ...corsHttpListenerOptions,
+      ...wasmHttpListenerOptions,
+      // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
+      extauth: z.lazy(() => ListenerExtauthSchema).optional(),
+      ratelimitServer: z.lazy(() => RatelimitServerSchema).optional(),
     })
     .optional(),
 });
+export type HttpGateway = z.infer<typeof HttpGatewaySchema>;
+
+/** A tcpHost's or a matcher's sslConfig: a certificate terminates TLS; without one the connection passes through. */
+const PassthroughSslConfigSchema = SslConfigFields.refine(
+  (s) => [s.secretRef, s.sslFiles, s.sds].filter((x) => x !== undefined).length <= 1,
+  {
+    message: 'set at most one of secretRef, sslFiles (neither: TLS passes through)',
+  },
+);
+export type PassthroughSslConfig = z.infer<typeof PassthroughSslConfigSchema>;
+
+const TcpGatewaySchema = tcpGatewaySchema(DestinationSchema, PassthroughSslConfigSchema);
+export type TcpGateway = z.infer<typeof TcpGatewaySchema>;
+
+export const { HybridGatewaySchema, MatchableHttpGatewaySpecSchema, MatchableTcpGatewaySpecSchema } = hybridSchemas({
+  httpGateway: HttpGatewaySchema,
+  tcpGateway: TcpGatewaySchema,
+  sslConfig: PassthroughSslConfigSchema,
+  selector: LabelSelectorSchema,
+  hcmSettings: HcmSettingsWithTracingSchema,
+});
+export type HybridGateway = z.infer<typeof HybridGatewaySchema>;
+export type MatchableHttpGatewaySpec = z.infer<typeof MatchableHttpGatewaySpecSchema>;
+export type MatchableTcpGatewaySpec = z.infer<typeof MatchableTcpGatewaySpecSchema>;
+
+const GATEWAY_TYPES = ['httpGateway', 'tcpGateway', 'hybridGateway'] as const;
+
+export const GatewaySpecSchema = z
+  .strictObject({
+    bindAddress: z.string().optional(),
+    bindPort: z.number().int().min(1).max(65535),
+    ssl: z.boolean().optional(),
+    proxyNames: z.array(Name).optional(),
+    ...listenerGatewayFields,
+    httpGateway: HttpGatewaySchema.optional(),
+    tcpGateway: TcpGatewaySchema.optional(),
+    hybridGateway: HybridGatewaySchema.optional(),
+  })
+  .refine((g) => GATEWAY_TYPES.filter((t) => g[t] !== undefined).length <= 1, {
+    message: `set at most one of ${GATEWAY_TYPES.join(', ')}`,
+  });
 export type GatewaySpec = z.infer<typeof GatewaySpecSchema>;
 
 // ---- Upstream ----
@@ -264,7 +322,7 @@ const InvalidConfigPolicySchema = z.strictObject({
 export type InvalidConfigPolicy = z.infer<typeof InvalidConfigPolicySchema>;
 
 /** Kubernetes' LabelSelector, as Gloo copies it for watchNamespaceSelectors. */
-const LabelSelectorSchema = z.strictObject({
+const KubeLabelSelectorSchema = z.strictObject({
   matchLabels: z.record(z.string(), z.string()).optional(),
   matchExpressions: z
     .array(
@@ -276,7 +334,7 @@ const LabelSelectorSchema = z.strictObject({
     )
     .optional(),
 });
-export type LabelSelector = z.infer<typeof LabelSelectorSchema>;
+export type KubeLabelSelector = z.infer<typeof KubeLabelSelectorSchema>;
 
 /** An address a Gloo component binds (`host:port`): Legate's listeners are set on its command line and chart. */
 const BindAddress = z.string().regex(/^.+:\d{1,5}$/, 'expected host:port');
@@ -397,7 +455,7 @@ export const SettingsSpecSchema = z.strictObject({
   wasmChecks: WasmChecksSchema.optional(),
   writeNamespace: z.string().optional(),
   watchNamespaces: z.array(z.string()).optional(),
-  watchNamespaceSelectors: z.array(LabelSelectorSchema).optional(),
+  watchNamespaceSelectors: z.array(KubeLabelSelectorSchema).optional(),
   devMode: z.boolean().optional(),
   gloo: GlooOptionsSchema.optional(),
   gateway: GatewayOptionsSchema.optional(),

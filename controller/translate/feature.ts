@@ -5,6 +5,7 @@
 import type { KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, RouteTable, Upstream, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
+import type { HttpGateway, TcpGateway } from '../api/schemas.js';
 import type {
   Cluster,
   ClusterLoadAssignment,
@@ -16,7 +17,7 @@ import type {
   TlsSecret,
   VirtualHost,
 } from '../../envoy/typed.js';
-import type { ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
+import type { ChainMatchIR, ListenerIR, ProxyIR, RouteActionIR, RouteIR, SourceRef, UpstreamIR, VirtualHostIR } from './ir.js';
 import type { ReportCode } from './reporter.js';
 
 /** A user error found while resolving or binding; it becomes the status of the resource at fault. */
@@ -103,6 +104,17 @@ export interface BindSink {
   warnings: Problem[];
 }
 
+/** One matched gateway of a hybridGateway: what selects its connections, and the HTTP or TCP gateway serving them. */
+export interface GatewayChain {
+  match: ChainMatchIR;
+  /** where its fields are, for messages: `spec.hybridGateway.matchedGateways[0]`, `MatchableHttpGateway ns.name: spec` */
+  where: string;
+  httpGateway?: HttpGateway;
+  tcpGateway?: TcpGateway;
+  /** an HTTP gateway whose matcher has an sslConfig: it serves the VirtualServices with sslConfig */
+  ssl: boolean;
+}
+
 /** An extension role's resources (e.g. the graphql service's GraphQL APIs), served over xDS. */
 export interface ExtensionResources {
   role: string;
@@ -123,6 +135,11 @@ export interface FeatureBinding {
    * problem rejects the Gateway, whose last accepted version then serves.
    */
   bindGateway?(gw: Gateway, ir: ListenerIR, sink: BindSink): void;
+  /**
+   * A hybridGateway's matched gateways (inline, or the MatchableHttpGateways / MatchableTcpGateways it selects), each
+   * bound and served as a Gateway of its own on the Gateway's listener; undefined when this feature does not expand it.
+   */
+  gatewayChains?(gw: Gateway, sink: BindSink): GatewayChain[] | undefined;
   /** A route got its final per-proxy name; adjust what refers to it. Returns the route to serve. */
   routeNamed?(route: RouteIR): RouteIR;
   /** Resources for an extension service's role (served even when empty, so the service knows). */

@@ -408,6 +408,12 @@ export interface ListenerIR {
   extauth?: ListenerExtauthIR;
   /** httpGateway.options.ratelimitServer: this listener's ratelimit filters, in place of Settings' (features/ratelimit) */
   ratelimitServer?: ListenerRatelimitIR;
+  /** tcpGateway (or a hybridGateway's TCP matched gateway): tcp_proxy filter chains instead of the HCM (features/tcp) */
+  tcp?: TcpListenerIR;
+  /** one matched gateway of a hybridGateway (features/hybrid): the ListenerIRs that share a name are one Envoy listener */
+  chain?: ChainMatchIR;
+  /** httpGateway.options.httpConnectionManagerSettings.tracing: sampling, tags, provider (features/tracing) */
+  tracing?: ListenerTracingIR;
 }
 
 /** Gloo's extauth Settings on one listener; each unset field keeps the default of Legate's ext_authz filter. */
@@ -447,6 +453,45 @@ export interface WasmFilterIR {
   configuration?: { type: 'string'; value: string } | { type: 'bytes'; base64: string };
   /** where in the chain (Gloo's filterStage, in Legate's stages) */
   position: { stage: 'Fault' | 'Early' | 'AuthN' | 'AuthZ' | 'RateLimit' | 'Processing' | 'Route'; side: 'before' | 'during' | 'after' };
+}
+
+/** What selects a hybridGateway's matched gateway: its filter chains match these, besides their own SNI names. */
+export interface ChainMatchIR {
+  /** unique on the listener: its filter chains and route configuration are named after it */
+  name: string;
+  /** the MatchableHttpGateway / MatchableTcpGateway it comes from */
+  source?: SourceRef;
+  sourcePrefixRanges: { addressPrefix: string; prefixLen: number }[];
+  /** a TCP matcher's sslConfig: the SNI names and certificate of its tcpHosts that have none of their own */
+  serverNames?: string[];
+  tls?: DownstreamTlsIR;
+}
+
+/** Where a tcpHost sends connections. */
+export type TcpActionIR =
+  | { cluster: string; subset?: Record<string, string> }
+  | { weighted: { cluster: string; weight: number; subset?: Record<string, string> }[] }
+  /** the TLS SNI name is the cluster (Envoy's sni_cluster filter) */
+  | { sniCluster: true };
+
+export interface TcpHostIR {
+  name: string;
+  /** SNI names this host serves (filter_chain_match.server_names); empty: any connection */
+  serverNames: string[];
+  /** TLS terminated with this certificate; unset: the bytes (TLS or not) pass through */
+  tls?: DownstreamTlsIR;
+  action: TcpActionIR;
+}
+
+/** tcpGateway: its hosts and TcpListenerOptions. */
+export interface TcpListenerIR {
+  hosts: TcpHostIR[];
+  maxConnectAttempts?: number;
+  idleTimeout?: DurationIR;
+  tunneling?: { hostname: string; headersToAdd: { key: string; value: string; append: boolean }[] };
+  accessLogFlushInterval?: DurationIR;
+  connectionLimit?: { maxActiveConnections: number; delayBeforeClose?: DurationIR };
+  localRatelimit?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
 }
 
 /** Envoy's ComparisonFilter, Gloo's op and RuntimeUInt32 value. */
@@ -525,7 +570,6 @@ export interface HcmSettingsIR {
   allowChunkedLength?: boolean;
   enableTrailers?: boolean;
   headerKeyFormat?: 'properCase' | 'preserveCase';
-  tracing?: ListenerTracingIR;
   forwardClientCertDetails?: string;
   setCurrentClientCertDetails?: { subject?: boolean; cert?: boolean; chain?: boolean; dns?: boolean; uri?: boolean };
   preserveExternalRequestId?: boolean;
@@ -553,7 +597,20 @@ export interface HcmSettingsIR {
   appendXForwardedPort?: boolean;
 }
 
-/** A listener's tracing without a provider: sampling decisions and span tags. */
+/** Where a listener's spans go: an Envoy tracer and the cluster of its collector. */
+export type TracingProviderIR =
+  | { type: 'opentelemetry'; cluster: string; serviceName: string; authority?: string }
+  | {
+      type: 'zipkin';
+      cluster: string;
+      endpoint: string;
+      version: 'HTTP_JSON' | 'HTTP_PROTO';
+      traceId128bit?: boolean;
+      sharedSpanContext?: boolean;
+    }
+  | { type: 'datadog'; cluster: string; serviceName: string };
+
+/** A listener's tracing: sampling decisions, span tags, and the provider that exports the spans. */
 export interface ListenerTracingIR {
   requestHeadersForTags: string[];
   verbose?: boolean;
@@ -563,6 +620,8 @@ export interface ListenerTracingIR {
   environmentTags: { tag: string; name: string; defaultValue?: string }[];
   literalTags: { tag: string; value: string }[];
   spawnUpstreamSpan?: boolean;
+  /** none: Envoy decides and tags, and exports nothing */
+  provider?: TracingProviderIR;
 }
 
 /** httpGateway.options of a Gateway. */

@@ -17,7 +17,7 @@ import {
 } from '../../envoy/typed.js';
 import { FilterStage, comparePositions, during, type Feature, type RenderPlugin, type StagedHttpFilter } from './feature.js';
 import { DEFAULT_RENDER_OPTIONS, features, type RenderOptions } from './features/index.js';
-import type { ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
+import type { ChainMatchIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { matchFor } from './matchers.js';
 
 export { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './features/index.js';
@@ -34,7 +34,8 @@ const ADS_SOURCE: envoy_config_core_v3_ConfigSource = { ads: {}, resource_api_ve
 export { proxyRole } from './names.js';
 
 export function routeConfigName(listener: ListenerIR): string {
-  return `${listener.name}-routes`;
+  // a hybridGateway's HTTP chains each have their own
+  return listener.chain ? `${listener.name}-${listener.chain.name}-routes` : `${listener.name}-routes`;
 }
 
 export function renderProxy(
@@ -115,25 +116,43 @@ function render(
   }
   for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: c.name ?? '', resource: c });
 
-  const listeners: XdsResource[] = [];
+  // the chains of a hybridGateway are ListenerIRs of one name: one Envoy listener with all their filter chains
+  const byName = new Map<string, Listener>();
   const routes: XdsResource[] = [];
-  for (const listener of proxy.listeners) {
+  for (const [i, listener] of proxy.listeners.entries()) {
     // An ssl listener without certificates would have no filter chain, which Envoy refuses.
     if (listener.ssl && !listener.virtualHosts.some((vh) => vh.tls)) continue;
-    listeners.push({ name: listener.name, resource: renderListener(proxy, listener, plugins) });
-    routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins, vhosts) });
+    const rendered = renderListener(proxy, listener, plugins);
+    if (listener.chain) matchChain(rendered, listener.chain);
+    const key = listener.chain ? listener.name : `${listener.name}\u0000${i}`;
+    const same = byName.get(key);
+    if (same) mergeListener(same, rendered);
+    else byName.set(key, rendered);
+    if (!listener.tcp) routes.push({ name: routeConfigName(listener), resource: renderRouteConfig(proxy, listener, plugins, vhosts) });
   }
+  // Envoy refuses a listener without filter chains
+  const listeners: XdsResource[] = [...byName.values()].flatMap((resource) =>
+    resource.filter_chains?.length ? [{ name: resource.name ?? '', resource }] : [],
+  );
   const secrets: XdsResource[] = [];
-  for (const p of plugins) for (const s of p.secrets?.(proxy) ?? []) secrets.push({ name: s.name ?? '', resource: s });
-  const byName = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
+  const secretNames = new Set<string>();
+  for (const p of plugins) {
+    for (const s of p.secrets?.(proxy) ?? []) {
+      // two features may terminate TLS with one Secret
+      if (secretNames.has(s.name ?? '')) continue;
+      secretNames.add(s.name ?? '');
+      secrets.push({ name: s.name ?? '', resource: s });
+    }
+  }
+  const ordered = (a: XdsResource, b: XdsResource): number => a.name.localeCompare(b.name);
   const snapshot = new Map<string, readonly XdsResource[]>([
-    [TypeUrls.cluster, clusters.sort(byName)],
-    [TypeUrls.endpoint, endpoints.sort(byName)],
-    [TypeUrls.listener, listeners.sort(byName)],
-    [TypeUrls.route, routes.sort(byName)],
+    [TypeUrls.cluster, clusters.sort(ordered)],
+    [TypeUrls.endpoint, endpoints.sort(ordered)],
+    [TypeUrls.listener, listeners.sort(ordered)],
+    [TypeUrls.route, routes.sort(ordered)],
   ]);
   // only when some listener needs one: a proxy without TLS certificates serves no secret type at all
-  if (secrets.length > 0) snapshot.set(TypeUrls.secret, secrets.sort(byName));
+  if (secrets.length > 0) snapshot.set(TypeUrls.secret, secrets.sort(ordered));
   return snapshot;
 }
 
@@ -161,6 +180,26 @@ function renderListener(proxy: ProxyIR, listener: ListenerIR, plugins: readonly 
   const rendered: Listener = { name: listener.name, address: { socket_address: socket }, filter_chains: [{ filters }] };
   for (const p of plugins) p.patchListener?.(listener, rendered, filters);
   return rendered;
+}
+
+/** A hybridGateway chain's filter chains also match its source ranges, and are named after it (names are unique per listener). */
+function matchChain(listener: Listener, chain: ChainMatchIR): void {
+  const ranges = chain.sourcePrefixRanges.map((r) => ({ address_prefix: r.addressPrefix, prefix_len: r.prefixLen }));
+  listener.filter_chains = (listener.filter_chains ?? []).map(({ name, filter_chain_match: match, ...rest }) => ({
+    name: name ? `${chain.name}-${name}` : chain.name,
+    ...(ranges.length ? { filter_chain_match: { ...match, source_prefix_ranges: ranges } } : match ? { filter_chain_match: match } : {}),
+    ...rest,
+  }));
+}
+
+/** Adds `other`'s filter chains and listener filters (once each, by name) to `into`, rendered from the same Gateway. */
+function mergeListener(into: Listener, other: Listener): void {
+  const chains = into.filter_chains ?? [];
+  delete into.filter_chains;
+  const filters = [...(into.listener_filters ?? [])];
+  for (const f of other.listener_filters ?? []) if (!filters.some((g) => g.name === f.name)) filters.push(f);
+  if (filters.length) into.listener_filters = filters;
+  into.filter_chains = [...chains, ...(other.filter_chains ?? [])];
 }
 
 function renderRouteConfig(

@@ -29,6 +29,7 @@ export type ReportCode =
   | 'RouteOptionNotFound'
   | 'UpstreamGroupNotFound'
   | 'UpstreamGroupRejected'
+  | 'MatchableGatewayNotFound'
   | 'NotSupported'
   | 'EnvoyRejected'
   | 'ServingLastAccepted'

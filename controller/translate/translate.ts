@@ -8,7 +8,7 @@
 // accepted, that version is translated instead, so a bad edit never takes down what was serving.
 import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
-import type { GatewaySpec, InvalidConfigPolicy } from '../api/schemas.js';
+import type { GatewaySpec, HttpGateway, InvalidConfigPolicy } from '../api/schemas.js';
 import { isKind, keyOf } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
 import {
@@ -21,6 +21,7 @@ import {
   type RouteTables,
   type RouteTablesMemo,
 } from './delegation/index.js';
+import { expressionsMatcher } from './delegation/select.js';
 import { parseDuration } from './duration.js';
 import type {
   Attempt,
@@ -35,7 +36,7 @@ import type {
   UpstreamLookup,
 } from './feature.js';
 import { features as defaultFeatures } from './features/index.js';
-import type { DownstreamTlsIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
+import type { ChainMatchIR, DownstreamTlsIR, ListenerIR, ProxyIR, RouteIR, UpstreamIR, VirtualHostIR } from './ir.js';
 import { translateMatcher } from './matchers.js';
 import { listenerName, nsName, sourceOf, virtualHostName } from './names.js';
 import { SHARED_KINDS, prepareVirtualService, resolveShared, type SharedResources } from './prepare.js';
@@ -297,12 +298,12 @@ export function translate(input: TranslateInput): TranslateOutput {
     if ([...virtualHosts.values()].some(({ vs }) => vs.spec.sslConfig)) gateways.push(defaultGateway(options, true));
   }
   // a Gateway whose options fail keeps serving its last accepted version (or serves nothing)
-  const gatewayOptions = new Map<Gateway, Partial<ListenerIR>>();
+  const gatewayChains = new Map<Gateway, BoundChain[]>();
   gateways = gateways.flatMap((gw) => {
     const bound = bindGateway(gw, bindings);
     if (bound.problems.length === 0) {
       for (const w of bound.warnings) reporter.warn(sourceOf(gw), w.code, w.message);
-      gatewayOptions.set(gw, bound.ir);
+      gatewayChains.set(gw, bound.chains);
       return [gw];
     }
     for (const p of bound.problems) reporter.error(sourceOf(gw), p.code, p.message);
@@ -311,7 +312,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     const last = bindGateway(previous, bindings);
     if (last.problems.length > 0) return [];
     reporter.warn(sourceOf(gw), 'ServingLastAccepted', 'serving the last accepted version until this one is fixed');
-    gatewayOptions.set(previous, last.ir);
+    gatewayChains.set(previous, last.chains);
     return [previous];
   });
   for (const gw of gateways) accepted.set(keyOf(gw), gw);
@@ -320,45 +321,51 @@ export function translate(input: TranslateInput): TranslateOutput {
   const conflicted = new Set<string>();
   const named = new Map<VirtualHostIR, Map<string, VirtualHostIR>>();
   for (const gw of gateways) {
-    const selected = [...virtualHosts.values()].filter(({ vs }) => gatewaySelects(gw, vs));
-    if (selected.length === 0 && options.translateEmptyGateways === false && gw.spec.httpGateway !== undefined) {
-      reporter.warn(
-        sourceOf(gw),
-        'NotServed',
-        'no listener: no VirtualService selects this Gateway and Settings gateway.translateEmptyGateways is false',
-      );
-      continue;
-    }
-    let kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
-    if (gw.spec.ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
-    const listener: ListenerIR = {
-      name: listenerName(gw.spec.bindAddress ?? '::', gw.spec.bindPort),
-      bindAddress: gw.spec.bindAddress ?? '::',
-      bindPort: gw.spec.bindPort,
-      ssl: gw.spec.ssl ?? false,
-      source: sourceOf(gw),
-      virtualHosts: [],
-      ...gatewayOptions.get(gw),
-    };
-    for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
-      let proxy = proxies.get(proxyName);
-      if (!proxy) {
-        proxy = { name: proxyName, namespace: options.writeNamespace, listeners: [] };
-        proxies.set(proxyName, proxy);
-      }
-      const at = `${gw.metadata.name}\u0000${proxyName}`;
-      const vhosts = kept.map(({ vh }) => {
-        let one = reusable ? memo.named.get(vh)?.get(at) : undefined;
-        one ??= withRouteNames(vh, gw.metadata.name, proxyName, bindings);
-        if (context) {
-          let byAt = named.get(vh);
-          if (!byAt) named.set(vh, (byAt = new Map()));
-          byAt.set(at, one);
+    for (const { chain, spec, ir: bound } of gatewayChains.get(gw) ?? []) {
+      const ssl = spec.tcpGateway ? false : (spec.ssl ?? false);
+      let kept: { vs: VirtualService; vh: VirtualHostIR }[] = [];
+      if (!spec.tcpGateway) {
+        const http = spec.httpGateway ?? {};
+        const ns = chain?.source?.namespace ?? gw.metadata.namespace;
+        const selected = [...virtualHosts.values()].filter(({ vs }) => httpGatewaySelects(http, ssl, ns, vs));
+        if (selected.length === 0 && options.translateEmptyGateways === false && !chain) {
+          const why = 'no listener: no VirtualService selects this Gateway and Settings gateway.translateEmptyGateways is false';
+          reporter.warn(sourceOf(gw), 'NotServed', why);
+          continue;
         }
-        return one;
-      });
-      const invalid = invalidRouteResponse(options.invalidConfigPolicy, vhosts);
-      proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => collator.compare(a.name, b.name)), ...invalid });
+        kept = resolveDomainConflicts(selected, lastAccepted, reporter, conflicted);
+        if (ssl) kept = resolveSniConflicts(kept, reporter, conflicted);
+      }
+      const listener: ListenerIR = {
+        name: listenerName(gw.spec.bindAddress ?? '::', gw.spec.bindPort),
+        bindAddress: gw.spec.bindAddress ?? '::',
+        bindPort: gw.spec.bindPort,
+        ssl,
+        source: sourceOf(gw),
+        virtualHosts: [],
+        ...bound,
+        ...(chain ? { chain } : {}),
+      };
+      for (const proxyName of gw.spec.proxyNames ?? [DEFAULT_PROXY_NAME]) {
+        let proxy = proxies.get(proxyName);
+        if (!proxy) {
+          proxy = { name: proxyName, namespace: options.writeNamespace, listeners: [] };
+          proxies.set(proxyName, proxy);
+        }
+        const at = `${gw.metadata.name}\u0000${proxyName}`;
+        const vhosts = kept.map(({ vh }) => {
+          let one = reusable ? memo.named.get(vh)?.get(at) : undefined;
+          one ??= withRouteNames(vh, gw.metadata.name, proxyName, bindings);
+          if (context) {
+            let byAt = named.get(vh);
+            if (!byAt) named.set(vh, (byAt = new Map()));
+            byAt.set(at, one);
+          }
+          return one;
+        });
+        const invalid = invalidRouteResponse(options.invalidConfigPolicy, vhosts);
+        proxy.listeners.push({ ...listener, virtualHosts: vhosts.sort((a, b) => collator.compare(a.name, b.name)), ...invalid });
+      }
     }
   }
 
@@ -452,33 +459,97 @@ function defaultGateway(options: TranslateOptions, ssl: boolean): Gateway {
   return { kind: 'Gateway', apiVersion: raw.apiVersion, metadata, spec, raw };
 }
 
-/** A Gateway's options through each feature's bindGateway: the listener fields they set, and what they found. */
-function bindGateway(gw: Gateway, bindings: readonly FeatureBinding[]): BindSink & { ir: Partial<ListenerIR> } {
-  const sink: BindSink = { problems: [], warnings: [] };
-  const ir: ListenerIR = { name: '', bindAddress: '', bindPort: 0, ssl: gw.spec.ssl ?? false, source: sourceOf(gw), virtualHosts: [] };
-  for (const b of bindings) b.bindGateway?.(gw, ir, sink);
-  // the core's own fields are set where the listener is built; the rest is what the features bound
-  const { name: _name, bindAddress: _address, bindPort: _port, ssl: _ssl, source: _source, virtualHosts: _vhosts, ...bound } = ir;
-  return { ...sink, ir: bound };
+/** One filter chain group of a Gateway's listener: its spec as a Gateway of its own, and the listener fields bound from it. */
+interface BoundChain {
+  chain?: ChainMatchIR;
+  spec: GatewaySpec;
+  ir: Partial<ListenerIR>;
 }
 
-function gatewaySelects(gw: Gateway, vs: VirtualService): boolean {
-  const wantsSsl = gw.spec.ssl ?? false;
-  if (wantsSsl !== (vs.spec.sslConfig !== undefined)) return false;
-  const http = gw.spec.httpGateway;
-  if (http?.virtualServices?.length) {
-    return http.virtualServices.some(
-      (ref) => ref.name === vs.metadata.name && (ref.namespace ?? gw.metadata.namespace) === vs.metadata.namespace,
-    );
+/**
+ * A Gateway's chains (the Gateway itself, or each matched gateway of a hybridGateway), each through every feature's
+ * bindGateway: the listener fields they set, and what they found.
+ */
+function bindGateway(gw: Gateway, bindings: readonly FeatureBinding[]): BindSink & { chains: BoundChain[] } {
+  const sink: BindSink = { problems: [], warnings: [] };
+  const { httpGateway: _http, tcpGateway: _tcp, hybridGateway, ...common } = gw.spec;
+  let units: { chain?: ChainMatchIR; where?: string; spec: GatewaySpec }[] = [{ spec: gw.spec }];
+  if (hybridGateway) {
+    units = [];
+    for (const b of bindings) {
+      const chains = b.gatewayChains?.(gw, sink);
+      if (!chains) continue;
+      units = chains.map((c) => ({
+        chain: c.match,
+        where: c.where,
+        spec: {
+          ...common,
+          ssl: c.ssl,
+          ...(c.httpGateway ? { httpGateway: c.httpGateway } : {}),
+          ...(c.tcpGateway ? { tcpGateway: c.tcpGateway } : {}),
+        },
+      }));
+      break;
+    }
   }
-  if (http?.virtualServiceSelector) {
-    const labels = vs.metadata.labels ?? {};
-    if (!Object.entries(http.virtualServiceSelector).every(([k, v]) => labels[k] === v)) return false;
+  if ((gw.spec.tcpGateway || hybridGateway) && gw.spec.ssl) {
+    const tls = gw.spec.tcpGateway ? "each tcpHost's sslConfig" : "each matcher's sslConfig";
+    sink.warnings.push({
+      code: 'InvalidSpec',
+      message: `spec.ssl: ignored on a ${gw.spec.tcpGateway ? 'tcpGateway' : 'hybridGateway'}: TLS is ${tls}`,
+    });
   }
-  if (http?.virtualServiceNamespaces?.length && !http.virtualServiceNamespaces.includes('*')) {
-    return http.virtualServiceNamespaces.includes(vs.metadata.namespace);
+  const chains = units.map((unit) => {
+    const one: BindSink = { problems: [], warnings: [] };
+    const ir: ListenerIR = { name: '', bindAddress: '', bindPort: 0, ssl: unit.spec.ssl ?? false, source: sourceOf(gw), virtualHosts: [] };
+    const expressions = unit.spec.httpGateway?.virtualServiceExpressions?.expressions;
+    if (expressions) {
+      const matcher = expressionsMatcher(expressions, 'the virtual service selector expression is invalid');
+      if (typeof matcher === 'string') {
+        one.problems.push({ code: 'InvalidSpec', message: `spec.httpGateway.virtualServiceExpressions.${matcher}` });
+      }
+    }
+    // references in a MatchableHttpGateway / MatchableTcpGateway resolve in its namespace
+    const ns = unit.chain?.source?.namespace ?? gw.metadata.namespace;
+    for (const b of bindings) b.bindGateway?.({ ...gw, metadata: { ...gw.metadata, namespace: ns }, spec: unit.spec }, ir, one);
+    // a matched gateway's fields are found where it is written
+    const at = (p: Problem): Problem => {
+      if (!unit.where) return p;
+      const message = p.message.replace(/^spec\.(httpGateway|tcpGateway)\b/, `${unit.where}.$1`);
+      return { ...p, message };
+    };
+    sink.problems.push(...one.problems.map(at));
+    sink.warnings.push(...one.warnings.map(at));
+    // the core's own fields are set where the listener is built; the rest is what the features bound
+    const { name: _name, bindAddress: _address, bindPort: _port, ssl: _ssl, source: _source, virtualHosts: _vhosts, ...bound } = ir;
+    return { ...(unit.chain ? { chain: unit.chain } : {}), spec: unit.spec, ir: bound };
+  });
+  // a Gateway-wide field (options) is bound once per chain: report what it found once
+  const once = (list: Problem[]): Problem[] => [...new Map(list.map((p) => [`${p.code}\u0000${p.message}`, p])).values()];
+  return { problems: once(sink.problems), warnings: once(sink.warnings), chains };
+}
+
+/**
+ * Whether an HTTP gateway serves a VirtualService, as Gloo decides: only the ones with sslConfig on an ssl gateway
+ * (and only the others elsewhere); then, in Gloo's priority, virtualServiceExpressions, virtualServiceSelector (both
+ * within virtualServiceNamespaces), virtualServices refs, or every VirtualService of virtualServiceNamespaces.
+ */
+function httpGatewaySelects(http: HttpGateway, ssl: boolean, gatewayNs: string, vs: VirtualService): boolean {
+  if (ssl !== (vs.spec.sslConfig !== undefined)) return false;
+  const namespaces = http.virtualServiceNamespaces ?? [];
+  const inNamespaces = !namespaces.length || namespaces.includes('*') || namespaces.includes(vs.metadata.namespace);
+  const labels = vs.metadata.labels ?? {};
+  if (http.virtualServiceExpressions) {
+    const matcher = expressionsMatcher(http.virtualServiceExpressions.expressions ?? [], '');
+    return typeof matcher !== 'string' && matcher(labels) && inNamespaces;
   }
-  return true;
+  if (http.virtualServiceSelector) {
+    return Object.entries(http.virtualServiceSelector).every(([k, v]) => labels[k] === v) && inNamespaces;
+  }
+  if (http.virtualServices?.length) {
+    return http.virtualServices.some((ref) => ref.name === vs.metadata.name && (ref.namespace ?? gatewayNs) === vs.metadata.namespace);
+  }
+  return inNamespaces;
 }
 
 /**

@@ -37,7 +37,13 @@ export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from './grpc
  * as a framed message (frameMessage(), or bytes encoded after 5 reserved bytes and framePrefix()); a
  * reply after the client went away is dropped.
  */
-export type UnaryHandler = (request: Buffer, reply: (framed: Buffer) => void, fail: (code: number, message: string) => void) => void;
+export type UnaryHandler = (
+  request: Buffer,
+  reply: (framed: Buffer) => void,
+  fail: (code: number, message: string) => void,
+  /** the call's request headers (gRPC metadata, e.g. a trace context) */
+  call: { header(name: string): string | undefined },
+) => void;
 
 export interface UnaryServerOptions {
   /** the method's path, e.g. `/envoy.service.auth.v3.Authorization/Check` */
@@ -120,7 +126,7 @@ class Call implements H2StreamHandler {
       return;
     }
     try {
-      this.handle(buf.subarray(5), this.reply, this.fail);
+      this.handle(buf.subarray(5), this.reply, this.fail, stream);
     } catch (err) {
       this.onError(err);
       trailersOnly(stream, GrpcStatus.INTERNAL, 'internal error');

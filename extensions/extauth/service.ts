@@ -11,6 +11,7 @@
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';
+import type { Tracer } from '../common/tracing.js';
 import { XdsClient } from '../common/xds-client.js';
 import {
   Authorizer,
@@ -41,6 +42,8 @@ export interface ExtauthServiceOptions {
   jwtCacheMaxEntries?: number;
   /** Called once per Check with its outcome and duration (for metrics and traces). */
   observe?: (outcome: Outcome, configId: string, seconds: number) => void;
+  /** exports a span per Check whose trace context Envoy sampled (none: no tracing) */
+  tracer?: Tracer;
 }
 
 export interface RunningExtauthService {
@@ -69,6 +72,8 @@ export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challen
 };
 
 const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';
+/** the span of a Check, named as gRPC servers name theirs */
+const CHECK_SPAN = `${AUTHORIZATION_SERVICE}/Check`;
 /** google.rpc.Code */
 const RPC_OK = 0;
 const RPC_PERMISSION_DENIED = 7;
@@ -168,15 +173,20 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   // the answers, framed once; an allow with an edge grant is encoded per call
   const framed = {} as Record<Outcome, Buffer>;
   for (const o of Object.keys(responses) as Outcome[]) framed[o] = frameMessage(responses[o]);
+  const tracer = options.tracer;
   let bound: CheckServer;
   try {
     bound = await startCheckServer(options.host, options.port, {
-      handle: (request, reply) =>
-        decide(parseCheckRequest(request), (o, grant) => {
+      handle: (request, reply, _fail, call) => {
+        const input = parseCheckRequest(request);
+        const span = tracer?.startServerSpan(CHECK_SPAN, call)?.set('legate.extauth.config_id', input.configId);
+        decide(input, (o, grant) => {
+          span?.set('legate.extauth.outcome', o).end(o === 'unavailable' || o === 'malformed_request' ? o : undefined);
           if (o !== 'allow' || grant.until === 0) return reply(framed[o]);
           const ms = Math.floor(grant.until - Date.now());
           reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(responses.allow, grant.key, ms, 5)) : framed.allow);
-        }),
+        });
+      },
       onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),
     });
   } catch (err) {

@@ -9,6 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { GRAPHQL_API_METADATA_KEY } from '../../common/contract.js';
 import { METHOD_ATTRIBUTE, PATH_ATTRIBUTE, headerOfAttribute } from '../../common/extproc-attributes.js';
 import type { Logger } from '../../common/log.js';
+import type { Tracer } from '../common/tracing.js';
 import type { Engine } from './engine/index.js';
 import { framePrefix, frameMessage, type ProcessCall, type ProcessStreamHandler } from './extproc-server.js';
 import {
@@ -33,6 +34,8 @@ const FRAMED = {
 const JSON_CONTENT_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 const DETAILS = 'legate_graphql';
 const EMPTY_BODY = Buffer.alloc(0);
+/** the span of a request's stream, named as gRPC servers name theirs */
+const PROCESS_SPAN = 'envoy.service.ext_proc.v3.ExternalProcessor/Process';
 
 /** Called once per answered request: the API, the HTTP status, the seconds it took, and whether the
  * request came as its body alone (the single-message path). */
@@ -47,8 +50,11 @@ export function processStream(
   engines: () => Map<string, Engine>,
   log: Logger,
   observe: ObserveRequest | undefined,
+  tracer?: Tracer,
 ): ProcessStreamHandler {
   const apiName = call.metadata(GRAPHQL_API_METADATA_KEY);
+  // a span, child of Envoy's ext_proc call, when Envoy sampled the request
+  const span = tracer?.startServerSpan(PROCESS_SPAN, { header: (n) => call.metadata(n) || undefined })?.set('legate.graphql.api', apiName);
   let method = 'GET';
   let path = '/';
   const headers: Record<string, string> = {};
@@ -62,6 +68,7 @@ export function processStream(
     if (answered) return;
     answered = true;
     observe?.(apiName, status, (performance.now() - t0) / 1000, !headersMessage);
+    span?.set('http.response.status_code', status).end(status >= 500 ? `HTTP ${status}` : undefined);
     call.end(framePrefix(encodeImmediateResponse(status, responseHeaders, body, DETAILS, 5)));
   };
 
@@ -81,7 +88,7 @@ export function processStream(
       return;
     }
     const body = chunks === undefined ? EMPTY_BODY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-    engine.handle({ method, path, headers, body }).then(
+    engine.handle(span ? { method, path, headers, body, traceHeaders: span.propagation() } : { method, path, headers, body }).then(
       (res) => answer(res.status, res.headers, res.body),
       (err: unknown) => {
         log.error('GraphQL execution failed', { api: apiName, error: err });
@@ -152,11 +159,13 @@ export function processStream(
     end(): void {
       if (!answered) {
         answered = true;
+        span?.end();
         call.end();
       }
     },
     error(): void {
       answered = true;
+      span?.end('the stream failed');
     },
   };
 }

@@ -7,6 +7,7 @@
 // messages decoded and encoded by ./wire.ts: per request, that transport costs less than the query.
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig, type GraphQLApiConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
+import type { Tracer } from '../common/tracing.js';
 import { XdsClient } from '../common/xds-client.js';
 import { createEngine, type Engine } from './engine/index.js';
 import { startExtProcServer } from './extproc-server.js';
@@ -21,6 +22,8 @@ export interface GraphQLServiceOptions {
   logger: Logger;
   /** Called once per GraphQL request with the API, the HTTP status answered and the duration. */
   observe?: ObserveRequest;
+  /** exports a span per request whose trace context Envoy sampled, passed on to backend calls (none: no tracing) */
+  tracer?: Tracer;
 }
 
 export interface RunningGraphQLService {
@@ -67,7 +70,7 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
   });
 
   const server = await startExtProcServer(options.host, options.port, {
-    open: (call) => processStream(call, () => engines, log, options.observe),
+    open: (call) => processStream(call, () => engines, log, options.observe, options.tracer),
     onError: (what, err) => log.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
   log.info('graphql ext_proc server listening', { address: `${options.host}:${server.port}` });

@@ -14,7 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../../common/log.js';
 import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
-import type { LabelSelector } from '../../api/schemas.js';
+import type { KubeLabelSelector } from '../../api/schemas.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
 import { reuseConnections } from './connections.js';
 import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type KubeObject } from './convert.js';
@@ -311,14 +311,14 @@ export class KubeSource implements ResourceSource {
       .sort((a, b) => Number(b.metadata?.name === 'default') - Number(a.metadata?.name === 'default'))[0];
   }
 
-  private namespaceSelectors(): LabelSelector[] {
+  private namespaceSelectors(): KubeLabelSelector[] {
     const listed = (this.settings()?.spec as { watchNamespaceSelectors?: unknown } | undefined)?.watchNamespaceSelectors;
-    return Array.isArray(listed) ? (listed as LabelSelector[]) : [];
+    return Array.isArray(listed) ? (listed as KubeLabelSelector[]) : [];
   }
 }
 
 /** Kubernetes label selector semantics: every matchLabels pair and every expression holds. */
-export function labelsMatch(selector: LabelSelector, labels: Record<string, string>): boolean {
+export function labelsMatch(selector: KubeLabelSelector, labels: Record<string, string>): boolean {
   for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of selector.matchExpressions ?? []) {
     const has = Object.hasOwn(labels, e.key);

@@ -75,18 +75,33 @@ function compileSelector(selector: RouteTableSelector, ownerNs: string): TableMa
   const labels = Object.entries(selector.labels ?? {});
   const expressions = selector.expressions ?? [];
   if (labels.length && expressions.length) return 'cannot use both labels and expressions within the same selector';
-  const requirements: ((l: Readonly<Record<string, string>>) => boolean)[] = [];
-  for (const [i, e] of expressions.entries()) {
-    const op = selectorOperator(e.operator);
-    const req = op ? requirement(e.key, op, e.values ?? []) : `unknown operator ${JSON.stringify(e.operator)}`;
-    if (typeof req === 'string') return `expressions[${i}]: ${req}: the route table selector expression is invalid`;
-    requirements.push(req);
-  }
+  const matches = expressionsMatcher(expressions, 'the route table selector expression is invalid');
+  if (typeof matches === 'string') return matches;
   return (t) => {
     if (!inNamespace(t.metadata.namespace)) return false;
     const have = t.metadata.labels ?? {};
-    return labels.every(([k, v]) => have[k] === v) && requirements.every((r) => r(have));
+    return labels.every(([k, v]) => have[k] === v) && matches(have);
   };
+}
+
+type LabelMatcher = (labels: Readonly<Record<string, string>>) => boolean;
+
+/**
+ * Whether labels meet every expression (Kubernetes label requirements, Gloo's operators), or why an expression
+ * is invalid: `expressions[i]: <why>: <invalid>`.
+ */
+export function expressionsMatcher(
+  expressions: readonly { key: string; operator?: string | number | undefined; values?: string[] | undefined }[],
+  invalid: string,
+): LabelMatcher | string {
+  const requirements: LabelMatcher[] = [];
+  for (const [i, e] of expressions.entries()) {
+    const op = selectorOperator(e.operator);
+    const req = op ? requirement(e.key, op, e.values ?? []) : `unknown operator ${JSON.stringify(e.operator)}`;
+    if (typeof req === 'string') return `expressions[${i}]: ${req}: ${invalid}`;
+    requirements.push(req);
+  }
+  return (l) => requirements.every((r) => r(l));
 }
 
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;

@@ -16,12 +16,14 @@ import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
 import { listenerFeature } from './listener/index.js';
 import { hcmFeature } from './hcm/index.js';
+import { hybridFeature } from './hybrid/index.js';
 import { headersFeature } from './headers/index.js';
 import { jwtFeature } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { resilienceFeature, type CircuitBreakerConfig } from './resilience/index.js';
 import { routingFeature } from './routing/index.js';
 import { statsFeature } from './stats/index.js';
+import { tcpFeature } from './tcp/index.js';
 import { tlsFeature } from './tls/index.js';
 import { tracingFeature } from './tracing/index.js';
 import { upgradesFeature } from './upgrades/index.js';
@@ -71,6 +73,8 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     statsFeature,
     headersFeature,
     tlsFeature(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
+    tcpFeature,
+    hybridFeature,
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth, options.extauthDefaults),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),

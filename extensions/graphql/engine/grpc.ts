@@ -96,6 +96,7 @@ function makeGrpcResolver(c: CompiledGrpc, channels: GrpcChannelSet): FieldResol
     let pending = context.memo.get(key);
     if (pending === undefined) {
       context.calls++;
+      if (context.traceHeaders) for (const [k, v] of Object.entries(context.traceHeaders)) metadata.set(k, v);
       pending = new Promise<Buffer>((resolve, reject) => {
         const client = channels.pick();
         if (client === undefined) {

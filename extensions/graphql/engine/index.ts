@@ -53,6 +53,8 @@ export interface GraphQLHttpRequest {
   /** lowercased names */
   headers: Record<string, string>;
   body: Buffer;
+  /** the trace context every backend call carries (the graphql service's span), when the request is traced */
+  traceHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface GraphQLHttpResponse {
@@ -436,7 +438,7 @@ class GraphQLEngine implements Engine {
       }
     }
     this.counters.upstreamCalls++;
-    return remote.forward(params, req.headers);
+    return remote.forward(params, req.headers, req.traceHeaders);
   }
 
   /** The plan's compiled query, compiling it once the operation has been used often enough; null: use graphql-js. */
@@ -490,6 +492,7 @@ class GraphQLEngine implements Engine {
     media: MediaType,
   ): Promise<GraphQLHttpResponse> {
     const context: RequestContext = { headers: req.headers, memo: new Map(), calls: 0, deduplicated: 0 };
+    if (req.traceHeaders) context.traceHeaders = req.traceHeaders;
     const started = this.log.enabled('debug') ? process.hrtime.bigint() : 0n;
     const compiled = this.compiledFor(document, plan, params.operationName);
     let result: ExecutionResult;

@@ -21,7 +21,11 @@ export interface RemoteResponse {
 }
 
 export interface RemoteExecutor {
-  forward(params: GraphQLParams, headers: Readonly<Record<string, string>>): Promise<RemoteResponse>;
+  forward(
+    params: GraphQLParams,
+    headers: Readonly<Record<string, string>>,
+    trace?: Readonly<Record<string, string>>,
+  ): Promise<RemoteResponse>;
   release(): void;
 }
 
@@ -64,7 +68,7 @@ export function createRemoteExecutor(config: RemoteExecutorConfig, pools: Upstre
   const compiled = compileRemote(config);
   const pool: UpstreamPool = pools.acquire(config.upstream);
   return {
-    forward: (params, clientHeaders) => forward(compiled, pool, params, clientHeaders),
+    forward: (params, clientHeaders, trace) => forward(compiled, pool, params, clientHeaders, trace),
     release: () => pools.release(pool),
   };
 }
@@ -74,6 +78,7 @@ async function forward(
   pool: UpstreamPool,
   params: GraphQLParams,
   clientHeaders: Readonly<Record<string, string>>,
+  trace: Readonly<Record<string, string>> | undefined,
 ): Promise<RemoteResponse> {
   const json = { 'content-type': 'application/json; charset=utf-8' };
   if (pool.endpointCount === 0)
@@ -98,6 +103,7 @@ async function forward(
     const v = h.value.constant ? h.value.raw : h.value.render(ctx);
     if (v !== '') headers[h.name] = v;
   }
+  if (trace) Object.assign(headers, trace);
   const body = JSON.stringify({
     query: params.query,
     ...(params.operationName !== undefined ? { operationName: params.operationName } : {}),

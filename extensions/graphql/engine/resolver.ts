@@ -20,6 +20,8 @@ export interface RequestContext {
   calls: number;
   /** resolutions answered by an identical call already made in this request */
   deduplicated: number;
+  /** trace context headers for every backend call (set when the request is traced) */
+  traceHeaders?: Readonly<Record<string, string>>;
 }
 
 /** What an engine lends its resolvers. */

@@ -252,7 +252,9 @@ export function makeRestResolver(c: CompiledRest, pool: UpstreamPool, log: Logge
     let pending = context.memo.get(memoKey);
     if (pending === undefined) {
       context.calls++;
-      pending = pool.call(callSpec(c, call));
+      const spec = callSpec(c, call);
+      if (context.traceHeaders) Object.assign(spec.headers, context.traceHeaders);
+      pending = pool.call(spec);
       context.memo.set(memoKey, pending);
     } else {
       context.deduplicated++;

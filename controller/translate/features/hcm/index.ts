@@ -7,7 +7,7 @@
 import type { Gateway } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
 import type { BindSink, Feature } from '../../feature.js';
-import type { HcmSettingsIR, HttpListenerIR, ListenerTracingIR } from '../../ir.js';
+import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 import { hcmRender, type HcmOptions } from './render.js';
 
 export type { HcmOptions } from './render.js';
@@ -52,7 +52,6 @@ const DURATIONS = [
 
 function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: BindSink): HcmSettingsIR {
   const {
-    tracing,
     upgrades,
     forwardClientCertDetails,
     headersWithUnderscoresAction,
@@ -125,20 +124,6 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: Bind
       const enabled = (u.websocket ?? u.connect)?.enabled;
       ir.upgrades!.push(enabled === undefined ? { type } : { type, enabled });
     });
-  }
-  if (tracing) {
-    const t: ListenerTracingIR = {
-      requestHeadersForTags: tracing.requestHeadersForTags ?? [],
-      environmentTags: (tracing.environmentVariablesForTags ?? []).map((e) => ({ ...e })),
-      literalTags: (tracing.literalsForTags ?? []).map((l) => ({ ...l })),
-    };
-    if (tracing.verbose !== undefined) t.verbose = tracing.verbose;
-    if (tracing.spawnUpstreamSpan !== undefined) t.spawnUpstreamSpan = tracing.spawnUpstreamSpan;
-    const p = tracing.tracePercentages;
-    if (p?.clientSamplePercentage !== undefined) t.clientSampling = p.clientSamplePercentage;
-    if (p?.randomSamplePercentage !== undefined) t.randomSampling = p.randomSamplePercentage;
-    if (p?.overallSamplePercentage !== undefined) t.overallSampling = p.overallSamplePercentage;
-    ir.tracing = t;
   }
   return ir;
 }

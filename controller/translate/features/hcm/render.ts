@@ -3,7 +3,7 @@
 import { typed, type HttpConnectionManager, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
 import { duration } from '../../envoy-json.js';
 import { FilterStage, after, before, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
-import type { HcmSettingsIR, HttpListenerIR, ListenerTracingIR } from '../../ir.js';
+import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 
 const HCM_FILTER = 'envoy.filters.network.http_connection_manager';
 
@@ -43,26 +43,6 @@ function gzipFilter(g: NonNullable<HttpListenerIR['gzip']>): HttpFilter {
       },
     }),
   };
-}
-
-function tracing(t: ListenerTracingIR): NonNullable<HttpConnectionManager['tracing']> {
-  const percent = (v: number | undefined) => (v === undefined ? {} : { value: v });
-  const out: NonNullable<HttpConnectionManager['tracing']> = {};
-  if (t.clientSampling !== undefined) out.client_sampling = percent(t.clientSampling);
-  if (t.randomSampling !== undefined) out.random_sampling = percent(t.randomSampling);
-  if (t.overallSampling !== undefined) out.overall_sampling = percent(t.overallSampling);
-  if (t.verbose) out.verbose = true;
-  if (t.spawnUpstreamSpan !== undefined) out.spawn_upstream_span = t.spawnUpstreamSpan;
-  const tags = [
-    ...t.requestHeadersForTags.map((h) => ({ tag: h, request_header: { name: h } })),
-    ...t.literalTags.map((l) => ({ tag: l.tag, literal: { value: l.value } })),
-    ...t.environmentTags.map((e) => ({
-      tag: e.tag,
-      environment: { name: e.name, ...(e.defaultValue !== undefined ? { default_value: e.defaultValue } : {}) },
-    })),
-  ];
-  if (tags.length) out.custom_tags = tags;
-  return out;
 }
 
 const UNDERSCORES: Record<string, 'ALLOW' | 'REJECT_REQUEST' | 'DROP_HEADER'> = {
@@ -152,7 +132,6 @@ function applySettings(hcm: HttpConnectionManager, s: HcmSettingsIR): void {
   if (s.upgrades?.length) {
     hcm.upgrade_configs = s.upgrades.map((u) => ({ upgrade_type: u.type, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}) }));
   }
-  if (s.tracing) hcm.tracing = tracing(s.tracing);
 }
 
 export interface HcmOptions {

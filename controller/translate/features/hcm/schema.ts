@@ -3,7 +3,7 @@
 // feature's (composed next to these in controller/api/schemas.ts).
 import { z } from 'zod';
 
-import { Duration, Name, Percentage, notSupported, protoEnum } from '../../../api/primitives.js';
+import { Duration, Name, notSupported, protoEnum } from '../../../api/primitives.js';
 
 const uint32 = z.number().int().min(0).max(4294967295);
 
@@ -28,32 +28,9 @@ const UpgradeSchema = z
   })
   .refine((u) => (u.websocket ? 1 : 0) + (u.connect ? 1 : 0) === 1, { message: 'set exactly one of websocket, connect' });
 
-const TracePercentagesSchema = z.strictObject({
-  clientSamplePercentage: Percentage.optional(),
-  randomSamplePercentage: Percentage.optional(),
-  overallSamplePercentage: Percentage.optional(),
-});
-
-const PROVIDERS_LATER = 'tracing providers (spans exported to a collector) are not rendered yet; sampling and tags are';
-
-/** Gloo's ListenerTracingSettings: what Envoy's HCM tracing does without a provider is rendered. */
-const ListenerTracingSchema = z.strictObject({
-  requestHeadersForTags: z.array(Name).optional(),
-  verbose: z.boolean().optional(),
-  tracePercentages: TracePercentagesSchema.optional(),
-  environmentVariablesForTags: z.array(z.strictObject({ tag: Name, name: Name, defaultValue: z.string().optional() })).optional(),
-  literalsForTags: z.array(z.strictObject({ tag: Name, value: z.string() })).optional(),
-  metadataForTags: notSupported('tags from metadata are not rendered yet'),
-  spawnUpstreamSpan: z.boolean().optional(),
-  zipkinConfig: notSupported(PROVIDERS_LATER),
-  datadogConfig: notSupported(PROVIDERS_LATER),
-  openTelemetryConfig: notSupported(PROVIDERS_LATER),
-  openCensusConfig: notSupported('Envoy removed the OpenCensus tracer'),
-});
-
 const CidrRangeSchema = z.strictObject({ addressPrefix: Name, prefixLen: z.number().int().min(0).max(128).optional() });
 
-/** Gloo's hcm.proto HttpConnectionManagerSettings. */
+/** Gloo's hcm.proto HttpConnectionManagerSettings (its `tracing` is the tracing feature's, composed in controller/api/schemas.ts). */
 export const HttpConnectionManagerSettingsSchema = z.strictObject({
   skipXffAppend: z.boolean().optional(),
   via: z.string().optional(),
@@ -76,7 +53,6 @@ export const HttpConnectionManagerSettingsSchema = z.strictObject({
   enableTrailers: z.boolean().optional(),
   properCaseHeaderKeyFormat: z.boolean().optional(),
   preserveCaseHeaderKeyFormat: notSupported('the preserve-case header formatter is not rendered yet; properCaseHeaderKeyFormat is'),
-  tracing: ListenerTracingSchema.optional(),
   forwardClientCertDetails: protoEnum(FORWARD_CLIENT_CERT_DETAILS).optional(),
   setCurrentClientCertDetails: z
     .strictObject({

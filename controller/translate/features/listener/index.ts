@@ -10,6 +10,7 @@ import {
   type HeaderMatcher,
   type HttpConnectionManager,
   type Listener,
+  type TcpProxy,
   type TypedConfig,
   type envoy_config_accesslog_v3_AccessLog,
   type envoy_config_accesslog_v3_AccessLogFilter,
@@ -20,6 +21,7 @@ import type { AccessLogComparisonIR, AccessLogFilterIR, AccessLogIR, ListenerOpt
 import { GRPC_STATUSES, type AccessLog, type AccessLogFilter } from './schema.js';
 
 const HCM_FILTER = 'envoy.filters.network.http_connection_manager';
+const TCP_PROXY_FILTER = 'envoy.filters.network.tcp_proxy';
 const DENOMINATORS = ['HUNDRED', 'TEN_THOUSAND', 'MILLION'] as const;
 const OPS = ['EQ', 'GE', 'LE'] as const;
 const SOCKET_STATES = ['STATE_PREBIND', 'STATE_BOUND', 'STATE_LISTENING'] as const;
@@ -106,6 +108,9 @@ export const listenerFeature: Feature = {
       if (o.accessLogs?.length) {
         const logs = o.accessLogs.map(renderAccessLog);
         for (const hcm of hcmsOf(listener)) hcm.access_log = [...(hcm.access_log ?? []), ...logs];
+        // a tcpGateway's connections: file logs (Legate's gRPC access log is HTTP's; the tcp feature says so)
+        const files = o.accessLogs.filter((l) => l.file).map(renderAccessLog);
+        for (const tcp of tcpProxiesOf(listener)) if (files.length) tcp.access_log = [...(tcp.access_log ?? []), ...files];
       }
     },
     patchRouteConfig(ir, config) {
@@ -124,6 +129,13 @@ function hcmsOf(listener: Listener): (TypedConfig & HttpConnectionManager)[] {
     for (const f of chain.filters ?? []) if (f.name === HCM_FILTER && f.typed_config) seen.add(f.typed_config);
   }
   return [...seen] as (TypedConfig & HttpConnectionManager)[];
+}
+
+/** Every tcp_proxy of the listener (tcpGateway filter chains). */
+function tcpProxiesOf(listener: Listener): (TypedConfig & TcpProxy)[] {
+  return (listener.filter_chains ?? []).flatMap((chain) =>
+    (chain.filters ?? []).flatMap((f) => (f.name === TCP_PROXY_FILTER && f.typed_config ? [f.typed_config as TypedConfig & TcpProxy] : [])),
+  );
 }
 
 // ---- stage 1 ----
