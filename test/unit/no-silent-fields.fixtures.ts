@@ -69,6 +69,7 @@ const SHOP_DESCRIPTORS = [
 
 const GRAPHQL_SCHEMA = `type Query { ${WORLD_NAME}: String @resolve(name: "${WORLD_NAME}") }`;
 
+const GATEWAYS = ['Gateway', 'MatchableHttpGateway', 'MatchableTcpGateway'];
 const GRAPHQL_USERS = ['VirtualService', 'GraphQLApi', 'GraphQLSchema', 'Settings'];
 
 /**
@@ -147,6 +148,21 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     name: GRAPHQL_SCHEMA_NAME,
     spec: { schemaDefinition: GRAPHQL_SCHEMA, resolutions: { [WORLD_NAME]: { mockResolver: { syncResponse: WORLD_NAME } } } },
   },
+  // what a hybrid Gateway delegates to (EXTRA_WORLD's, or the Gateway under test's refs), with matchers of their own
+  MatchableHttpGateway: {
+    onlyFor: GATEWAYS,
+    spec: {
+      matcher: { sourcePrefixRanges: [{ addressPrefix: '127.0.0.0', prefixLen: 8 }] },
+      httpGateway: {},
+    },
+  },
+  MatchableTcpGateway: {
+    onlyFor: GATEWAYS,
+    spec: {
+      matcher: { sourcePrefixRanges: [{ addressPrefix: '10.0.0.0', prefixLen: 8 }] },
+      tcpGateway: { tcpHosts: [{ name: WORLD_NAME, destination: { single: { upstream: REF } } }] },
+    },
+  },
   // an ssl gateway: the world's VirtualService has sslConfig
   Gateway: { spec: { bindPort: 8443, ssl: true, httpGateway: {} }, onlyUnderTest: true },
   // an ext_proc server and a named ext_authz server, so routes' extProc and customAuth options mean something
@@ -157,7 +173,7 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     },
   },
   Secret: {
-    onlyFor: ['VirtualService', 'Gateway', 'Upstream', 'AuthConfig', 'Secret'],
+    onlyFor: ['VirtualService', 'Gateway', 'MatchableHttpGateway', 'MatchableTcpGateway', 'Upstream', 'AuthConfig', 'Secret'],
     spec: { type: 'kubernetes.io/tls', stringData: { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA } },
   },
   Service: { spec: { spec: { ports: [{ port: 80, targetPort: 8080 }], selector: { app: WORLD_NAME } } } },
@@ -199,6 +215,7 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   'subschemas[].name': [GRAPHQL_SCHEMA_NAME],
   'requestTransform.serviceName': ['shop.v1.Books'],
   'requestTransform.methodName': ['GetBook'],
+  addressPrefix: ['10.1.0.0'],
   // a JWKS fetched by Envoy comes from a host of the Upstream named beside it
   url: ['https://127.0.0.1:8080/jwks'],
 };
@@ -218,6 +235,14 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
   bearerCheck: { enabled: true },
   graphqlCheck: { enabled: true },
   invalidConfigPolicy: { replaceInvalidRoutes: true },
+  // a hybrid Gateway's delegation: to the world's Matchable gateways
+  delegatedHttpGateways: { ref: REF, httpConnectionManagerSettings: { serverName: WORLD_NAME } },
+  delegatedTcpGateways: { ref: REF },
+  // a TCP host's TLS, a matched gateway's: terminated with the world's certificate (the world's VirtualService has TLS)
+  'tcpHosts[].sslConfig': { secretRef: REF },
+  'matchedGateways[].matcher': { sslConfig: { secretRef: REF } },
+  'matchedGateways[]': { matcher: { sslConfig: { secretRef: REF } } },
+  'matcher.sslConfig': { secretRef: REF },
   // a wasm filter's config: its type says how the value reaches the plugin
   'filters[].config': { value: WORLD_NAME },
   // a user wasm module: Envoy fetches it and checks its sha256 (the controller reads nothing)
@@ -226,24 +251,30 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
 };
 
 /** Whole specs for fields no generated spec reaches (`Kind path` → spec), tried after the generated ones. */
+// a user wasm filter whose config is a Struct: its value is an object
+const WASM_STRUCT = {
+  filters: [
+    {
+      uri: 'https://127.0.0.1:8080/filter.wasm',
+      sha256: '09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505',
+      config: { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { [WORLD_NAME]: WORLD_NAME } },
+    },
+  ],
+};
+
 export const SPECS: Record<string, unknown> = {
-  // a Struct config: its value is an object
   'Gateway httpGateway.options.wasm.filters[].config.value.*': {
     bindPort: 8443,
     ssl: true,
-    httpGateway: {
-      options: {
-        wasm: {
-          filters: [
-            {
-              uri: 'https://127.0.0.1:8080/filter.wasm',
-              sha256: '09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505',
-              config: { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { [WORLD_NAME]: WORLD_NAME } },
-            },
-          ],
-        },
-      },
-    },
+    httpGateway: { options: { wasm: WASM_STRUCT } },
+  },
+  'Gateway hybridGateway.matchedGateways[].httpGateway.options.wasm.filters[].config.value.*': {
+    bindPort: 8443,
+    hybridGateway: { matchedGateways: [{ matcher: { sslConfig: { secretRef: REF } }, httpGateway: { options: { wasm: WASM_STRUCT } } }] },
+  },
+  'MatchableHttpGateway httpGateway.options.wasm.filters[].config.value.*': {
+    matcher: {},
+    httpGateway: { options: { wasm: WASM_STRUCT } },
   },
   'AuthConfig configs[].apiKeyAuth.headerName': {
     configs: [{ apiKeyAuth: { headerName: 'x-api-key', apiKeySecretRefs: [{ name: API_KEY_SECRET, namespace: WORLD_NAMESPACE }] } }],
@@ -251,7 +282,14 @@ export const SPECS: Record<string, unknown> = {
 };
 
 /** Resources beside the world's one per kind (by kind, name and spec or body). */
-export const EXTRA_WORLD: { kind: string; name: string; spec: unknown }[] = [
+export const EXTRA_WORLD: { kind: string; name: string; spec: unknown; onlyFor?: readonly string[] }[] = [
+  // a hybrid Gateway, for the Matchable gateways to be delegated to
+  {
+    kind: 'Gateway',
+    name: 'w-hybrid',
+    onlyFor: ['MatchableHttpGateway', 'MatchableTcpGateway'],
+    spec: { bindPort: 8081, hybridGateway: { delegatedHttpGateways: { ref: REF }, delegatedTcpGateways: { ref: REF } } },
+  },
   // an Upstream with TLS and no parameters of its own, for Settings upstreamOptions.sslParameters
   {
     kind: 'Upstream',
@@ -303,6 +341,7 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings discovery.fdsMode': 'Legate has no function discovery, so every mode discovers no functions',
   'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
+  'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'AuthConfig configs[].oauth2.accessTokenValidation.introspection.userIdAttributeName':
     'it names the user ID for Settings extauth userIdHeader, which Legate refuses',
   'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':

@@ -396,12 +396,13 @@ function validate(kind: KindName, schema: z.ZodType, spec: unknown): ValidationR
 const VALIDATED_KINDS = (Object.keys(KINDS) as KindName[]).filter((k) => 'spec' in KINDS[k] || 'body' in KINDS[k]);
 
 /** The world's VirtualService without the routes and sslConfig whose resources are not in this world. */
-function withoutAbsent(spec: unknown, present: (k: KindName) => boolean): unknown {
+function withoutAbsent(spec: unknown, present: (k: KindName) => boolean, plain: boolean): unknown {
   const vs = structuredClone(spec) as { virtualHost: { routes?: Record<string, unknown>[] }; sslConfig?: unknown };
   vs.virtualHost.routes = vs.virtualHost.routes?.filter(
     (r) => !(r['graphqlApiRef'] && !present('GraphQLApi')) && !(r['graphqlSchemaRef'] && !present('GraphQLSchema')),
   );
-  if (!present('Secret')) delete vs.sslConfig;
+  // a Matchable gateway under test serves it on the world's hybrid Gateway, a plain HTTP listener
+  if (!present('Secret') || plain) delete vs.sslConfig;
   return vs;
 }
 
@@ -412,12 +413,14 @@ function worldWithout(kind: KindName): Map<RawResource, ValidationResult> {
   for (const k of VALIDATED_KINDS) {
     const w = WORLD[k];
     if (k === kind || !w || w.onlyUnderTest || !present(k)) continue;
-    const r = raw(k, k === 'VirtualService' ? withoutAbsent(w.spec, present) : w.spec);
+    const plain = kind === 'MatchableHttpGateway' || kind === 'MatchableTcpGateway';
+    const r = raw(k, k === 'VirtualService' ? withoutAbsent(w.spec, present, plain) : w.spec);
     const v = validateResource(r);
     if (!v.ok) throw new Error(`WORLD ${k}: ${v.reason}`);
     out.set(r, v);
   }
   for (const extra of EXTRA_WORLD) {
+    if (extra.onlyFor && !extra.onlyFor.includes(kind)) continue;
     const r = raw(extra.kind as KindName, extra.spec, extra.name);
     const v = validateResource(r);
     if (!v.ok) throw new Error(`EXTRA_WORLD ${extra.kind} ${extra.name}: ${v.reason}`);
