@@ -67,7 +67,9 @@ export interface Command<F extends FlagSpecs = FlagSpecs> {
   flags: F;
   /** longer text after the usage line of `legate <name> --help` */
   details?: string;
-  run(values: FlagValues<F>): Promise<number> | number;
+  /** the operands it takes after its flags, for the usage line (e.g. `PATH…`); none when unset */
+  operands?: string;
+  run(values: FlagValues<F>, operands: string[]): Promise<number> | number;
 }
 
 /** Declares a command; keeps the flag types for its run(). */
@@ -97,7 +99,8 @@ export function helpText<F extends FlagSpecs>(program: string, c: Command<F>): s
   const required = Object.entries(c.flags)
     .filter(([, s]) => s.type === 'string' && s.required)
     .map(([name, s]) => `--${name} ${placeholder(s)}`);
-  const lines = [`Usage: ${program} ${c.name}${required.length ? ` ${required.join(' ')}` : ''} [flags]`, '', c.summary];
+  const operands = c.operands ? ` ${c.operands}` : '';
+  const lines = [`Usage: ${program} ${c.name}${required.length ? ` ${required.join(' ')}` : ''} [flags]${operands}`, '', c.summary];
   if (c.details) lines.push('', c.details);
   const rows = Object.entries(c.flags).map(([name, s]) => {
     const value = placeholder(s);
@@ -158,21 +161,26 @@ export function booleanAssignments(args: readonly string[], booleans: readonly s
   });
 }
 
-/** Parses argv against the declarations. Returns undefined when --help was asked for. */
-export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[]): FlagValues<F> | undefined {
+/**
+ * Parses argv against the declarations. Returns undefined when --help was asked for. With `operands`, arguments
+ * that are not flags are allowed and pushed there.
+ */
+export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[], operands?: string[]): FlagValues<F> | undefined {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
   for (const [name, spec] of Object.entries(flags)) {
     options[name] = { type: spec.type === 'boolean' ? 'boolean' : 'string', ...(spec.short ? { short: spec.short } : {}) };
   }
   let parsed: Record<string, string | boolean | undefined>;
   try {
-    parsed = parseArgs({
+    const result = parseArgs({
       args: normalizeBooleans(args, flags),
       options,
-      allowPositionals: false,
+      allowPositionals: operands !== undefined,
       allowNegative: true,
       strict: true,
-    }).values;
+    });
+    parsed = result.values;
+    operands?.push(...result.positionals);
   } catch (err) {
     if (err instanceof UsageError) throw err;
     // parseArgs' messages name the flag; drop its advice about positionals and '--'

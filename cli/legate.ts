@@ -18,12 +18,13 @@ async function main(argv: string[]): Promise<number> {
   }
   const cmd = COMMANDS.find((c) => c.name === name);
   if (!cmd) throw new UsageError(`unknown command ${JSON.stringify(name)}\n\n${usage()}`);
-  const values = parseFlags<FlagSpecs>(cmd.flags, rest);
+  const operands: string[] = [];
+  const values = parseFlags<FlagSpecs>(cmd.flags, rest, cmd.operands ? operands : undefined);
   if (!values) {
     process.stdout.write(helpText('legate', cmd));
     return 0;
   }
-  return cmd.run(values);
+  return cmd.run(values, operands);
 }
 
 main(process.argv.slice(2)).then(exitAfterFlush, (err: unknown) => {

@@ -28,6 +28,7 @@ Commands:
   debug logs [-f FILE] [--errors-only]    logs of every component
   debug yaml [-f FILE]                    every resource with its status, as one YAML stream
   version [-o table|yaml|json]            client and server versions
+  validate -f FILE|DIR|- [-f …] [-o text|json]   check resources as the controller would, no server (exit 1: Rejected)
   install [-n NS] [-f FILE] [--set K=V] [--dry-run]   install or upgrade Legate in a cluster (Helm chart)
   uninstall [-n NS] [--all]               remove the release (--all: also the CRDs and the namespace)
 
@@ -128,6 +129,8 @@ async function main(argv: string[]): Promise<number> {
       return uninstall(rest, out);
     case 'version':
       return version(rest);
+    case 'validate':
+      return validate(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -137,6 +140,36 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new CliError(`unknown command ${JSON.stringify(command)}; run 'legatectl help'`);
   }
+}
+
+// ---- validate ----
+
+async function validate(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      file: { type: 'string', short: 'f', multiple: true },
+      output: { type: 'string', short: 'o', default: 'text' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help) {
+    out(
+      [
+        'Usage: legatectl validate -f FILE|DIR|- [-f …] [-o text|json]',
+        '',
+        'Gives every resource the status the controller would give it, without a server; exits 1 when one would be',
+        'Rejected (or a Warning, with Settings gateway.validation.allowWarnings: false) or a document does not load.',
+        '',
+      ].join('\n'),
+    );
+    return 0;
+  }
+  if (values.output !== 'text' && values.output !== 'json')
+    throw new UsageError(`-o: expected text or json, got ${JSON.stringify(values.output)}`);
+  const { validatePaths } = await import('./validate.js');
+  return validatePaths([...(values.file ?? []), ...positionals], out, values.output);
 }
 
 // ---- version (spec 9) ----

@@ -10,19 +10,21 @@ import { VERSION } from '../common/version.js';
 import type { LegateResource } from './api/resources.js';
 import type { VirtualHostIR } from './translate/ir.js';
 import type { TranslateOptions } from './translate/translate.js';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { startAdminServer, type RunningAdmin } from '../common/admin.js';
 import { SpanRecorder } from '../common/trace.js';
 import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
-import { runPipeline, type PipelineMemo, type PipelineOutput } from './pipeline.js';
+import { runPipeline, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { moduleSha256Reader } from './wasm-modules.js';
+import { Validator } from './validation/admission.js';
+import { checkRequest, startWebhookServer, type RunningWebhook } from './validation/server.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer } from './xds/server.js';
 
@@ -48,12 +50,15 @@ export interface ControllerOptions {
   devMode?: { host: string; port: number };
   /** keeps the last accepted version of each resource across restarts (controller/state/accepted.ts) */
   acceptedFile?: string;
+  /** the validating admission webhook (controller/validation/): where it listens, its certificate */
+  webhook?: { host: string; port: number; cert: string; key: string; namespaces?: readonly string[] };
 }
 
 export interface RunningController {
   xdsPort: number;
   apiPort: number;
   adminPort?: number;
+  webhookPort?: number;
   /** Latest pipeline output (for tests and diagnostics). */
   current(): PipelineOutput | undefined;
   stop(): Promise<void>;
@@ -165,6 +170,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
 
   let runningWriteNamespace: string | undefined;
+  const pipelineOptions: PipelineOptions = {
+    ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
+    ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
+    render,
+    defaultGateway: options.defaultGateway,
+  };
+  // the webhook's check runs the same pipeline on the resources of the last snapshot plus the candidate
+  const validator = options.webhook
+    ? new Validator({ pipeline: pipelineOptions, ...(options.webhook.namespaces ? { namespaces: options.webhook.namespaces } : {}) })
+    : undefined;
+  let validatorReady = false;
+
   const reconcile = (snapshot: SourceSnapshot): void => {
     source = snapshot;
     const started = performance.now();
@@ -174,18 +191,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
       lastAccepted,
       lastServed,
       memo,
-      options: {
-        ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
-        ...(runningWriteNamespace ? { runningWriteNamespace } : {}),
-        ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
-        render,
-        defaultGateway: options.defaultGateway,
-      },
+      options: runningWriteNamespace ? { ...pipelineOptions, runningWriteNamespace } : pipelineOptions,
     });
     // the proxies' node ids name the first write namespace; a later one waits for a restart
     runningWriteNamespace ??= out.writeNamespace;
     if (restored.size) noteRestored(out, restored);
+    // the map this run read (not out.accepted): the run's memo is then reusable as it is
+    validator?.setCurrent(snapshot.resources, lastAccepted, out);
     lastAccepted = out.accepted;
+    validatorReady = true;
     acceptedWriter?.update(out.accepted);
     lastServed = out.served;
     memo = out.memo;
@@ -287,6 +301,39 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
   }
 
+  let webhook: RunningWebhook | undefined;
+  if (options.webhook && validator) {
+    const seconds = new Histogram({
+      name: 'legate_controller_validation_seconds',
+      help: 'time the validating webhook took per AdmissionReview, by verdict',
+      labelNames: ['allowed'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    const check = checkRequest((change) =>
+      validatorReady
+        ? validator.check(change)
+        : { allowed: false, message: 'validation is not yet available: waiting for the first snapshot of resources', warnings: [] },
+    );
+    try {
+      webhook = await startWebhookServer({
+        host: options.webhook.host,
+        port: options.webhook.port,
+        cert: options.webhook.cert,
+        key: options.webhook.key,
+        check,
+        logger: log.child('webhook'),
+        observe: (s, allowed) => seconds.observe({ allowed: String(allowed) }, s),
+      });
+    } catch (err) {
+      await admin?.stop();
+      api.server.close();
+      await ads.stop();
+      throw err;
+    }
+    log.info('validating webhook listening', { address: `https://${options.webhook.host}:${webhook.port}/validation` });
+  }
+
   const abort = new AbortController();
   if (restored.size) options.source.seed?.([...restored.values()].map((r) => r.raw));
   options.source.watch(abort.signal, reconcile);
@@ -296,9 +343,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     xdsPort,
     apiPort: api.port,
     ...(admin ? { adminPort: admin.port } : {}),
+    ...(webhook ? { webhookPort: webhook.port } : {}),
     current: () => output,
     stop: async () => {
       abort.abort();
+      await webhook?.stop();
       acceptedWriter?.flush();
       await admin?.stop();
       await devServer?.stop();

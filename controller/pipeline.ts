@@ -57,6 +57,8 @@ export interface PipelineInput {
    * discovered, translated or rendered again. The output is the same as without it.
    */
   memo?: PipelineMemo;
+  /** statuses only (the validating webhook): no Envoy config is rendered, `xds` and `envoyNames` stay empty */
+  statusesOnly?: boolean;
 }
 
 /**
@@ -257,8 +259,14 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   for (const ext of out.extensions) xds.set(ext.role, new Map([[ext.typeUrl, ext.resources]]));
   for (const proxy of out.proxies) {
     const role = proxyRole(proxy);
-    const { snapshot, memo } = renderProxyReusing(proxy, out.upstreams, plugins, featuresKey, input.memo?.render.get(role));
-    xds.set(role, snapshot);
+    if (input.statusesOnly) {
+      const kept = input.memo?.render.get(role);
+      if (kept) rendered.set(role, kept);
+    }
+    const { snapshot, memo } = input.statusesOnly
+      ? { snapshot: undefined, memo: undefined }
+      : renderProxyReusing(proxy, out.upstreams, plugins, featuresKey, input.memo?.render.get(role));
+    if (snapshot) xds.set(role, snapshot);
     if (memo) rendered.set(role, memo);
     const metadata = { name: proxy.name, namespace: proxy.namespace };
     const raw: RawResource = {
@@ -281,7 +289,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     xds,
     accepted: out.accepted,
     reports: out.reports,
-    envoyNames: envoyNames(out.proxies, out.upstreams),
+    envoyNames: input.statusesOnly ? new Map() : envoyNames(out.proxies, out.upstreams),
     served: out.served,
     memo: {
       validated,

@@ -14,11 +14,14 @@ import {
   authUnprotected,
   providerIntrospection,
 } from './auth.js';
-import { accessLogJson, accessLogOff } from './access-log.js';
+import { accessLogJson, accessLogJson17, accessLogOff } from './access-log.js';
+import { ACCESS_LOG_VARIANTS } from './access-log-variants.js';
 import { tracingOff, tracingSampled } from './tracing.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
+import { hcFleet } from './hc-fleet.js';
 import { kubeScale } from './kube-scale.js';
+import { webhookScale } from './webhook-scale.js';
 import { direct } from './direct.js';
 import {
   graphqlApolloFlat,
@@ -89,11 +92,15 @@ export const SCENARIOS: readonly Scenario[] = [
   routeOptionsRich,
   accessLogOff,
   accessLogJson,
+  accessLogJson17,
+  ...ACCESS_LOG_VARIANTS,
   tracingOff,
   tracingSampled,
   configScale,
   delegationScale,
   kubeScale,
+  webhookScale,
+  hcFleet,
   authNewTokenWorkers,
   ratelimitDecisions,
 ];

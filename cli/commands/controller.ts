@@ -7,6 +7,7 @@ import { VERSION } from '../../common/version.js';
 import type { Logger } from '../../common/log.js';
 import type { ResourceSource } from '../../controller/source/source.js';
 import type { StatusSink } from '../../controller/status/book.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { loadOrCreateEdgeSecret } from '../edge-secret.js';
 import { UsageError, command, toHostPort } from '../flags.js';
 import { packageRoot } from '../paths.js';
@@ -117,6 +118,27 @@ export const controllerCommand = command({
       placeholder: 'NS',
       description: 'namespace of generated resources (default legate-system, or Settings)',
     },
+    'webhook-address': {
+      type: 'string',
+      placeholder: 'HOST:PORT',
+      description: 'with --source kubernetes: serve the validating admission webhook (HTTPS, /validation) here (default: off)',
+    },
+    'webhook-tls': {
+      type: 'string',
+      placeholder: 'DIR',
+      description: "the webhook's certificate: DIR holds tls.crt, tls.key (and ca.crt); default: a CA and certificate made at start",
+    },
+    'webhook-hosts': {
+      type: 'string',
+      default: 'localhost,127.0.0.1',
+      placeholder: 'NAME,…',
+      description: 'DNS names and IPs of the certificate made at start (the Service: controller.<ns>.svc)',
+    },
+    'webhook-config': {
+      type: 'string',
+      placeholder: 'NAME',
+      description: 'the ValidatingWebhookConfiguration whose caBundle the controller sets to its CA (kept so, checked every minute)',
+    },
     'log-level': LOG_LEVEL_FLAG,
   },
   async run(flags) {
@@ -125,7 +147,9 @@ export const controllerCommand = command({
     const { DEFAULT_WASM_OPTIONS } = await import('../../controller/translate/features/wasm/index.js');
     const { defaultAccessLog } = await import('../../controller/translate/features/listener/index.js');
     const logger = componentLogger('controller', flags['log-level']);
-    const { source, statusSinks, start } = await resourceSource(flags, logger);
+    const { source, statusSinks, start, kubeConfig, namespaces } = await resourceSource(flags, logger);
+    const webhook = flags['webhook-address'] ? await webhookTls(flags, logger) : undefined;
+    if (webhook && !kubeConfig) throw new UsageError('--webhook-address needs --source kubernetes');
     const edgeSecretFile = flags['edge-secret-file'];
     const wasmFetchAddress = flags['wasm-fetch-address'];
     if (wasmFetchAddress && flags['wasm-source'] !== 'remote') throw new UsageError('--wasm-fetch-address needs --wasm-source remote');
@@ -162,17 +186,61 @@ export const controllerCommand = command({
       ...(statsServerEnabled() ? { admin: { host: flags['admin-host'], port: flags['stats-port'] } } : {}),
       devMode: { host: flags['dev-host'], port: flags['dev-port'] },
       ...(flags['accepted-file'] ? { acceptedFile: path.resolve(flags['accepted-file']) } : {}),
+      ...(webhook
+        ? { webhook: { ...webhook.listen, cert: webhook.cert, key: webhook.key, ...(namespaces.length ? { namespaces } : {}) } }
+        : {}),
       logger,
     });
+    const caAbort = new AbortController();
+    const webhookConfig = flags['webhook-config'];
+    if (webhook && kubeConfig && webhookConfig) {
+      const { patchCaBundle } = await import('../../controller/validation/ca-bundle.js');
+      void patchCaBundle(kubeConfig, webhookConfig, webhook.ca, logger.child('webhook'), caAbort.signal);
+    }
     const stopSource = start();
     logger.info('controller started', { version: VERSION });
     await waitForSignal();
     logger.info('controller stopping');
     stopSource();
+    caAbort.abort();
     await ctl.stop();
     return 0;
   },
 });
+
+/** The webhook's address, certificate and the CA to publish: read from --webhook-tls, or made now. */
+async function webhookTls(
+  flags: { 'webhook-address': string | undefined; 'webhook-tls': string | undefined; 'webhook-hosts': string },
+  logger: Logger,
+): Promise<{ listen: { host: string; port: number }; cert: string; key: string; ca: string }> {
+  // port 0: any free port (tests)
+  const address = flags['webhook-address'] ?? '';
+  const listen = /:0$/.test(address)
+    ? { ...toHostPort(`${address.slice(0, -2)}:1`, 'webhook-address'), port: 0 }
+    : toHostPort(address, 'webhook-address');
+  const dir = flags['webhook-tls'];
+  if (dir) {
+    const read = (name: string): string => {
+      try {
+        return fs.readFileSync(path.join(dir, name), 'utf8');
+      } catch {
+        throw new UsageError(`--webhook-tls: cannot read ${path.join(dir, name)} (the directory needs tls.crt and tls.key)`);
+      }
+    };
+    const cert = read('tls.crt');
+    // ca.crt is what the API server must trust; a self-signed tls.crt is its own CA
+    const ca = fs.existsSync(path.join(dir, 'ca.crt')) ? read('ca.crt') : cert;
+    return { listen, cert, key: read('tls.key'), ca };
+  }
+  const { makeWebhookCertificates } = await import('../../controller/validation/certs.js');
+  const hosts = flags['webhook-hosts']
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
+  const made = makeWebhookCertificates(hosts);
+  logger.info('webhook certificate made at start (no --webhook-tls)', { hosts });
+  return { listen, ...made };
+}
 
 /** The xDS server's certificate, key and client CA from a directory laid out as a Kubernetes TLS Secret. */
 function readXdsTls(dir: string): { cert: Buffer; key: Buffer; ca: Buffer } {
@@ -198,12 +266,19 @@ async function resourceSource(
     'lease-duration': number;
   },
   logger: Logger,
-): Promise<{ source: ResourceSource; statusSinks: StatusSink[]; start: () => () => void }> {
+): Promise<{
+  source: ResourceSource;
+  statusSinks: StatusSink[];
+  start: () => () => void;
+  kubeConfig?: KubeConfig;
+  namespaces: string[];
+}> {
   if (flags.source === 'file') {
     if (!flags.config) throw new UsageError('--config DIR is required (or --source kubernetes)');
     if (!fs.existsSync(flags.config)) throw new UsageError(`--config: directory ${flags.config} does not exist`);
     const { FileSource } = await import('../../controller/source/file/source.js');
-    return { source: new FileSource(path.resolve(flags.config), logger.child('source')), statusSinks: [], start: () => () => undefined };
+    const source = new FileSource(path.resolve(flags.config), logger.child('source'));
+    return { source, statusSinks: [], start: () => () => undefined, namespaces: [] };
   }
   const { KubeConfig } = await import('@kubernetes/client-node');
   const { LeaderElection } = await import('../../controller/source/kubernetes/leader.js');
@@ -239,5 +314,11 @@ async function resourceSource(
   };
   // a replica that cannot join the election writes no status: `legatectl check` shows why
   const extraProblems = (): string[] => election?.problems() ?? [];
-  return { source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces, extraProblems }), statusSinks: [sink], start };
+  return {
+    source: new KubeSource({ kubeConfig, logger: logger.child('source'), namespaces, extraProblems }),
+    statusSinks: [sink],
+    start,
+    kubeConfig,
+    namespaces,
+  };
 }

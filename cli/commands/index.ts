@@ -10,6 +10,7 @@ import { crdsCommand } from './crds.js';
 import { extauthCommand, graphqlCommand } from './extensions.js';
 import { ratelimitCommand } from './ratelimit.js';
 import { runCommand } from './run.js';
+import { validateCommand } from './validate.js';
 import { versionCommand } from './version.js';
 
 export const COMMANDS: readonly Command[] = [
@@ -20,6 +21,7 @@ export const COMMANDS: readonly Command[] = [
   ratelimitCommand,
   bootstrapCommand,
   crdsCommand,
+  validateCommand,
   versionCommand,
 ];
 

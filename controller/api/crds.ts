@@ -50,6 +50,24 @@ export function structural(schema: unknown): Schema {
   return out;
 }
 
+/**
+ * The schema with every object keeping the fields it does not declare. For Gloo's groups: clients that do not ask for
+ * strict field validation (Helm, Argo CD, most controllers) would have a field Legate does not know pruned without a
+ * word, and the resource stored and Accepted without it; kept, the controller (and the validating webhook) report it by
+ * name. Legate's own groups stay strict: kubectl refuses such a field itself.
+ */
+export function keepUnknownFields(schema: Schema): Schema {
+  const out: Schema = { ...schema };
+  if (out['type'] === 'object' && out['properties'] && typeof out['properties'] === 'object') {
+    out['x-kubernetes-preserve-unknown-fields'] = true;
+    out['properties'] = Object.fromEntries(Object.entries(out['properties']).map(([k, v]) => [k, keepUnknownFields(v as Schema)]));
+  }
+  if (out['items'] && typeof out['items'] === 'object') out['items'] = keepUnknownFields(out['items'] as Schema);
+  if (out['additionalProperties'] && typeof out['additionalProperties'] === 'object')
+    out['additionalProperties'] = keepUnknownFields(out['additionalProperties'] as Schema);
+  return out;
+}
+
 /** The status Legate writes (spec: status.statuses.<namespace>), plus a summary for printer columns. */
 const STATUS_SCHEMA: Schema = {
   type: 'object',
@@ -100,9 +118,10 @@ export function customResourceDefinitions(options: CrdOptions = {}): Schema[] {
 function crdFor(kind: KindName, group: string, version: string, alias: boolean, glooGroups: boolean): Schema {
   const info = kindInfo(kind);
   const zodSchema = (KINDS[kind] as { spec?: z.ZodType }).spec;
-  const spec = zodSchema
+  const typed = zodSchema
     ? structural(z.toJSONSchema(zodSchema, { target: 'openapi-3.0', unrepresentable: 'any', io: 'input' }))
     : { ...ANY, type: 'object' };
+  const spec = alias ? keepUnknownFields(typed) : typed;
   const singular = kind.toLowerCase();
   return {
     apiVersion: 'apiextensions.k8s.io/v1',

@@ -384,20 +384,23 @@ const ValidationOptionsSchema = z.strictObject({
   validationWebhookTlsKey: z.string().optional(),
   /** Gloo: deprecated; there is no separate validation server to fail */
   ignoreGlooValidationFailure: z.boolean().optional(),
+  /** accept what validation would refuse, and log it (Gloo's default is true; Legate's is false) */
   alwaysAccept: z.boolean().optional(),
+  /** accept resources whose status would be Warning (default true) */
   allowWarnings: z.boolean().optional(),
   warnRouteShortCircuiting: notSupported('Legate does not analyse route short-circuiting'),
   /** Legate has no transformation filter, so there is no transformation to validate: true and false behave alike */
   disableTransformationValidation: z.boolean().optional(),
   /** accepted without effect: Legate's webhook has no gRPC hop with a message size */
   validationServerGrpcMaxSizeBytes: z.number().int().min(0).optional(),
+  /** false: the webhook accepts everything without validating (default true) */
   serverEnabled: z.boolean().optional(),
   warnMissingTlsSecret: z
     .boolean()
     .refine((v) => !v, 'NotSupported: a missing TLS Secret rejects the resource that names it (the last good version keeps serving)')
     .optional(),
 });
-export type ValidationOptions = z.infer<typeof ValidationOptionsSchema>;
+export type GatewayValidation = z.infer<typeof ValidationOptionsSchema>;
 
 /** Gloo's `settings.gateway` (GatewayOptions). */
 const GatewayOptionsSchema = z.strictObject({

@@ -133,6 +133,8 @@ describe('examples (make run)', () => {
           .find((e) => e['path'] === '/hello?access-log=1'),
       20_000,
     );
-    expect(entry).toMatchObject({ method: 'GET', response_code: 200, user_agent: 'examples-test', protocol: 'HTTP/1.1' });
+    expect(entry).toMatchObject({ method: 'GET', response_code: 200, response_flags: '-', user_agent: 'examples-test', bytes_sent: 18 });
+    expect(entry?.['start_time']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(entry?.['request_id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

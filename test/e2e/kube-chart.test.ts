@@ -6,6 +6,7 @@
 // install/kubernetes/rbac.yaml being the chart's RBAC; legatectl installing, upgrading and removing
 // the release. There is no kubelet: Deployments get no Pods, so nothing waits for them.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,13 +62,13 @@ interface Container {
   livenessProbe?: Record<string, unknown>;
   resources?: { requests?: Record<string, string> };
   securityContext?: { readOnlyRootFilesystem?: boolean; allowPrivilegeEscalation?: boolean; capabilities?: { drop?: string[] } };
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
   containers: Container[];
   initContainers?: Container[];
-  volumes?: { name: string; emptyDir?: object; configMap?: { name: string } }[];
+  volumes?: { name: string; emptyDir?: object; configMap?: { name: string }; secret?: { secretName: string } }[];
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
 }
@@ -158,8 +159,36 @@ describe('the Helm chart', () => {
     expect(servicePorts(find(objects, 'Service', 'controller'))).toEqual([
       { name: 'grpc-xds', port: 9977, targetPort: 'grpc-xds', protocol: 'TCP' },
       { name: 'http-api', port: DEFAULTS.apiPort, targetPort: 'api', protocol: 'TCP' },
+      { name: 'https-webhook', port: 443, targetPort: 'https-webhook', protocol: 'TCP' },
     ]);
-    expect(c.ports?.map((p) => p.containerPort)).toEqual([9977, DEFAULTS.apiPort]);
+    expect(c.ports?.map((p) => p.containerPort)).toEqual([9977, DEFAULTS.apiPort, 8443]);
+    // the validating webhook: the controller serves it with the chart's Secret and keeps its CA in the configuration
+    expect(c.args).toEqual(
+      expect.arrayContaining([
+        '--webhook-address=0.0.0.0:8443',
+        '--webhook-tls=/etc/legate/webhook-tls',
+        '--webhook-config=legate-validation-legate-system',
+      ]),
+    );
+    const webhook = find(objects, 'ValidatingWebhookConfiguration', 'legate-validation-legate-system') as unknown as {
+      webhooks: { clientConfig: { service: object; caBundle: string }; failurePolicy: string; rules: { apiGroups: string[] }[] }[];
+    };
+    const secret = find(objects, 'Secret', 'legate-webhook-tls');
+    expect(webhook.webhooks[0]?.clientConfig.service).toEqual({
+      name: 'controller',
+      namespace: 'legate-system',
+      path: '/validation',
+      port: 443,
+    });
+    expect(webhook.webhooks[0]?.clientConfig.caBundle).toBe(secret.data?.['ca.crt']);
+    expect(webhook.webhooks[0]?.failurePolicy).toBe('Ignore');
+    expect(webhook.webhooks[0]?.rules[0]?.apiGroups).not.toContain('gateway.solo.io');
+    const served = new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64'));
+    expect(served.checkHost('controller.legate-system.svc')).toBe('controller.legate-system.svc');
+    expect(served.verify(new X509Certificate(Buffer.from(secret.data?.['ca.crt'] ?? '', 'base64')).publicKey)).toBe(true);
+    expect(
+      names(renderChart('legate-system', ['--set', 'gateway.validation.enabled=false']).objects, 'ValidatingWebhookConfiguration'),
+    ).toEqual([]);
 
     const proxy = find(objects, 'Deployment', 'gateway-proxy');
     const envoy = container(proxy, 'envoy');
@@ -184,7 +213,12 @@ describe('the Helm chart', () => {
     expect(bootstrap.node.metadata.role).toBe('legate-system~gateway-proxy');
 
     const settings = find(objects, 'Settings', 'default');
-    expect(settings.spec).toEqual({ writeNamespace: 'legate-system', discoveryNamespace: 'legate-system', devMode: false });
+    expect(settings.spec).toEqual({
+      writeNamespace: 'legate-system',
+      discoveryNamespace: 'legate-system',
+      devMode: false,
+      gateway: { validation: { alwaysAccept: false, allowWarnings: true } },
+    });
   });
 
   it('runs every component non-root on a read-only root, with requests and probes on the ports it serves', () => {
@@ -205,10 +239,13 @@ describe('the Helm chart', () => {
           capabilities: { drop: ['ALL'] },
         });
         expect(Object.keys(c.resources?.requests ?? {}).sort(), what).toEqual(['cpu', 'memory']);
-        // every writable path is an emptyDir
+        // every writable path is an emptyDir (the webhook's Secret is mounted read-only)
         for (const m of c.volumeMounts ?? []) {
           const volume = spec.volumes?.find((v) => v.name === m.name);
-          expect(volume?.emptyDir ?? volume?.configMap, `${what} ${m.mountPath}`).toBeDefined();
+          expect(
+            volume?.emptyDir ?? volume?.configMap ?? (m.readOnly ? volume?.secret : undefined),
+            `${what} ${m.mountPath}`,
+          ).toBeDefined();
         }
       }
       for (const c of spec.containers) {
@@ -252,15 +289,23 @@ describe('the Helm chart', () => {
     expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([
       ['grpc-xds', 9977],
       ['api', DEFAULTS.apiPort],
+      ['https-webhook', 8443],
       ['http-monitoring', DEFAULTS.stats.controller],
       ['dev-admin', DEFAULTS.devPort],
     ]);
     expect(servicePorts(find(objects, 'Service', 'controller')).map((p) => [p.name, p.port])).toEqual([
       ['grpc-xds', 9977],
       ['http-api', DEFAULTS.apiPort],
+      ['https-webhook', 443],
       ['http-monitoring', 9091],
       ['dev-admin', 10010],
     ]);
+    const rules = (
+      find(objects, 'ValidatingWebhookConfiguration', 'legate-validation-legate-all') as unknown as {
+        webhooks: { rules: { apiGroups: string[] }[] }[];
+      }
+    ).webhooks[0]?.rules[0]?.apiGroups;
+    expect(rules).toEqual(expect.arrayContaining(['gateway.legate.dev', 'gateway.solo.io', 'gloo.solo.io']));
     expect(env(container(find(objects, 'Deployment', 'extauth')), 'LOG_LEVEL')).toBe('warn');
     expect(env(container(find(objects, 'Deployment', 'graphql')), 'LOG_LEVEL')).toBe('error');
 
@@ -297,6 +342,7 @@ describe('the Helm chart', () => {
       discoveryNamespace: 'gateways',
       watchNamespaces: ['team-a', 'team-b'],
       devMode: true,
+      gateway: { validation: { alwaysAccept: false, allowWarnings: true } },
     });
 
     const gloo = objects.filter((o) => o.kind === 'CustomResourceDefinition');

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 function legate(...args: string[]): string {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), ...args], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`legate ${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
 }

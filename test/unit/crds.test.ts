@@ -55,6 +55,25 @@ describe('customResourceDefinitions', () => {
     expect(new Set(claimed).size).toBe(claimed.length);
     for (const crd of withGloo) expect(versions(crd)[0]?.['subresources']).toEqual({ status: {} });
   });
+
+  it('keeps unknown fields in every object of the Gloo-group CRDs (nothing pruned unseen), none in Legate groups', () => {
+    /** paths of objects with declared properties that prune what they do not declare */
+    const pruning = (node: unknown, at: string, out: string[] = []): string[] => {
+      if (!node || typeof node !== 'object') return out;
+      const n = node as Node;
+      if (n['properties'] && n['x-kubernetes-preserve-unknown-fields'] !== true) out.push(at);
+      for (const [k, v] of Object.entries((n['properties'] as Node | undefined) ?? {})) pruning(v, `${at}.${k}`, out);
+      if (n['items']) pruning(n['items'], `${at}[]`, out);
+      return out;
+    };
+    const specOf = (crd: Node) =>
+      ((versions(crd)[0]!['schema'] as Node)['openAPIV3Schema'] as { properties: { spec: Node } }).properties.spec;
+    const byName = (list: Node[], name: string) => list.find((c) => (c['metadata'] as { name: string }).name === name)!;
+    for (const crd of withGloo.filter((c) => (c['metadata'] as { labels: Record<string, string> }).labels['legate.dev/gloo-alias']))
+      expect(pruning(specOf(crd), (crd['metadata'] as { name: string }).name)).toEqual([]);
+    const legateVs = pruning(specOf(byName(legateOnly, 'virtualservices.gateway.legate.dev')), 'spec');
+    expect(legateVs).toContain('spec.virtualHost');
+  });
 });
 
 describe('structural', () => {

@@ -381,7 +381,7 @@ export const READ_OUTSIDE_TRANSLATION: Record<string, string> = {
   'Settings watchNamespaceSelectors[].matchExpressions[].key': 'the Kubernetes source watches the namespaces these select',
   'Settings watchNamespaceSelectors[].matchExpressions[].operator': 'the Kubernetes source watches the namespaces these select',
   'Settings watchNamespaceSelectors[].matchExpressions[].values[]': 'the Kubernetes source watches the namespaces these select',
-  'Settings gateway.validation.alwaysAccept': 'the validating webhook: what it refuses',
-  'Settings gateway.validation.allowWarnings': 'the validating webhook: what it refuses',
-  'Settings gateway.validation.serverEnabled': 'the validating webhook: whether it refuses anything',
+  'Settings gateway.validation.alwaysAccept': 'the validating webhook (controller/validation): what it refuses',
+  'Settings gateway.validation.allowWarnings': 'the validating webhook (controller/validation): what it refuses',
+  'Settings gateway.validation.serverEnabled': 'the validating webhook (controller/validation): whether it refuses anything',
 };

@@ -200,7 +200,8 @@ function safeReaddir(dir: string): fs.Dirent[] {
   }
 }
 
-function listFiles(dir: string): string[] {
+/** The resource files under `dir` (recursive; hidden and `legate run` files left out), sorted. */
+export function listFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string): void => {
     let entries: fs.Dirent[];

@@ -247,7 +247,10 @@ export async function startKubeController(
 
 /** Applies Legate's CRDs (Legate and Gloo groups) and waits until they are served. */
 export function installCrds(kube: KubeApiServer): void {
-  const crds = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), 'crds', '--gloo-groups'], { encoding: 'utf8' });
+  const crds = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'legate.js'), 'crds', '--gloo-groups'], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   if (crds.status !== 0) throw new Error(`legate crds: ${crds.stderr}`);
   kube.kubectl(['apply', '--server-side', '-f', '-'], { input: crds.stdout });
   kube.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd', '-l', 'app.kubernetes.io/part-of=legate']);
