@@ -617,8 +617,7 @@ export type RemoteExecutor = z.infer<typeof RemoteExecutorSchema>;
 /** Gloo's grpcDescriptorRegistry: a base64 FileDescriptorSet inline, or ConfigMaps holding them. */
 const GrpcDescriptorRegistrySchema = z.strictObject({
   protoDescriptorBin: z.string().optional(),
-  // accepted so Gloo manifests parse; translation reports it as not supported yet
-  protoRefsList: z.strictObject({ configMapRefs: z.array(ResourceRefSchema).optional() }).optional(),
+  protoRefsList: notSupported('descriptors from ConfigMaps are not read yet; use protoDescriptorBin (a base64 FileDescriptorSet)'),
 });
 
 /** Gloo's stitchedSchema: other GraphQLApis merged into one schema; typeMerge says how a type's fields are
@@ -670,9 +669,14 @@ export const GraphQLApiSpecSchema = z
   });
 export type GraphQLApiSpec = z.infer<typeof GraphQLApiSpecSchema>;
 
+/** The flat kind has no grpcDescriptorRegistry, so a gRPC resolver could never be described. */
+const FlatResolutionSchema = ResolutionSchema.extend({
+  grpcResolver: notSupported('a GraphQLSchema has no grpcDescriptorRegistry to describe the service; use a GraphQLApi'),
+});
+
 export const GraphQLSchemaSpecSchema = z.strictObject({
   schemaDefinition: z.string().min(1, 'must not be empty'),
-  resolutions: z.record(z.string(), ResolutionSchema).optional(),
+  resolutions: z.record(z.string(), FlatResolutionSchema).optional(),
   enableIntrospection: z.boolean().optional(),
   options: z
     .strictObject({

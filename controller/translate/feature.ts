@@ -94,6 +94,8 @@ export interface RouteSite {
   namespace: string;
   /** the RouteTable holding the route when it was delegated to (its problems are reported there) */
   routeTable?: RouteTable;
+  /** a RouteTable checked on its own: `vs` is a stand-in, so what needs the virtual host is checked where it is delegated to */
+  alone?: true;
 }
 
 /** Problems and warnings of the virtual service being translated. */

@@ -320,7 +320,7 @@ export function checkRouteTable<T>(rt: RouteTable, translateRoute: TranslateRout
   const vs = standIn(rt);
   (rt.spec.routes ?? []).forEach((route, j) => {
     const where = `routes[${j}]`;
-    const site: RouteSite = { vs, index: j, where, namespace: rt.metadata.namespace, routeTable: rt };
+    const site: RouteSite = { vs, index: j, where, namespace: rt.metadata.namespace, routeTable: rt, alone: true };
     if (route.delegateAction) {
       const m = delegateMatcher(route, where);
       if ('code' in m) sink.problems.push(m);

@@ -31,5 +31,5 @@ export const bufferFeature: Feature = {
 };
 
 function bufferIR(b: { disabled?: true; buffer?: { maxRequestBytes: number } }): BufferIR {
-  return b.buffer ? { maxRequestBytes: b.buffer.maxRequestBytes } : { disabled: true };
+  return b.disabled || !b.buffer ? { disabled: true } : { maxRequestBytes: b.buffer.maxRequestBytes };
 }

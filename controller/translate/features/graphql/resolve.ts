@@ -81,7 +81,7 @@ interface Normalized {
   maxAliases: number | undefined;
   maxFields: number | undefined;
   remote: RemoteExecutor | undefined;
-  descriptors: { protoDescriptorBin?: string | undefined; protoRefsList?: unknown } | undefined;
+  descriptors: { protoDescriptorBin?: string | undefined } | undefined;
   persistedQueryCacheSize: number | undefined;
   allowedQueryHashes: string[] | undefined;
 }
@@ -91,7 +91,8 @@ function normalize(api: GraphQLApi | GraphQLSchema): Normalized {
     const s = api.spec;
     return {
       sdl: s.schemaDefinition,
-      resolutions: s.resolutions ?? {},
+      // the flat kind refuses grpcResolver (schemas.ts), so its resolutions are Resolutions without one
+      resolutions: (s.resolutions ?? {}) as Record<string, Resolution>,
       enableIntrospection: s.enableIntrospection ?? false,
       maxDepth: s.options?.maxDepth ?? 0,
       maxAliases: s.options?.maxAliases,
@@ -287,13 +288,7 @@ function descriptorsOf(n: Normalized): Descriptors {
     root(problems) {
       if (decoded !== undefined) return decoded ?? undefined;
       decoded = null;
-      if (n.descriptors?.protoRefsList !== undefined && !bin) {
-        problems.push({
-          code: 'NotSupported',
-          message:
-            'executableSchema.grpcDescriptorRegistry.protoRefsList: not supported yet; use protoDescriptorBin (a base64 FileDescriptorSet)',
-        });
-      } else if (!bin) {
+      if (!bin) {
         problems.push({
           code: 'InvalidSpec',
           message:

@@ -73,7 +73,7 @@ export function jwtBinding(ctx: ResolveContext): FeatureBinding {
       for (const stage of STAGES) if (opts.jwtStaged?.[stage]?.disable) disable(stage, `${where}.jwtStaged.${stage}.disable`);
       if (disabled.length) ir.jwtDisabled = disabled;
       if (opts.rbac) {
-        const rbac = rbacIR(opts.rbac, `${where}.rbac`, declaredProviders(site.vs), sink);
+        const rbac = rbacIR(opts.rbac, `${where}.rbac`, site.alone ? undefined : declaredProviders(site.vs), sink);
         if (rbac) ir.rbac = rbac;
       }
     },
@@ -281,7 +281,13 @@ function remoteJwks(
   return out;
 }
 
-function rbacIR(r: RbacSettings, where: string, providers: { stage: JwtStage; name: string }[], sink: BindSink): RbacIR | undefined {
+/** `providers` undefined: not known yet (a RouteTable checked on its own). */
+function rbacIR(
+  r: RbacSettings,
+  where: string,
+  providers: { stage: JwtStage; name: string }[] | undefined,
+  sink: BindSink,
+): RbacIR | undefined {
   const entries = Object.entries(r.policies ?? {});
   if (r.disable) {
     if (entries.length)
@@ -326,12 +332,14 @@ function principalIR(
   jp: NonNullable<NonNullable<NonNullable<RbacSettings['policies']>[string]['principals']>[number]['jwtPrincipal']>,
   where: string,
   delimiter: string,
-  providers: { stage: JwtStage; name: string }[],
+  providers: { stage: JwtStage; name: string }[] | undefined,
   sink: BindSink,
 ): RbacPrincipalIR | undefined {
-  const known = [...new Set(providers.map((p) => p.name))];
-  let matching = providers;
-  if (jp.provider) {
+  const known = [...new Set((providers ?? []).map((p) => p.name))];
+  let matching = providers ?? [];
+  if (!providers) {
+    // checked where a VirtualService delegates to it
+  } else if (jp.provider) {
     matching = providers.filter((p) => p.name === jp.provider);
     if (!matching.length) {
       const have = known.length ? ` (providers: ${known.join(', ')})` : '';

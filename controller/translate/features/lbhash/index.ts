@@ -57,5 +57,6 @@ function hashPolicyOf(p: HashPolicy): HashPolicyIR {
     if (p.cookie.path !== undefined) cookie.path = p.cookie.path;
     return { key: { cookie }, terminal };
   }
-  return { key: { sourceIp: true }, terminal };
+  // the schema takes exactly one of header, cookie, sourceIp
+  return { key: { sourceIp: p.sourceIp ?? true }, terminal };
 }

@@ -76,10 +76,12 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     if (params?.ecdhCurves?.length) tls.ecdhCurves = params.ecdhCurves;
     if (spec.sslConfig?.allowRenegotiation) tls.allowRenegotiation = true;
     const ssl = spec.sslConfig;
+    let secretMissing = false;
     if (ssl?.secretRef) {
       const secretNs = ssl.secretRef.namespace ?? ns;
       const secret = index.secrets.get(nsName(secretNs, ssl.secretRef.name));
       if (!secret) {
+        secretMissing = true;
         problems.push({ code: 'SecretNotFound', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
       } else {
         const material = tlsMaterialFromSecret(secret);
@@ -106,6 +108,14 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
       if (files.rootCa) tls.rootCa = { filename: files.rootCa };
       if (files.tlsCert) tls.certChain = { filename: files.tlsCert };
       if (files.tlsKey) tls.privateKey = { filename: files.tlsKey };
+    }
+    // Envoy checks the names of a certificate it verified: with no CA it verifies nothing (Gloo refuses it too)
+    if (tls.verifySubjectAltName.length && !tls.rootCa && !secretMissing) {
+      problems.push({
+        code: 'InvalidTls',
+        message:
+          'sslConfig.verifySubjectAltName: needs a CA to verify the upstream certificate against (ca.crt in secretRef, or sslFiles.rootCa)',
+      });
     }
   }
 
