@@ -161,6 +161,8 @@ function query(port: number, user: string, apiKey = KEY): Promise<{ status: numb
         port,
         path: '/graphql',
         method: 'POST',
+        // a new connection each time: one kept alive from before the traced Gateway applied stays on the old listener
+        agent: false,
         headers: { 'content-type': 'application/json', 'api-key': apiKey, 'x-user': user, 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
