@@ -53,6 +53,29 @@ export function protoEnum<const N extends readonly [string, ...string[]]>(names:
   );
 }
 
+// ---- Gloo's FilterStage (extProc and wasm filters say where in the chain they go) ----
+
+/** Gloo's FilterStage.Stage, in its order. */
+export const GLOO_FILTER_STAGES = [
+  'FaultStage',
+  'CorsStage',
+  'WafStage',
+  'AuthNStage',
+  'AuthZStage',
+  'RateLimitStage',
+  'AcceptedStage',
+  'OutAuthStage',
+  'RouteStage',
+] as const;
+/** Gloo's FilterStage.Predicate (During is 0, the default). */
+export const GLOO_FILTER_PREDICATES = ['During', 'Before', 'After'] as const;
+
+export const FilterStageSchema = z.strictObject({
+  stage: protoEnum(GLOO_FILTER_STAGES).optional(),
+  predicate: protoEnum(GLOO_FILTER_PREDICATES).optional(),
+});
+export type GlooFilterStage = z.infer<typeof FilterStageSchema>;
+
 // ---- TLS parameters (Gloo's SslParameters), shared by downstream and upstream TLS ----
 
 /** SslParameters.ProtocolVersion, in enum order (TLS_AUTO: Envoy's default). */

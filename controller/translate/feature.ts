@@ -5,6 +5,7 @@
 import type { KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, RouteTable, Upstream, VirtualService } from '../api/resources.js';
 import type { Route } from '../api/routes.js';
+import { GLOO_FILTER_PREDICATES, GLOO_FILTER_STAGES, type GlooFilterStage } from '../api/primitives.js';
 import type { HttpGateway, TcpGateway } from '../api/schemas.js';
 import type {
   Cluster,
@@ -176,6 +177,48 @@ export interface FilterPosition {
   stage: WellKnownStage;
   /** -1 before the stage, 0 during it, 1 after it */
   side: -1 | 0 | 1;
+}
+
+/** A position by name, as the IR keeps it. */
+export interface NamedFilterPosition {
+  stage: keyof typeof FilterStage;
+  side: 'before' | 'during' | 'after';
+}
+
+/** Gloo's stages on Legate's: Gloo's CORS runs in Legate's Fault stage, its WAF in Early, Accepted in Processing. */
+const GLOO_STAGE_ON_LEGATE: Record<(typeof GLOO_FILTER_STAGES)[number], keyof typeof FilterStage> = {
+  FaultStage: 'Fault',
+  CorsStage: 'Fault',
+  WafStage: 'Early',
+  AuthNStage: 'AuthN',
+  AuthZStage: 'AuthZ',
+  RateLimitStage: 'RateLimit',
+  AcceptedStage: 'Processing',
+  OutAuthStage: 'Route',
+  RouteStage: 'Route',
+};
+
+/**
+ * Where a filter with Gloo's FilterStage goes in Legate's chain. Nothing goes after the router: Gloo's out-auth and
+ * route stages run just before it.
+ */
+export function glooFilterPosition(stage: GlooFilterStage): NamedFilterPosition {
+  const name = enumName(GLOO_FILTER_STAGES, stage.stage) ?? 'FaultStage';
+  const predicate = enumName(GLOO_FILTER_PREDICATES, stage.predicate) ?? 'During';
+  const side = predicate === 'Before' ? 'before' : predicate === 'After' ? 'after' : 'during';
+  if (name === 'OutAuthStage') return { stage: 'Route', side: 'before' };
+  if (name === 'RouteStage') return { stage: 'Route', side: side === 'before' ? 'before' : 'during' };
+  return { stage: GLOO_STAGE_ON_LEGATE[name], side };
+}
+
+/** A named position as the chain orders it. */
+export function filterPosition(p: NamedFilterPosition): FilterPosition {
+  return { stage: FilterStage[p.stage], side: p.side === 'before' ? -1 : p.side === 'after' ? 1 : 0 };
+}
+
+/** A protoEnum value (its name or its number) as its name. */
+export function enumName<const N extends readonly string[]>(names: N, v: N[number] | number | undefined): N[number] | undefined {
+  return typeof v === 'number' ? names[v] : v;
 }
 
 export const before = (stage: WellKnownStage): FilterPosition => ({ stage, side: -1 });

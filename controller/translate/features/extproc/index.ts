@@ -5,15 +5,21 @@
 // into the render options, as the ratelimitServer is; the options are bound here.
 import type { VirtualService } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
-import { FilterStage, type BindSink, type Feature, type FilterPosition, type UpstreamLookup, type WellKnownStage } from '../../feature.js';
+import {
+  enumName,
+  filterPosition,
+  glooFilterPosition,
+  type BindSink,
+  type Feature,
+  type FilterPosition,
+  type UpstreamLookup,
+} from '../../feature.js';
 import type { ExtProcIR, ExtProcModeIR, ExtProcServiceIR } from '../../ir.js';
 import { clusterName, nsName } from '../../names.js';
 import { re2Error } from '../../regex.js';
 import { extProcRender, processingMode, type ExtProcFilterOptions } from './render.js';
 import {
   BODY_SEND_MODES,
-  GLOO_PREDICATES,
-  GLOO_STAGES,
   HEADER_SEND_MODES,
   type ExtProcGrpcService,
   type ExtProcRouteSettings,
@@ -24,30 +30,8 @@ import {
 
 export type { ExtProcFilterOptions } from './render.js';
 
-/** Gloo's stages on Legate's: CORS and WAF are the early checks, Accepted and OutAuth the processing stage. */
-const STAGES: Record<(typeof GLOO_STAGES)[number], WellKnownStage> = {
-  FaultStage: FilterStage.Fault,
-  CorsStage: FilterStage.Early,
-  WafStage: FilterStage.Early,
-  AuthNStage: FilterStage.AuthN,
-  AuthZStage: FilterStage.AuthZ,
-  RateLimitStage: FilterStage.RateLimit,
-  AcceptedStage: FilterStage.Processing,
-  OutAuthStage: FilterStage.Processing,
-  RouteStage: FilterStage.Route,
-};
-
-function enumName<const N extends readonly string[]>(names: N, v: N[number] | number | undefined): N[number] | undefined {
-  return typeof v === 'number' ? names[v] : v;
-}
-
-export function filterPosition(stage: ExtProcSettings['filterStage']): FilterPosition {
-  const name = enumName(GLOO_STAGES, stage.stage) ?? 'FaultStage';
-  const predicate = enumName(GLOO_PREDICATES, stage.predicate) ?? 'During';
-  const side = predicate === 'Before' ? -1 : predicate === 'After' ? 1 : 0;
-  // the router is the last filter: nothing goes after it
-  if (name === 'RouteStage' && side === 1) return { stage: FilterStage.Route, side: 0 };
-  return { stage: STAGES[name], side };
+function extProcFilterPosition(stage: ExtProcSettings['filterStage']): FilterPosition {
+  return filterPosition(glooFilterPosition(stage));
 }
 
 function modeIR(m: ProcessingMode): ExtProcModeIR {
@@ -207,7 +191,7 @@ export function settingsFilter(
   const ns = namespaces(s.metadataContextNamespaces, s.typedMetadataContextNamespaces);
   if (ns) config.metadata_options = { forwarding_namespaces: ns };
   if (problems.length) return { problems: problems.map((p) => `${p}; the ext_proc filter is left out`), warnings };
-  return { filter: { position: filterPosition(s.filterStage), config, service }, problems, warnings };
+  return { filter: { position: extProcFilterPosition(s.filterStage), config, service }, problems, warnings };
 }
 
 function lookup(upstreams: UpstreamLookup) {

@@ -2,7 +2,15 @@
 // server on every HTTP connection manager; a virtual host's or route's `extProc` turns it off there or
 // overrides part of it.
 import { z } from 'zod';
-import { DURATION_PATTERN, Duration, Name, ResourceRefSchema, notSupported, protoEnum } from '../../../api/primitives.js';
+import {
+  DURATION_PATTERN,
+  Duration,
+  FilterStageSchema,
+  Name,
+  ResourceRefSchema,
+  notSupported,
+  protoEnum,
+} from '../../../api/primitives.js';
 
 const HEADER_SEND_MODES = ['DEFAULT', 'SEND', 'SKIP'] as const;
 const BODY_SEND_MODES = ['NONE', 'STREAMED', 'BUFFERED', 'BUFFERED_PARTIAL'] as const;
@@ -33,20 +41,6 @@ const GrpcServiceSchema = z.strictObject({
   initialMetadata: z.array(z.strictObject({ key: Name, value: z.string() })).optional(),
 });
 export type ExtProcGrpcService = z.infer<typeof GrpcServiceSchema>;
-
-/** Gloo's FilterStage: where the filter goes, relative to one of Gloo's named stages. */
-export const GLOO_STAGES = [
-  'FaultStage',
-  'CorsStage',
-  'WafStage',
-  'AuthNStage',
-  'AuthZStage',
-  'RateLimitStage',
-  'AcceptedStage',
-  'OutAuthStage',
-  'RouteStage',
-] as const;
-export const GLOO_PREDICATES = ['During', 'Before', 'After'] as const;
 
 /** Gloo's copy of Envoy's StringMatcher: exactly one pattern. */
 const StringMatcherSchema = z
@@ -83,7 +77,7 @@ const timeoutUpTo1h = Duration.refine(
 /** Settings `extProc` (Gloo's extproc.Settings). */
 export const ExtProcSettingsSchema = z.strictObject({
   grpcService: GrpcServiceSchema,
-  filterStage: z.strictObject({ stage: protoEnum(GLOO_STAGES).optional(), predicate: protoEnum(GLOO_PREDICATES).optional() }),
+  filterStage: FilterStageSchema,
   failureModeAllow: z.boolean().optional(),
   processingMode: ProcessingModeSchema.optional(),
   asyncMode,

@@ -2,44 +2,17 @@
 // sha256 here (a mismatch rejects the Gateway, whose last accepted version keeps serving); one named by URL is
 // checked by Envoy when it fetches it (Envoy's remote data source takes the sha256).
 import type { Gateway } from '../../../api/resources.js';
-import type { BindSink } from '../../feature.js';
+import { enumName, glooFilterPosition, type BindSink } from '../../feature.js';
 import type { WasmFilterIR } from '../../ir.js';
-import { WASM_PREDICATES, WASM_STAGES, WASM_VM_TYPES, type WasmFilter } from './schema.js';
-
-type Position = WasmFilterIR['position'];
-
-/** Gloo's stages in Legate's (feature.ts FilterStage): Gloo's CORS is in Legate's Fault stage, its WAF in Early. */
-const STAGES: Record<(typeof WASM_STAGES)[number], Position['stage']> = {
-  FaultStage: 'Fault',
-  CorsStage: 'Fault',
-  WafStage: 'Early',
-  AuthNStage: 'AuthN',
-  AuthZStage: 'AuthZ',
-  RateLimitStage: 'RateLimit',
-  AcceptedStage: 'Processing',
-  OutAuthStage: 'Route',
-  RouteStage: 'Route',
-};
-
-/** A protoEnum value (name or number) as its name. */
-function enumName<N extends readonly string[]>(names: N, v: string | number | undefined): N[number] | undefined {
-  return typeof v === 'number' ? names[v] : v;
-}
+import { WASM_VM_TYPES, type WasmFilter } from './schema.js';
 
 /**
  * Where the filter goes. Gloo's default is before its AcceptedStage: after authentication, authorization and rate
  * limiting (a user's filter sees only requests those let through, and cannot change what they judge), before Legate's
- * GraphQL processing and the router. Nothing goes after the router: Gloo's route-stage and out-auth filters run just
- * before it.
+ * GraphQL processing and the router.
  */
-function position(stage: WasmFilter['filterStage']): Position {
-  if (!stage) return { stage: 'Processing', side: 'before' };
-  const s = enumName(WASM_STAGES, stage.stage) ?? 'FaultStage';
-  const p = enumName(WASM_PREDICATES, stage.predicate) ?? 'During';
-  const side = p === 'Before' ? 'before' : p === 'After' ? 'after' : 'during';
-  if (s === 'OutAuthStage') return { stage: 'Route', side: 'before' };
-  if (s === 'RouteStage') return { stage: 'Route', side: side === 'before' ? 'before' : 'during' };
-  return { stage: STAGES[s], side };
+function position(stage: WasmFilter['filterStage']): WasmFilterIR['position'] {
+  return stage ? glooFilterPosition(stage) : { stage: 'Processing', side: 'before' };
 }
 
 function configuration(config: WasmFilter['config']): WasmFilterIR['configuration'] {

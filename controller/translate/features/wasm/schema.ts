@@ -3,22 +3,8 @@
 // (filePath) or an HTTP(S) URL (uri), always pinned by its sha256.
 import { z } from 'zod';
 
-import { Name, notSupported, protoEnum } from '../../../api/primitives.js';
+import { FilterStageSchema, Name, notSupported, protoEnum } from '../../../api/primitives.js';
 
-/** Gloo's FilterStage.Stage, in its order. */
-export const WASM_STAGES = [
-  'FaultStage',
-  'CorsStage',
-  'WafStage',
-  'AuthNStage',
-  'AuthZStage',
-  'RateLimitStage',
-  'AcceptedStage',
-  'OutAuthStage',
-  'RouteStage',
-] as const;
-/** Gloo's FilterStage.Predicate (During is 0, the default). */
-export const WASM_PREDICATES = ['During', 'Before', 'After'] as const;
 export const WASM_VM_TYPES = ['V8', 'WAVM'] as const;
 
 /** The Any types Envoy hands a plugin as it is (Struct as JSON text); any other message would reach it as protobuf bytes. */
@@ -55,7 +41,7 @@ const WasmFilterSchema = z
       .string({ error: (i) => (i.input === undefined ? "required: the module's SHA-256, which pins what Envoy runs" : 'must be a string') })
       .regex(/^[0-9a-fA-F]{64}$/, "must be the 64 hex digits of the module's SHA-256"),
     config: WasmConfigSchema.optional(),
-    filterStage: z.strictObject({ stage: protoEnum(WASM_STAGES).optional(), predicate: protoEnum(WASM_PREDICATES).optional() }).optional(),
+    filterStage: FilterStageSchema.optional(),
     name: Name.optional(),
     rootId: z.string().optional(),
     vmType: protoEnum(WASM_VM_TYPES).optional(),
