@@ -56,7 +56,7 @@ export class StatusBook {
     if (!mine.length) return status;
     return {
       state: 'Rejected',
-      reason: mine.map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message}`).join('; '),
+      reason: mine.map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message.trim()}`).join('; '),
       reportedBy: REPORTER,
     };
   }

@@ -45,7 +45,11 @@ export function tlsFilterChainName(virtualHost: string): string {
  */
 export function envoyNames(
   proxies: readonly {
-    listeners: readonly { name: string; source: SourceRef; virtualHosts: readonly { name: string; source: SourceRef; tls?: unknown }[] }[];
+    listeners: readonly {
+      name: string;
+      source: SourceRef;
+      virtualHosts: readonly { name: string; source: SourceRef; tls?: object | undefined }[];
+    }[];
   }[],
   upstreams: readonly { cluster: string; source: SourceRef }[],
 ): Map<string, SourceRef> {
@@ -56,7 +60,14 @@ export function envoyNames(
       names.set(listener.name, listener.source);
       for (const vh of listener.virtualHosts) {
         names.set(vh.name, vh.source);
-        if (vh.tls) names.set(tlsFilterChainName(vh.name), vh.source);
+        if (vh.tls) {
+          names.set(tlsFilterChainName(vh.name), vh.source);
+          // Envoy names a certificate, key or CA file it cannot read by its path, not by the filter chain
+          for (const material of Object.values(vh.tls)) {
+            const file = (material as { filename?: unknown } | undefined)?.filename;
+            if (typeof file === 'string' && file) names.set(file, vh.source);
+          }
+        }
       }
     }
   }

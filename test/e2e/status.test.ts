@@ -85,6 +85,39 @@ spec:
   });
 });
 
+describe('a VirtualService whose certificate files Envoy cannot read', () => {
+  it('is Rejected itself (not only the Proxy), with a reason that names the file and ends cleanly', async () => {
+    gw.write(
+      'tls-files.yaml',
+      `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: secure, namespace: gloo-system }
+spec:
+  sslConfig:
+    sslFiles: { tlsCert: /nonexistent/legate-test/tls.crt, tlsKey: /nonexistent/legate-test/tls.key }
+    sniDomains: [secure.example.com]
+  virtualHost:
+    domains: [secure.example.com]
+    routes: [{ matchers: [{ prefix: / }], directResponseAction: { status: 200, body: secure } }]
+`,
+    );
+    const status = await eventually('the NACK on the VirtualService', () => {
+      const out = JSON.parse(gw.ctl('get', 'vs', 'secure', '-n', 'gloo-system', '-o', 'json').stdout);
+      const s = out.status?.statuses?.['gloo-system'];
+      return s?.state === 'Rejected' ? s : undefined;
+    });
+    expect(status.reason).toContain('/nonexistent/legate-test/tls.');
+    expect(status.reason).not.toMatch(/\s$/);
+    expect((await gw.request('/still')).status).toBe(200);
+    gw.remove('tls-files.yaml');
+    await eventually('the Proxy to be accepted again', () => {
+      const out = JSON.parse(gw.ctl('get', 'proxy', 'gateway-proxy', '-n', 'gloo-system', '-o', 'json').stdout);
+      return out.status.statuses['gloo-system'].state === 'Accepted' ? true : undefined;
+    });
+  });
+});
+
 describe('legatectl errors', () => {
   it('names an unknown kind and exits non-zero', () => {
     const r = gw.ctl('get', 'widgets');
