@@ -300,13 +300,26 @@ export class FileBackend implements Backend {
     if (followIt) await follow(proxy.log, Buffer.byteLength(text), write);
   }
 
-  async proxyUrl(selector: ProxySelector, port: string, localCluster: boolean): Promise<{ url: string }> {
+  async proxyUrl(selector: ProxySelector, port: string, localCluster: boolean): Promise<{ url: string; note?: string }> {
     if (localCluster) throw new CliError('-l (a node port on a cluster node) applies to the Kubernetes backend only');
     const p = await pickProxy(this, selector);
     if (port !== 'http' && port !== 'https') throw new CliError(`--port: expected http or https`);
-    const url = port === 'https' ? p.httpsUrl : p.httpUrl;
-    if (!url) throw new CliError(`proxy ${p.namespace}.${p.name} has no ${port} port`);
-    return { url };
+    const recorded = port === 'https' ? p.httpsUrl : p.httpUrl;
+    // the listeners the controller serves this proxy (Gateways replace the default ones), by kind
+    const served = await this.api<Record<string, Record<string, unknown[]>>>(`/api/v1/served?role=${encodeURIComponent(p.role)}`);
+    const listeners = Object.entries(served[p.role] ?? {}).find(([t]) => t.endsWith('.Listener'))?.[1] ?? [];
+    const ports = listeners
+      .map((l) => listenerPort(l))
+      .filter((l): l is { port: number; tls: boolean } => l !== undefined && l.tls === (port === 'https'))
+      .map((l) => l.port)
+      .sort((a, b) => a - b);
+    const recordedPort = recorded ? Number(new URL(recorded).port) : undefined;
+    if (recorded && recordedPort !== undefined && ports.includes(recordedPort)) return { url: recorded };
+    const first = ports[0];
+    if (first === undefined) throw new CliError(`proxy ${p.namespace}.${p.name} serves no ${port} listener`);
+    const url = `${port}://127.0.0.1:${first}`;
+    const others = ports.length > 1 ? ` (also: ${ports.slice(1).join(', ')})` : '';
+    return { url, note: `the ${port} listener is on port ${first}${others}, from a Gateway: the default one is not served` };
   }
 
   async logs(): Promise<LogSource[]> {
@@ -326,3 +339,14 @@ export class FileBackend implements Backend {
 }
 
 export const CLIENT_VERSION = VERSION;
+
+/** An Envoy listener's port, and whether it terminates TLS (a filter chain with a transport socket). */
+function listenerPort(listener: unknown): { port: number; tls: boolean } | undefined {
+  const l = listener as {
+    address?: { socket_address?: { port_value?: number } };
+    filter_chains?: { transport_socket?: unknown }[];
+  };
+  const port = l.address?.socket_address?.port_value;
+  if (port === undefined) return undefined;
+  return { port, tls: (l.filter_chains ?? []).some((c) => c.transport_socket !== undefined) };
+}

@@ -320,6 +320,7 @@ export function translate(input: TranslateInput): TranslateOutput {
   const proxies = new Map<string, ProxyIR>();
   const conflicted = new Set<string>();
   const named = new Map<VirtualHostIR, Map<string, VirtualHostIR>>();
+  const selectedSomewhere = new Set<VirtualService>();
   for (const gw of gateways) {
     for (const { chain, spec, ir: bound } of gatewayChains.get(gw) ?? []) {
       const ssl = spec.tcpGateway ? false : (spec.ssl ?? false);
@@ -328,6 +329,7 @@ export function translate(input: TranslateInput): TranslateOutput {
         const http = spec.httpGateway ?? {};
         const ns = chain?.source?.namespace ?? gw.metadata.namespace;
         const selected = [...virtualHosts.values()].filter(({ vs }) => httpGatewaySelects(http, ssl, ns, vs));
+        for (const { vs } of selected) selectedSomewhere.add(vs);
         if (selected.length === 0 && options.translateEmptyGateways === false && !chain) {
           const why = 'no listener: no VirtualService selects this Gateway and Settings gateway.translateEmptyGateways is false';
           reporter.warn(sourceOf(gw), 'NotServed', why);
@@ -369,6 +371,13 @@ export function translate(input: TranslateInput): TranslateOutput {
     }
   }
 
+  const userGateways = resources.some(isKind('Gateway'));
+  for (const { vs } of virtualHosts.values()) {
+    if (selectedSomewhere.has(vs)) continue;
+    const which = vs.spec.sslConfig ? 'no Gateway with ssl: true selects it' : 'no Gateway selects it';
+    const why = userGateways ? ' (with Gateway resources, Legate adds no default gateway on :8080 / :8443)' : '';
+    reporter.warn(sourceOf(vs), 'NotServed', `not served: ${which}${why}`);
+  }
   for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
   const reports = withoutRepeats(reporter.reports);
   acceptRouteTables(routeTables, reports, accepted);

@@ -9,7 +9,7 @@ import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
 
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { eventually, freePort } from './harness/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
@@ -163,6 +163,43 @@ spec: {}
 describe('legatectl proxy', () => {
   it('prints the proxy URL', () => {
     expect(gw.ctl('proxy', 'url').stdout.trim()).toBe(`http://127.0.0.1:${gw.ports.http}`);
+  });
+
+  it('with a Gateway on another port: the URL follows it, and the VirtualService no Gateway selects says so in check', async () => {
+    const port = await freePort();
+    gw.write(
+      'gateway.yaml',
+      `
+apiVersion: gateway.solo.io/v1
+kind: Gateway
+metadata: { name: team, namespace: default }
+spec:
+  bindPort: ${port}
+  httpGateway:
+    virtualServiceSelector: { team: none }
+`,
+    );
+    try {
+      const url = await eventually('the URL of the Gateway listener', () => {
+        const r = gw.ctl('proxy', 'url');
+        return r.stdout.trim() === `http://127.0.0.1:${port}` ? r : undefined;
+      });
+      expect(url.stderr).toContain('the default one is not served');
+      const https = gw.ctl('proxy', 'url', '--port', 'https');
+      expect(https.status).not.toBe(0);
+      expect(https.stderr).toContain('serves no https listener');
+      const vs = JSON.parse(gw.ctl('get', 'vs', 'app', '-n', 'default', '-o', 'json').stdout);
+      expect(vs.status.statuses['legate-system']).toMatchObject({ state: 'Warning' });
+      expect(vs.status.statuses['legate-system'].reason).toContain('not served: no Gateway selects it');
+      const check = gw.ctl('check');
+      expect(check.status).not.toBe(0);
+      expect(check.stdout + check.stderr).toContain('not served: no Gateway selects it');
+    } finally {
+      gw.remove('gateway.yaml');
+      await eventually('the default listener back', () =>
+        gw.ctl('proxy', 'url').stdout.trim() === `http://127.0.0.1:${gw.ports.http}` ? true : undefined,
+      );
+    }
   });
 
   it('prints the served config in sections', () => {
