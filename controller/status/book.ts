@@ -56,7 +56,9 @@ export class StatusBook {
     if (!mine.length) return status;
     return {
       state: 'Rejected',
-      reason: mine.map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message.trim()}`).join('; '),
+      reason: mine
+        .map((n) => `Envoy ${n.nodeId} rejected ${n.typeUrl.split('.').pop()} version ${n.version}: ${n.message.trim()}`)
+        .join('; '),
       reportedBy: REPORTER,
     };
   }
