@@ -128,6 +128,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (previous) typed.push(previous);
   }
 
+  const invalidKeys = [...rejectedBySchema.keys()].filter((key) => !input.lastAccepted.has(key)).sort();
   const settings = typed
     .filter(isKind('Settings'))
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
@@ -195,6 +196,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       defaultSslPort: input.options?.defaultSslPort ?? 8443,
       ...(settings?.spec.gloo?.invalidConfigPolicy ? { invalidConfigPolicy: settings.spec.gloo.invalidConfigPolicy } : {}),
       ...gatewaySettings(settings?.spec),
+      // rejected by their schema with nothing accepted in their place: what names them says "rejected", not "not found"
+      ...(invalidKeys.length ? { invalid: invalidKeys } : {}),
     },
   });
   if (settings && ratelimitWarning)

@@ -57,6 +57,10 @@ export interface ResolveContext {
   readonly writeNamespace: string;
   /** Settings gloo.disableKubernetesDestinations */
   readonly disableKubernetesDestinations: boolean;
+  /** Whether this resource is present but rejected by its schema, with no accepted version served in its place. */
+  invalid(kind: KindName, namespace: string, name: string): boolean;
+  /** The nsName()s of the resources of `kind` that invalid() says so of. */
+  invalidKeys(kind: KindName): string[];
   readonly index: ResourceIndex;
   /** This translation's resources of `kind`. */
   ofKind<K extends KindName>(kind: K): Extract<LegateResource, { kind: K }>[];

@@ -10,6 +10,7 @@ import { isValidatedKind, type KindName } from '../api/kinds.js';
 import type { Gateway, LegateResource, VirtualService } from '../api/resources.js';
 import type { GatewaySpec, HttpGateway, InvalidConfigPolicy } from '../api/schemas.js';
 import { isKind, keyOf } from '../api/resources.js';
+import { resourceKey } from '../api/meta.js';
 import type { Route } from '../api/routes.js';
 import {
   checkRouteTable,
@@ -70,6 +71,11 @@ export interface TranslateOptions {
   defaultSslPort?: number;
   /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
   invalidConfigPolicy?: InvalidConfigPolicy;
+  /**
+   * resourceKey()s of resources their schema rejected that have no accepted version to serve: a reference to one is
+   * "rejected", not "not found"
+   */
+  invalid?: readonly string[];
   /** Settings gloo.disableKubernetesDestinations: routes may not name a Service (`kube`) directly */
   disableKubernetesDestinations?: boolean;
   /** Settings gateway.readGatewaysFromAllNamespaces; false: only Gateways in the write namespace (unset: all, Legate's default) */
@@ -178,9 +184,12 @@ export function translate(input: TranslateInput): TranslateOutput {
   let upstreams: UpstreamLookup | undefined;
   // A feature that reads VirtualServices while resolving would make its bindings depend on them.
   let readsVirtualServices = false;
+  const invalid = new Set(options.invalid ?? []);
   const ctx: ResolveContext = {
     writeNamespace: options.writeNamespace,
     disableKubernetesDestinations: options.disableKubernetesDestinations ?? false,
+    invalid: (kind, namespace, name) => invalid.has(resourceKey(kind, namespace, name)),
+    invalidKeys: (kind) => [...invalid].filter((k) => k.startsWith(`${kind}/`)).map((k) => k.slice(kind.length + 1)),
     index: {
       services: byNsName(resources.filter(isKind('Service'))),
       endpoints: byNsName(resources.filter(isKind('Endpoints'))),

@@ -45,7 +45,8 @@ export function graphqlFeature(service: ServiceAddress): Feature {
           const field = route.graphqlApiRef ? 'graphqlApiRef' : 'graphqlSchemaRef';
           const apiNs = ref.namespace ?? site.namespace;
           const key = nsName(apiNs, ref.name);
-          if (apis.rejected.has(key)) {
+          const invalid = ctx.invalid('GraphQLApi', apiNs, ref.name) || ctx.invalid('GraphQLSchema', apiNs, ref.name);
+          if (apis.rejected.has(key) || invalid) {
             sink.problems.push({
               code: 'GraphQLApiRejected',
               message: `${site.where}.${field}: GraphQLApi ${apiNs}.${ref.name} is rejected`,

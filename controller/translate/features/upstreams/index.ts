@@ -12,7 +12,9 @@ export const upstreamsFeature: Feature = {
     const { results, rejected } = ctx.resolveEach(ctx.ofKind('Upstream'), (u) =>
       withOptions(resolveUpstream(u, ctx.index), ctx.upstreamOptions(u)),
     );
-    ctx.publishUpstreams({ resolved: results, rejected });
+    // an Upstream its schema rejects is rejected too, for the routes that name it (not "not found")
+    const invalid = ctx.invalidKeys('Upstream');
+    ctx.publishUpstreams({ resolved: results, rejected: invalid.length ? new Set([...rejected, ...invalid]) : rejected });
     return {};
   },
   render: upstreamsRender,
