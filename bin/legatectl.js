@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 import { ensureSupportedNode } from './node-check.js';
 
-ensureSupportedNode(import.meta.filename);
+await ensureSupportedNode(import.meta.filename);
 await import('../dist/legatectl.js');
