@@ -31,7 +31,7 @@ function pathText(segments: string[]): string {
 }
 
 /** `; did you mean x?` when one known field is a near miss of `key` (case, or a small edit distance). */
-function suggestion(key: string, known: readonly string[]): string {
+export function suggestion(key: string, known: readonly string[]): string {
   let best: string | undefined;
   let bestDistance = Math.max(1, Math.floor(key.length / 3)) + 1;
   for (const candidate of known) {

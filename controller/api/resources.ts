@@ -1,9 +1,10 @@
 // Typed resources: a RawResource whose spec passed its kind's schema (controller/api/kinds.ts).
 // `validateResource` is pure.
 import type { z } from 'zod';
-import { acceptsApiVersion, canonicalApiVersion, isKnownKind, kindInfo, type KindName, type ShapeOf } from './kinds.js';
+import { KIND_NAMES, acceptsApiVersion, canonicalApiVersion, isKnownKind, kindInfo, type KindName, type ShapeOf } from './kinds.js';
 import { resourceKey, type ObjectMeta, type RawResource } from './meta.js';
 import { formatIssues } from './schemas.js';
+import { suggestion } from './issues.js';
 
 interface Typed<K extends KindName, S> {
   readonly kind: K;
@@ -44,7 +45,10 @@ export function keyOf(r: { kind: string; metadata: { namespace: string; name: st
 /** Checks apiVersion, kind and the spec's shape. Never throws: a bad resource yields a reason. */
 export function validateResource(raw: RawResource): ValidationResult {
   const { kind } = raw;
-  if (!isKnownKind(kind)) return { ok: false, reason: `unknown kind ${JSON.stringify(kind)}` };
+  if (!isKnownKind(kind)) {
+    const where = raw.origin ? ` (in ${raw.origin})` : '';
+    return { ok: false, reason: `unknown kind ${JSON.stringify(kind)}${where}${suggestion(kind, KIND_NAMES)}` };
+  }
   if (!acceptsApiVersion(kind, raw.apiVersion)) {
     return {
       ok: false,

@@ -147,6 +147,8 @@ spec: {}
     expect(r.stdout).toMatch(/Found rejected GraphQL API by 'legate-system': default broken-api/);
     expect(r.stdout).toMatch(/config files\.\.\. 1 Errors!/);
     expect(r.stdout).toContain('Found a problem in the config files: VirtualServce default.typo: unknown kind "VirtualServce"');
+    // the file it is in, and the kind meant
+    expect(r.stdout).toMatch(/unknown kind "VirtualServce" \(in more-bad\.yaml#\d+\); did you mean VirtualService\?/);
     expect(r.stdout).not.toContain('No problems detected.');
     expect(gw.ctl('check', '-x', 'graphqlapis,settings,config-files').status).toBe(0);
     gw.remove('more-bad.yaml');
