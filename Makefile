@@ -74,7 +74,9 @@ format: $(NODE_MODULES_STAMP)
 	npx prettier --write --log-level warn .
 	npx eslint --fix .
 
-run: setup
+run:
+	@node scripts/refuse-if-running.mjs
+	$(MAKE) setup
 	node bin/legate.js run --config examples
 
 test: setup typecheck kube-tools jaeger
