@@ -14,11 +14,30 @@ export function isErrorLine(line: string): boolean {
   return /\]\[(error|critical)\]|\[(error|critical)\]/.test(line);
 }
 
-/** The error lines of a log's text (see isErrorLine), each ending in a newline. */
+/** The line `legate run` writes into each component's log when it starts it: this run's part begins after it. */
+export function runStartLine(pid: number): string {
+  return JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: RUN_START, pid }) + '\n';
+}
+
+const RUN_START = 'legate run started: the log of this run begins here';
+
+/** A resource the controller rejected (logged at warn: the gateway itself is fine), as the user needs to see. */
+function isRejection(line: string): boolean {
+  if (!line.startsWith('{')) return false;
+  try {
+    return (JSON.parse(line) as { msg?: unknown }).msg === 'resource rejected';
+  } catch {
+    return false;
+  }
+}
+
+/** The error lines and rejections of the current run's part of a log (see isErrorLine), each ending in a newline. */
 export function errorLines(text: string): string {
-  return text
-    .split('\n')
-    .filter((l) => l && isErrorLine(l))
+  const lines = text.split('\n');
+  const start = lines.findLastIndex((l) => l.includes(RUN_START));
+  return lines
+    .slice(start + 1)
+    .filter((l) => l && (isErrorLine(l) || isRejection(l)))
     .map((l) => l + '\n')
     .join('');
 }

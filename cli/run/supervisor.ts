@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../common/log.js';
+import { runStartLine } from '../ctl/logs.js';
 
 export interface ProcessSpec {
   name: string;
@@ -43,6 +44,8 @@ export class Supervisor {
   start(spec: ProcessSpec): ChildProcess {
     const managed: Managed = { spec, restarts: [], stopping: false, log: this.logPath(spec.name) };
     this.procs.set(spec.name, managed);
+    // logs append across runs: where this run's part begins (legatectl debug logs --errors-only reads from here)
+    fs.appendFileSync(managed.log, runStartLine(process.pid));
     return this.launch(managed);
   }
 
