@@ -13,7 +13,7 @@ import { UsageError, command, type FlagValues } from '../flags.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, processAlive, readRunState, runStatePath, type RunState } from '../paths.js';
 import { Supervisor } from '../run/supervisor.js';
 import { ensureXdsTls, type XdsTlsDirs } from '../run/xds-tls.js';
-import { readValues, type RunValues } from '../run/values.js';
+import { VALUES_FILE, readValues, type RunValues } from '../run/values.js';
 import { DEFAULTS, waitForSignal } from './common.js';
 
 const runFlags = {
@@ -101,7 +101,8 @@ export const runCommand = command({
     const stateDir = path.resolve(flags['state-dir'] ?? defaultStateDir());
     // refuse before touching anything: a second start must not disturb a running instance
     refuseIfRunning(stateDir);
-    await refuseIfPortsTaken(flags);
+    const values = readValues(configDir);
+    await refuseIfPortsTaken(flags, values);
     const logDir = path.join(stateDir, 'logs');
     fs.mkdirSync(logDir, { recursive: true });
     const logger = createLogger('run');
@@ -111,7 +112,7 @@ export const runCommand = command({
       configDir,
       stateDir,
       logDir,
-      values: readValues(configDir),
+      values,
       sup: new Supervisor(logDir, logger),
       ...(xdsTls ? { xdsTls } : {}),
     };
@@ -165,13 +166,18 @@ function refuseIfRunning(stateDir: string): void {
 }
 
 /** Every port this run would listen on must be free; names the flag that moves a taken one. */
-async function refuseIfPortsTaken(flags: RunFlags): Promise<void> {
+async function refuseIfPortsTaken(flags: RunFlags, values: RunValues): Promise<void> {
   const taken: string[] = [];
   for (const [name, spec] of Object.entries(runFlags)) {
     if (spec.type !== 'port' && name !== 'stats-listener-port') continue;
     const port = flags[name as keyof RunFlags] as number;
     if (port === 0) continue;
     if (!(await portFree(port))) taken.push(`${port} (--${name})`);
+  }
+  // the processes of legate.values.yaml (the example apps) listen on their env PORT
+  for (const p of values.processes ?? []) {
+    const port = Number(p.env?.['PORT']);
+    if (Number.isInteger(port) && port > 0 && !(await portFree(port))) taken.push(`${port} (PORT of process ${p.name} in ${VALUES_FILE})`);
   }
   if (taken.length) throw new UsageError(`cannot start: port(s) in use: ${taken.join(', ')}; stop what uses them or choose others`);
 }

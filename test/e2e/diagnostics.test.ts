@@ -2,6 +2,7 @@
 // `legate run` with START_STATS_SERVER set.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -414,6 +415,28 @@ describe('finding and guarding the running instance', () => {
       expect(fs.existsSync(path.join(other, 'run.json'))).toBe(false);
     } finally {
       fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses when a legate.values.yaml process's PORT is taken (the example apps), naming it", async () => {
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-second-'));
+    const config = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-values-'));
+    const busy = net.createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
+    const port = (busy.address() as net.AddressInfo).port;
+    try {
+      fs.writeFileSync(
+        path.join(config, 'legate.values.yaml'),
+        `processes:\n  - name: products\n    command: [node, -e, "setInterval(() => {}, 1000)"]\n    env: { PORT: "${port}" }\n`,
+      );
+      const r = run([LEGATE, 'run', '--config', config, '--state-dir', other, '--http-port', '0', '--admin-port', '0']);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`${port} (PORT of process products in legate.values.yaml)`);
+      expect(fs.existsSync(path.join(other, 'run.json'))).toBe(false);
+    } finally {
+      await new Promise<void>((r) => busy.close(() => r()));
+      fs.rmSync(other, { recursive: true, force: true });
+      fs.rmSync(config, { recursive: true, force: true });
     }
   });
 
