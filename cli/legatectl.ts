@@ -8,9 +8,7 @@ import { VERSION } from '../common/version.js';
 import { KINDS, kindFromUserInput, kindInfo } from '../controller/api/kinds.js';
 import { CliError, FileBackend, pickProxy, type Backend, type ListedResource } from './ctl/backend.js';
 import { EXCLUDE_NAMES, runCheck } from './ctl/check.js';
-import { install, uninstall } from './ctl/install.js';
-import { DEFAULT_INSTALL_NAMESPACE, KubeBackend } from './ctl/kube-backend.js';
-import { defaultKubeconfig } from './ctl/kube-client.js';
+import { DEFAULT_INSTALL_NAMESPACE, defaultKubeconfig } from './ctl/kube-defaults.js';
 import { errorLines } from './ctl/logs.js';
 import { chooseBackend } from './ctl/select.js';
 import { findStateDir, readRunState } from './paths.js';
@@ -68,10 +66,10 @@ const out: Out = (t) => process.stdout.write(t);
  * commands where it names the install namespace, as glooctl's -n does (check, proxy, debug, version);
  * `alsoFileFilter`: with a local `legate run` it filters instead (proxy -n: the proxy's namespace).
  */
-function backendFrom(
+async function backendFrom(
   values: GlobalValues,
   installNamespace?: { flag: string; value: string | undefined; alsoFileFilter?: boolean },
-): Backend {
+): Promise<Backend> {
   const given = (names: readonly [string, string | undefined][]): string[] => names.filter(([, v]) => v).map(([n]) => n);
   const kubeFlags = given([
     ['--kubeconfig', values.kubeconfig],
@@ -103,6 +101,8 @@ function backendFrom(
     }
     return FileBackend.open({ controller: values.controller, stateDir: values['state-dir'] });
   }
+  // loaded only now: the Kubernetes client costs half a second of every command that does not need it
+  const { KubeBackend } = await import('./ctl/kube-backend.js');
   return new KubeBackend({
     kubeconfig: values.kubeconfig,
     context: values['kube-context'],
@@ -124,9 +124,9 @@ async function main(argv: string[]): Promise<number> {
     case 'debug':
       return debug(rest);
     case 'install':
-      return install(rest, out);
+      return (await import('./ctl/install.js')).install(rest, out);
     case 'uninstall':
-      return uninstall(rest, out);
+      return (await import('./ctl/install.js')).uninstall(rest, out);
     case 'version':
       return version(rest);
     case 'validate':
@@ -201,7 +201,7 @@ async function version(args: string[]): Promise<number> {
   if (!['table', 'yaml', 'json'].includes(values.output)) {
     throw new UsageError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
   }
-  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
+  const backend = await backendFrom(values, { flag: '-n', value: values.namespace });
   const server = await serverVersion(backend);
   const kubernetes = backend.mode === 'kubernetes' ? await backend.platformVersion() : undefined;
   const both = { client: VERSION, server: server ?? null, ...(backend.mode === 'kubernetes' ? { kubernetes: kubernetes ?? null } : {}) };
@@ -245,7 +245,7 @@ async function check(args: string[]): Promise<number> {
   );
   for (const x of exclude)
     if (!EXCLUDE_NAMES.includes(x)) throw new CliError(`-x: unknown check ${JSON.stringify(x)}; one of ${EXCLUDE_NAMES.join(', ')}`);
-  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
+  const backend = await backendFrom(values, { flag: '-n', value: values.namespace });
   await warnOnVersionSkew(backend);
   const json = values.output === 'json';
   const report = await runCheck(backend, exclude, VERSION, (line) => {
@@ -335,7 +335,7 @@ async function get(args: string[]): Promise<number> {
   if (!kind) throw new CliError(`get: unknown kind ${JSON.stringify(kindArg)}`);
   if (!['table', 'yaml', 'json'].includes(values.output))
     throw new CliError(`-o: expected table, yaml or json, got ${JSON.stringify(values.output)}`);
-  const backend = backendFrom(values);
+  const backend = await backendFrom(values);
   await warnOnVersionSkew(backend);
   const { items, unavailable } = await backend.resources({ kind, namespace: values.namespace, name });
   // the kind cannot be read at all (the controller or a CRD is missing): say why rather than list nothing
@@ -380,7 +380,7 @@ async function proxy(args: string[]): Promise<number> {
     return sub ? 0 : 1;
   }
   // on a cluster, -n is where the proxy's pods and Service are (its role is <namespace>~<name>)
-  const backend = backendFrom(values, { flag: '-n', value: values.namespace, alsoFileFilter: true });
+  const backend = await backendFrom(values, { flag: '-n', value: values.namespace, alsoFileFilter: true });
   const selector = { namespace: values.namespace, name: values.name };
   await warnOnVersionSkew(backend);
   if (sub === 'url') {
@@ -444,7 +444,7 @@ async function debug(args: string[]): Promise<number> {
     out('Usage: legatectl debug logs [-f FILE] [--errors-only] | legatectl debug yaml [-f FILE]   [-n INSTALL_NAMESPACE]\n');
     return sub ? 0 : 1;
   }
-  const backend = backendFrom(values, { flag: '-n', value: values.namespace });
+  const backend = await backendFrom(values, { flag: '-n', value: values.namespace });
   let text = '';
   let failed = false;
   if (sub === 'logs') {

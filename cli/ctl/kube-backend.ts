@@ -24,7 +24,7 @@ import {
   type Service,
 } from './kube-health.js';
 
-export const DEFAULT_INSTALL_NAMESPACE = 'legate-system';
+export { DEFAULT_INSTALL_NAMESPACE } from './kube-defaults.js';
 
 export interface KubeBackendOptions extends KubeTarget {
   /** where Legate is installed: its Deployments, Pods and Services (-n, --install-namespace) */

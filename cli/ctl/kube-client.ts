@@ -6,10 +6,11 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import os from 'node:os';
-import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { CliError } from './errors.js';
+import { defaultKubeconfig } from './kube-defaults.js';
+
+export { defaultKubeconfig };
 
 export interface KubeTarget {
   /** --kubeconfig */
@@ -52,23 +53,6 @@ export function asKubeStatus(contentType: string, text: string): KubeStatus | un
   } catch {
     return undefined;
   }
-}
-
-function inCluster(): boolean {
-  return Boolean(process.env['KUBERNETES_SERVICE_HOST']) && fs.existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token');
-}
-
-/**
- * The kubeconfig legatectl would use without --kubeconfig, as kubectl finds it: KUBECONFIG, else
- * ~/.kube/config, else the pod's service account; undefined when there is none.
- */
-export function defaultKubeconfig(): string | undefined {
-  const env = process.env['KUBECONFIG'];
-  if (env) return `KUBECONFIG=${env}`;
-  const home = path.join(os.homedir(), '.kube', 'config');
-  if (fs.existsSync(home)) return home;
-  if (inCluster()) return 'in-cluster service account';
-  return undefined;
 }
 
 export class KubeClient {
