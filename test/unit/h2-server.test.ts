@@ -6,7 +6,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
-import { frameHeader, listenH2, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
+import { frameHeader, listenH2, malformedRequest, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
 
 const aborted: string[] = [];
 let server: H2Server;
@@ -179,6 +179,110 @@ describe('h2 server', () => {
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), ...cont])).toBe(11);
     // a frame other than CONTINUATION inside a header block: PROTOCOL_ERROR
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), frame(6, 0, 0, Buffer.alloc(8))])).toBe(1);
+  });
+
+  /** Sends raw frames after the preface; the RST_STREAM and GOAWAY frames answered within `ms`, as [type, stream, code]. */
+  async function errorsFor(frames: Buffer[], ms = 150): Promise<[number, number, number][]> {
+    const sock = net.connect(server.port, '127.0.0.1');
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    sock.on('error', () => undefined);
+    sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames]));
+    await new Promise((r) => setTimeout(r, ms));
+    sock.destroy();
+    const all = Buffer.concat(got);
+    const out: [number, number, number][] = [];
+    for (let off = 0; off + 9 <= all.length; off += 9 + all.readUIntBE(off, 3)) {
+      const type = all[off + 3]!;
+      if (type === 3) out.push([3, all.readUInt32BE(off + 5), all.readUInt32BE(off + 9)]);
+      if (type === 7) out.push([7, 0, all.readUInt32BE(off + 9 + 4)]);
+    }
+    return out;
+  }
+  const request = (path: string, extra: [string, string][] = []): Buffer =>
+    encodeHeaders([[':method', 'POST'], [':scheme', 'http'], [':path', path], [':authority', 'x'], ...extra]);
+
+  it('refuses malformed requests per stream (RFC 9113 8.1.1, 8.2, 8.3)', async () => {
+    const ok: [string, string][] = [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/a'],
+      ['te', 'trailers'],
+    ];
+    expect(malformedRequest(ok, false)).toBeUndefined();
+    expect(malformedRequest([['x-a', '1']], true)).toBeUndefined();
+    const bad: [[string, string][], boolean][] = [
+      [[...ok, ['X-Upper', '1']], false],
+      [[...ok, [':status', '200']], false],
+      [[...ok, [':foo', 'x']], false],
+      [
+        [
+          [':method', 'POST'],
+          ['x-a', '1'],
+          [':scheme', 'http'],
+          [':path', '/a'],
+        ],
+        false,
+      ],
+      [[...ok, ['connection', 'close']], false],
+      [[...ok, ['te', 'gzip']], false],
+      [
+        [
+          [':method', 'POST'],
+          [':scheme', 'http'],
+          [':path', ''],
+        ],
+        false,
+      ],
+      [
+        [
+          [':method', 'POST'],
+          [':path', '/a'],
+        ],
+        false,
+      ],
+      [[...ok, [':path', '/b']], false],
+      [[...ok, ['content-length', 'abc']], false],
+      [[[':path', '/a']], true],
+    ];
+    for (const [fields, trailers] of bad) expect(malformedRequest(fields, trailers), JSON.stringify(fields)).toBeDefined();
+    // on the wire: RST_STREAM PROTOCOL_ERROR for that stream, the connection goes on (the next stream is answered)
+    const errors = await errorsFor([
+      frame(1, 0x5, 1, request('/echo', [['X-Upper', '1']])),
+      frame(1, 0x5, 3, request('/echo', [['content-length', '4']])),
+      frame(1, 0x5, 5, request('/refuse')),
+    ]);
+    expect(errors).toEqual([
+      [3, 1, 1],
+      [3, 3, 1],
+    ]);
+  });
+
+  it('follows the stream states (RFC 9113 5.1)', async () => {
+    // WINDOW_UPDATE on an idle stream, a stream id lower than a previous one: connection errors
+    expect(await goawayCodeFor([frame(8, 0, 1, Buffer.from([0, 0, 0, 1]))])).toBe(1);
+    expect(await goawayCodeFor([frame(1, 0x5, 5, request('/refuse')), frame(1, 0x5, 3, request('/refuse'))])).toBe(1);
+    // DATA on a closed stream: STREAM_CLOSED; HEADERS depending on itself: PROTOCOL_ERROR; a zero WINDOW_UPDATE on a
+    // stream answered before its request ended: PROTOCOL_ERROR
+    const selfDep = Buffer.concat([Buffer.from([0, 0, 0, 3, 16]), request('/refuse')]);
+    const errors = await errorsFor([
+      frame(1, 0x5, 1, request('/refuse')),
+      frame(0, 0x1, 1, Buffer.from('late')),
+      frame(1, 0x25, 3, selfDep),
+      frame(1, 0x4, 5, request('/refuse')),
+      frame(8, 0, 5, Buffer.from([0, 0, 0, 0])),
+    ]);
+    expect(errors).toEqual([
+      [3, 1, 5],
+      [3, 3, 1],
+      [3, 5, 1],
+    ]);
+  });
+
+  it('advertises 100 concurrent streams and refuses the 101st with REFUSED_STREAM', async () => {
+    // requests whose body never ends stay open
+    const open = Array.from({ length: 101 }, (_, i) => frame(1, 0x4, 1 + 2 * i, request('/echo')));
+    expect(await errorsFor(open, 300)).toEqual([[3, 201, 7]]);
   });
 
   it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {

@@ -68,6 +68,48 @@ const MAX_HEADER_BLOCK = 64 * 1024;
  * as data is consumed. */
 const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
 const CONNECTION_TOP_UP = 64 * 1024 * 1024;
+/** how many closed streams the connection remembers, to tell frames in flight from frames on a closed stream */
+const CLOSED_REMEMBERED = 1024;
+/** the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it) */
+const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
+/** connection-specific fields, malformed in HTTP/2 (RFC 9113 8.2.2) */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** How a stream that is no longer open ended (RFC 9113 5.1 closed state): which frames on it are in flight. */
+const enum Closed {
+  /** both sides sent END_STREAM */
+  ENDED,
+  /** we sent RST_STREAM: what the peer sent before it arrived is dropped */
+  RESET_BY_US,
+  /** the peer sent RST_STREAM: it must send nothing more */
+  RESET_BY_PEER,
+}
+
+/** Why a request header block is malformed (RFC 9113 8.1.1, 8.2, 8.3), or undefined. */
+export function malformedRequest(fields: [string, string][], trailers: boolean): string | undefined {
+  let regular = false;
+  const seen = new Set<string>();
+  for (const [name, value] of fields) {
+    if (name.length === 0) return 'an empty field name';
+    if (/[A-Z]/.test(name)) return `an uppercase field name (${name})`;
+    if (name.startsWith(':')) {
+      if (trailers) return `a pseudo-header in trailers (${name})`;
+      if (regular) return `a pseudo-header after a regular field (${name})`;
+      if (!REQUEST_PSEUDO.has(name)) return `pseudo-header ${name} is not a request's`;
+      if (seen.has(name)) return `a duplicate ${name}`;
+      seen.add(name);
+      continue;
+    }
+    regular = true;
+    if (CONNECTION_SPECIFIC.has(name)) return `a connection-specific field (${name})`;
+    if (name === 'te' && value !== 'trailers') return 'te other than trailers';
+    if (name === 'content-length' && !/^[0-9]+$/.test(value)) return 'a content-length that is not a number';
+  }
+  if (trailers) return undefined;
+  for (const required of [':method', ':scheme', ':path']) if (!seen.has(required)) return `no ${required}`;
+  for (const [name, value] of fields) if (name === ':path' && value === '') return 'an empty :path';
+  return undefined;
+}
 
 /** What a stream's owner is told. */
 export interface H2StreamHandler {
@@ -79,7 +121,11 @@ export interface H2StreamHandler {
   onAbort?(): void;
 }
 
+/** streams a client may have open at once (advertised; one more is refused with REFUSED_STREAM) */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 100;
+
 export interface H2ServerOptions {
+  /** advertised and enforced: a stream over it is refused (REFUSED_STREAM); default DEFAULT_MAX_CONCURRENT_STREAMS */
   maxConcurrentStreams?: number;
   /** A new stream, its headers decoded. Returns its handler, or answers it at once and returns undefined. */
   onStream(stream: H2ServerStream): H2StreamHandler | undefined;
@@ -110,6 +156,10 @@ export class H2ServerStream {
   sendWindow: number;
   /** @internal DATA bytes received */
   received = 0;
+  /** @internal the request's content-length, checked against the DATA received (RFC 9113 8.1.1) */
+  contentLength: number | undefined;
+  /** @internal DATA payload bytes received, padding excluded */
+  bodyBytes = 0;
 
   constructor(
     readonly id: number,
@@ -172,9 +222,13 @@ class Connection {
   private prefaceSeen = false;
   private readonly decoder = new HpackDecoder(4096);
   private readonly streams = new Map<number, H2ServerStream>();
+  /** streams answered before the client ended its request (half-closed local): they still count as open */
+  private readonly answered = new Map<number, H2ServerStream>();
+  /** recently closed streams and how they closed, oldest first */
+  private readonly closedStreams = new Map<number, Closed>();
   private lastStreamId = 0;
   /** a header block in progress: HEADERS without END_HEADERS, waiting for CONTINUATION */
-  private headerBlock: { streamId: number; parts: Buffer[]; length: number; endStream: boolean } | undefined;
+  private headerBlock: { streamId: number; parts: Buffer[]; length: number; endStream: boolean; selfDependent: boolean } | undefined;
   private out: Buffer[] = [];
   private flushScheduled = false;
   private inDataHandler = false;
@@ -291,6 +345,7 @@ class Connection {
       case FrameType.PRIORITY:
         if (streamId === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
         if (payload.length !== 5) this.resetId(streamId, H2Error.FRAME_SIZE_ERROR);
+        else if ((payload.readUInt32BE(0) & 0x7fffffff) === streamId) this.streamError(streamId, H2Error.PROTOCOL_ERROR);
         return;
       case FrameType.RST_STREAM:
         return this.onRstStream(streamId, payload);
@@ -337,7 +392,22 @@ class Connection {
     const stream = this.streams.get(streamId);
     if (!stream) {
       if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'DATA on an idle stream');
-      return; // a stream we finished or reset: what was in flight is dropped
+      const answered = this.answered.get(streamId);
+      if (answered) {
+        // the answer is out: the rest of the body is dropped (bounded by the stream's receive window, never
+        // topped up), still checked against its content-length; END_STREAM closes the stream
+        answered.received += payload.length;
+        answered.bodyBytes += data.length;
+        const declared = answered.contentLength;
+        if (answered.received > STREAM_RECEIVE_WINDOW) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.FLOW_CONTROL_ERROR);
+        else if (declared !== undefined && (answered.bodyBytes > declared || (flags & END_STREAM && answered.bodyBytes !== declared)))
+          this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.PROTOCOL_ERROR);
+        else if (flags & END_STREAM) this.closeAnswered(answered, Closed.ENDED);
+        return;
+      }
+      // in flight when we reset it: dropped; otherwise the stream is closed (RFC 9113 6.1)
+      if (this.closedStreams.get(streamId) !== Closed.RESET_BY_US) this.streamError(streamId, H2Error.STREAM_CLOSED);
+      return;
     }
     if (stream.remoteEnded) {
       this.resetStream(stream, H2Error.STREAM_CLOSED, true);
@@ -348,6 +418,12 @@ class Connection {
       this.resetStream(stream, H2Error.FLOW_CONTROL_ERROR, true);
       return;
     }
+    stream.bodyBytes += data.length;
+    const declared = stream.contentLength;
+    if (declared !== undefined && (stream.bodyBytes > declared || (flags & END_STREAM && stream.bodyBytes !== declared))) {
+      this.resetStream(stream, H2Error.PROTOCOL_ERROR, true);
+      return;
+    }
     if (data.length) stream.handler?.onData(data);
     if (flags & END_STREAM && !stream.closed) this.remoteEnd(stream);
   }
@@ -355,12 +431,15 @@ class Connection {
   private onHeadersFrame(flags: number, streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'HEADERS on stream 0');
     let block = this.unpad(flags, payload);
+    let selfDependent = false;
     if (flags & PRIORITY_FLAG) {
       if (block.length < 5) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'HEADERS too short for its priority');
+      selfDependent = (block.readUInt32BE(0) & 0x7fffffff) === streamId;
       block = block.subarray(5);
     }
-    if (flags & END_HEADERS) this.onHeaderBlock(streamId, block, (flags & END_STREAM) !== 0);
-    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, endStream: (flags & END_STREAM) !== 0 };
+    const endStream = (flags & END_STREAM) !== 0;
+    if (flags & END_HEADERS) this.onHeaderBlock(streamId, block, endStream, selfDependent);
+    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, endStream, selfDependent };
   }
 
   private onContinuation(flags: number, streamId: number, payload: Buffer): void {
@@ -371,11 +450,11 @@ class Connection {
     hb.parts.push(Buffer.from(payload));
     if (flags & END_HEADERS) {
       this.headerBlock = undefined;
-      this.onHeaderBlock(streamId, Buffer.concat(hb.parts, hb.length), hb.endStream);
+      this.onHeaderBlock(streamId, Buffer.concat(hb.parts, hb.length), hb.endStream, hb.selfDependent);
     }
   }
 
-  private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean): void {
+  private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean, selfDependent: boolean): void {
     // decoded whatever becomes of the stream: the HPACK table must follow every block
     const fields: [string, string][] = [];
     try {
@@ -386,23 +465,37 @@ class Connection {
     }
     const existing = this.streams.get(streamId);
     if (existing) {
-      // trailers from the client: they must end the stream
-      if (!endStream || existing.remoteEnded) {
+      // trailers from the client: they must end the stream, and carry no pseudo-header
+      if (existing.remoteEnded) this.resetStream(existing, H2Error.STREAM_CLOSED, true);
+      else if (!endStream || malformedRequest(fields, true) || selfDependent) this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
+      else if (existing.contentLength !== undefined && existing.bodyBytes !== existing.contentLength)
         this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
-        return;
-      }
-      this.remoteEnd(existing);
+      else this.remoteEnd(existing);
+      return;
+    }
+    const answered = this.answered.get(streamId);
+    if (answered) {
+      const bad = !endStream || malformedRequest(fields, true) !== undefined || selfDependent;
+      this.closeAnswered(answered, bad ? Closed.RESET_BY_US : Closed.ENDED, bad ? H2Error.PROTOCOL_ERROR : undefined);
       return;
     }
     if (streamId % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'a client stream with an even id');
-    if (streamId <= this.lastStreamId) return; // trailers of a stream we already finished or reset
+    if (streamId <= this.lastStreamId) {
+      const how = this.closedStreams.get(streamId);
+      if (how === Closed.RESET_BY_US) return; // in flight when we reset it
+      if (how === Closed.RESET_BY_PEER) return this.streamError(streamId, H2Error.STREAM_CLOSED);
+      if (how === Closed.ENDED) throw new ConnectionError(H2Error.STREAM_CLOSED, 'HEADERS on a closed stream');
+      throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'a stream id lower than a previous one');
+    }
     this.lastStreamId = streamId;
     if (this.goingAway) return; // after our GOAWAY new streams are ignored (the client retries them elsewhere)
-    if (this.streams.size >= this.maxStreams) {
-      this.resetId(streamId, H2Error.REFUSED_STREAM);
-      return;
-    }
+    if (selfDependent || malformedRequest(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
+    if (this.streams.size + this.answered.size >= this.maxStreams) return this.streamError(streamId, H2Error.REFUSED_STREAM);
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
+    const cl = stream.header('content-length');
+    if (cl !== undefined) stream.contentLength = Number(cl);
+    if (endStream && stream.contentLength !== undefined && stream.contentLength !== 0)
+      return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
     this.streams.set(streamId, stream);
     // a request without a body is complete already: an answer from onStream must not reset it
     if (endStream) stream.remoteEnded = true;
@@ -420,7 +513,12 @@ class Connection {
     if (payload.length !== 4) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
     if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
     const stream = this.streams.get(streamId);
-    if (stream) this.resetStream(stream, H2Error.CANCEL, false);
+    if (stream) {
+      this.resetStream(stream, H2Error.CANCEL, false);
+      return;
+    }
+    const answered = this.answered.get(streamId);
+    if (answered) this.closeAnswered(answered, Closed.RESET_BY_PEER);
   }
 
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
@@ -458,8 +556,17 @@ class Connection {
       this.connSendWindow += inc;
       if (this.connSendWindow > MAX_WINDOW) throw new ConnectionError(H2Error.FLOW_CONTROL_ERROR, 'connection window overflow');
     } else {
+      if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      const answered = this.answered.get(streamId);
+      if (answered) {
+        // nothing more to send on it, but the update must still be valid (RFC 9113 6.9, 6.9.1)
+        answered.sendWindow += inc;
+        if (inc === 0) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.PROTOCOL_ERROR);
+        else if (answered.sendWindow > MAX_WINDOW) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.FLOW_CONTROL_ERROR);
+        return;
+      }
       const stream = this.streams.get(streamId);
-      if (!stream) return;
+      if (!stream) return; // closed: updates in flight are allowed
       if (inc === 0) {
         this.resetStream(stream, H2Error.PROTOCOL_ERROR, true);
         return;
@@ -597,8 +704,11 @@ class Connection {
     stream.closed = true;
     this.streams.delete(stream.id);
     this.blocked.delete(stream);
-    // answered before the client finished its request: ask it to stop sending, without error (RFC 9113 8.1)
-    if (!stream.remoteEnded) this.resetId(stream.id, H2Error.NO_ERROR);
+    // answered before the client finished its request: half-closed (local) until its END_STREAM or a reset
+    // (RFC 9113 8.1: we could ask it to stop with RST_STREAM NO_ERROR, but then could not tell its frames in
+    // flight from frames on a closed stream); it still counts against the concurrent streams
+    if (!stream.remoteEnded) this.answered.set(stream.id, stream);
+    else this.rememberClosed(stream.id, Closed.ENDED);
     if (this.goingAway && this.streams.size === 0) {
       this.flush();
       this.socket.end();
@@ -610,8 +720,29 @@ class Connection {
     if (send) this.resetId(stream.id, code);
     stream.remoteEnded = true; // no second reset from closeStream
     this.closeStream(stream);
+    this.rememberClosed(stream.id, send ? Closed.RESET_BY_US : Closed.RESET_BY_PEER);
     stream.pending = undefined;
     stream.handler?.onAbort?.();
+  }
+
+  /** A stream error on a stream that is not open (a refused or malformed one, or a frame on a closed one). */
+  private streamError(streamId: number, code: number): void {
+    this.resetId(streamId, code);
+    this.rememberClosed(streamId, Closed.RESET_BY_US);
+  }
+
+  /** A stream answered early leaves the half-closed (local) state: END_STREAM, or a reset by either side. */
+  private closeAnswered(stream: H2ServerStream, how: Closed, code?: number): void {
+    this.answered.delete(stream.id);
+    if (code !== undefined) this.resetId(stream.id, code);
+    this.rememberClosed(stream.id, how);
+  }
+
+  private rememberClosed(streamId: number, how: Closed): void {
+    const closed = this.closedStreams;
+    closed.delete(streamId);
+    closed.set(streamId, how);
+    if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.keys().next().value!);
   }
 
   private resetId(streamId: number, code: number): void {
@@ -644,6 +775,7 @@ class Connection {
   private abortAll(): void {
     const open = [...this.streams.values()];
     this.streams.clear();
+    this.answered.clear();
     this.blocked.clear();
     for (const s of open) {
       s.closed = true;
@@ -662,7 +794,7 @@ class Connection {
 /** Listens for HTTP/2 connections with prior knowledge; every stream goes to options.onStream. */
 export function listenH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {
   const connections = new Set<Connection>();
-  const maxStreams = options.maxConcurrentStreams ?? 100_000;
+  const maxStreams = options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
   const server = net.createServer((socket) => {
     connections.add(new Connection(socket, options, maxStreams, (c) => connections.delete(c)));
   });
