@@ -6,7 +6,15 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
-import { frameHeader, listenH2, malformedRequest, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
+import {
+  frameHeader,
+  limitHits,
+  listenH2,
+  malformedRequest,
+  type H2Limits,
+  type H2Server,
+  type H2ServerStream,
+} from '../../extensions/common/h2/server.js';
 
 const aborted: string[] = [];
 let server: H2Server;
@@ -182,20 +190,24 @@ describe('h2 server', () => {
   });
 
   /** Sends raw frames after the preface; the RST_STREAM and GOAWAY frames answered within `ms`, as [type, stream, code]. */
-  async function errorsFor(frames: Buffer[], ms = 150): Promise<[number, number, number][]> {
-    const sock = net.connect(server.port, '127.0.0.1');
+  async function errorsFor(frames: Buffer[], ms = 150, port = server.port, preface = true): Promise<[number, number, number][]> {
+    const sock = net.connect(port, '127.0.0.1');
     const got: Buffer[] = [];
     sock.on('data', (d: Buffer) => got.push(d));
     sock.on('error', () => undefined);
-    sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames]));
+    if (preface) sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames]));
+    let closed = false;
+    sock.on('close', () => (closed = true));
     await new Promise((r) => setTimeout(r, ms));
     sock.destroy();
+    if (closed) got.push(frameHeader(0, 255, 0, 0)); // the server closed the connection: a marker frame of type 255
     const all = Buffer.concat(got);
     const out: [number, number, number][] = [];
     for (let off = 0; off + 9 <= all.length; off += 9 + all.readUIntBE(off, 3)) {
       const type = all[off + 3]!;
       if (type === 3) out.push([3, all.readUInt32BE(off + 5), all.readUInt32BE(off + 9)]);
       if (type === 7) out.push([7, 0, all.readUInt32BE(off + 9 + 4)]);
+      if (type === 255) out.push([255, 0, 0]);
     }
     return out;
   }
@@ -283,6 +295,84 @@ describe('h2 server', () => {
     // requests whose body never ends stay open
     const open = Array.from({ length: 101 }, (_, i) => frame(1, 0x4, 1 + 2 * i, request('/echo')));
     expect(await errorsFor(open, 300)).toEqual([[3, 201, 7]]);
+  });
+
+  /** errorsFor on a server with these limits; the limits' hits counted meanwhile */
+  async function withLimits(limits: Partial<H2Limits>, frames: Buffer[], ms = 300, preface = true) {
+    const s2 = await listenH2('127.0.0.1', 0, { onStream: serve, onError: () => undefined, limits });
+    const before = { ...limitHits };
+    const errors = await errorsFor(frames, ms, s2.port, preface);
+    await s2.stop(100);
+    const hits = Object.fromEntries(
+      Object.entries(limitHits).flatMap(([k, n]) =>
+        n > before[k as keyof typeof before] ? [[k, n - before[k as keyof typeof before]]] : [],
+      ),
+    );
+    return { errors, hits };
+  }
+
+  it('stops a rapid reset flood, SETTINGS, PING and empty DATA floods with GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const resets = Array.from({ length: 6 }, (_, i) => [
+      frame(1, 0x4, 1 + 2 * i, request('/echo')),
+      frame(3, 0, 1 + 2 * i, Buffer.from([0, 0, 0, 8])),
+    ]).flat();
+    expect(await withLimits({ rapidResets: 5 }, resets)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { rapid_reset: 1 },
+    });
+    const settings = Array.from({ length: 5 }, () => frame(4, 0, 0, Buffer.alloc(0)));
+    expect(await withLimits({ settings: 5 }, settings)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { settings_flood: 1 },
+    });
+    const pings = Array.from({ length: 6 }, () => frame(6, 0, 0, Buffer.alloc(8)));
+    expect(await withLimits({ pings: 5 }, pings)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { ping_flood: 1 },
+    });
+    const empty = [frame(1, 0x4, 1, request('/echo')), ...Array.from({ length: 6 }, () => frame(0, 0, 1, Buffer.alloc(0)))];
+    expect(await withLimits({ emptyFrames: 5 }, empty)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { empty_frames: 1 },
+    });
+    // under the limits nothing happens
+    const fewEmpty = [frame(1, 0x4, 13, request('/echo')), ...Array.from({ length: 6 }, () => frame(0, 0, 13, Buffer.alloc(0)))];
+    expect((await withLimits({}, [...resets, ...settings, ...pings, ...fewEmpty])).errors).toEqual([]);
+  });
+
+  it('bounds the request bodies a connection holds: the stream over the budget is reset', async () => {
+    const bodies = [
+      frame(1, 0x4, 1, request('/echo')),
+      frame(0, 0, 1, Buffer.alloc(600)),
+      frame(1, 0x4, 3, request('/echo')),
+      frame(0, 0, 3, Buffer.alloc(600)),
+    ];
+    expect(await withLimits({ connectionBodyBytes: 1000 }, bodies)).toEqual({ errors: [[3, 3, 11]], hits: { connection_body: 1 } });
+  });
+
+  it('closes a connection without a preface, and an idle one with GOAWAY NO_ERROR', async () => {
+    expect(await withLimits({ prefaceTimeoutMs: 50 }, [], 300, false)).toEqual({ errors: [[255, 0, 0]], hits: { preface_timeout: 1 } });
+    expect(await withLimits({ idleTimeoutMs: 100 }, [], 400)).toEqual({
+      errors: [
+        [7, 0, 0],
+        [255, 0, 0],
+      ],
+      hits: { idle_timeout: 1 },
+    });
+    // a stream open keeps it
+    expect((await withLimits({ idleTimeoutMs: 100 }, [frame(1, 0x4, 1, request('/echo'))], 400)).errors).toEqual([]);
   });
 
   it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {

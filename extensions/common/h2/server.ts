@@ -124,9 +124,56 @@ export interface H2StreamHandler {
 /** streams a client may have open at once (advertised; one more is refused with REFUSED_STREAM) */
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 100;
 
+/** What a client may do to one connection before it is stopped; each has a safe default (DEFAULT_LIMITS). */
+export interface H2Limits {
+  /** streams the client resets before any answer, per floodWindowMs: more is the "rapid reset" attack (GOAWAY ENHANCE_YOUR_CALM) */
+  rapidResets: number;
+  /** SETTINGS frames (not ACKs) per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  settings: number;
+  /** PING frames (not ACKs) per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  pings: number;
+  /** DATA frames with no payload and no END_STREAM, per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  emptyFrames: number;
+  floodWindowMs: number;
+  /** request body bytes held for the streams not yet answered, all streams of the connection together: the stream
+   * that goes over is reset with ENHANCE_YOUR_CALM (each stream is also bounded by its receive window, 8 MiB) */
+  connectionBodyBytes: number;
+  /** time for the client preface after the connection opens (then closed) */
+  prefaceTimeoutMs: number;
+  /** time with no stream open and nothing received (then GOAWAY NO_ERROR and closed); 0: none */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: H2Limits = {
+  rapidResets: 1000,
+  settings: 100,
+  pings: 100,
+  emptyFrames: 1000,
+  floodWindowMs: 10_000,
+  connectionBodyBytes: 64 * 1024 * 1024,
+  prefaceTimeoutMs: 10_000,
+  idleTimeoutMs: 10 * 60_000,
+};
+
+export type H2Limit =
+  'rapid_reset' | 'settings_flood' | 'ping_flood' | 'empty_frames' | 'connection_body' | 'preface_timeout' | 'idle_timeout';
+
+/** How often each limit stopped a client in this process (the services export them as a metric). */
+export const limitHits: Record<H2Limit, number> = {
+  rapid_reset: 0,
+  settings_flood: 0,
+  ping_flood: 0,
+  empty_frames: 0,
+  connection_body: 0,
+  preface_timeout: 0,
+  idle_timeout: 0,
+};
+
 export interface H2ServerOptions {
   /** advertised and enforced: a stream over it is refused (REFUSED_STREAM); default DEFAULT_MAX_CONCURRENT_STREAMS */
   maxConcurrentStreams?: number;
+  /** abuse limits (each defaults to DEFAULT_LIMITS') */
+  limits?: Partial<H2Limits>;
   /** A new stream, its headers decoded. Returns its handler, or answers it at once and returns undefined. */
   onStream(stream: H2ServerStream): H2StreamHandler | undefined;
   /** a connection or server failure worth logging (never a client that went away) */
@@ -160,6 +207,8 @@ export class H2ServerStream {
   contentLength: number | undefined;
   /** @internal DATA payload bytes received, padding excluded */
   bodyBytes = 0;
+  /** @internal of those, what was handed to the owner while the stream was open (counted in the connection's budget) */
+  held = 0;
 
   constructor(
     readonly id: number,
@@ -202,6 +251,7 @@ class ConnectionError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly limit?: H2Limit,
   ) {
     super(message);
   }
@@ -242,14 +292,22 @@ class Connection {
   private readonly blocked = new Set<H2ServerStream>();
   private goingAway = false;
   private closed = false;
+  /** frames counted against the flood limits in the current window */
+  private flood = { start: 0, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
+  /** request body bytes delivered to the streams not yet answered */
+  private heldBody = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private lastActivity = Date.now();
 
   constructor(
     private readonly socket: net.Socket,
     private readonly options: H2ServerOptions,
     private readonly maxStreams: number,
+    private readonly limits: H2Limits,
     private readonly onClosed: (c: Connection) => void,
   ) {
     socket.setNoDelay(true);
+    this.timer = setTimeout(() => this.onTimer(), limits.prefaceTimeoutMs).unref();
     // our SETTINGS first (a server may send them before the client's preface), and the connection window opened
     const settings: [number, number][] = [
       [SETTINGS_MAX_CONCURRENT_STREAMS, maxStreams],
@@ -283,16 +341,48 @@ class Connection {
     this.socket.destroy();
   }
 
+  /** The preface timeout, then the idle check. */
+  private onTimer(): void {
+    this.timer = undefined;
+    if (this.closed) return;
+    if (!this.prefaceSeen) {
+      limitHits.preface_timeout++;
+      this.socket.destroy();
+      return;
+    }
+    const idle = this.limits.idleTimeoutMs;
+    if (!idle) return;
+    const quiet = Date.now() - this.lastActivity;
+    if (this.streams.size === 0 && this.answered.size === 0 && quiet >= idle) {
+      limitHits.idle_timeout++;
+      this.shutdown();
+      return;
+    }
+    this.timer = setTimeout(() => this.onTimer(), Math.max(idle - quiet, 1000)).unref();
+  }
+
+  /** Counts a frame against a flood limit; over it, the connection is stopped. */
+  private count(kind: 'rapidResets' | 'settings' | 'pings' | 'emptyFrames', limit: H2Limit): void {
+    const now = Date.now();
+    const f = this.flood;
+    if (now - f.start >= this.limits.floodWindowMs) this.flood = { start: now, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
+    if (++this.flood[kind] > this.limits[kind])
+      throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, `too many ${limit.replace('_', ' ')}`, limit);
+  }
+
   // ---- reading
 
   private onSocketData(chunk: Buffer): void {
+    this.lastActivity = Date.now();
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     this.inDataHandler = true;
     try {
       this.parse();
     } catch (err) {
-      if (err instanceof ConnectionError) this.fail(err.code, err.message);
-      else {
+      if (err instanceof ConnectionError) {
+        if (err.limit) limitHits[err.limit]++;
+        this.fail(err.code, err.message);
+      } else {
         this.options.onError('http2 connection', err);
         this.fail(H2Error.INTERNAL_ERROR, 'internal error');
       }
@@ -315,6 +405,8 @@ class Connection {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'not an HTTP/2 client preface');
       this.prefaceSeen = true;
       off = PREFACE.length;
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = this.limits.idleTimeoutMs ? setTimeout(() => this.onTimer(), this.limits.idleTimeoutMs).unref() : undefined;
     }
     while (!this.closed && buf.length - off >= 9) {
       const length = buf.readUIntBE(off, 3);
@@ -356,6 +448,7 @@ class Connection {
       case FrameType.PING:
         if (streamId !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'PING on a stream');
         if (payload.length !== 8) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
+        if (!(flags & ACK)) this.count('pings', 'ping_flood');
         if (!(flags & ACK)) this.queue(frameHeader(8, FrameType.PING, ACK, 0), Buffer.from(payload));
         return;
       case FrameType.GOAWAY:
@@ -413,6 +506,7 @@ class Connection {
       this.resetStream(stream, H2Error.STREAM_CLOSED, true);
       return;
     }
+    if (payload.length === 0 && !(flags & END_STREAM)) this.count('emptyFrames', 'empty_frames');
     stream.received += payload.length;
     if (stream.received > STREAM_RECEIVE_WINDOW) {
       this.resetStream(stream, H2Error.FLOW_CONTROL_ERROR, true);
@@ -424,7 +518,16 @@ class Connection {
       this.resetStream(stream, H2Error.PROTOCOL_ERROR, true);
       return;
     }
-    if (data.length) stream.handler?.onData(data);
+    if (this.heldBody + data.length > this.limits.connectionBodyBytes) {
+      limitHits.connection_body++;
+      this.resetStream(stream, H2Error.ENHANCE_YOUR_CALM, true);
+      return;
+    }
+    if (data.length) {
+      stream.held += data.length;
+      this.heldBody += data.length;
+      stream.handler?.onData(data);
+    }
     if (flags & END_STREAM && !stream.closed) this.remoteEnd(stream);
   }
 
@@ -514,6 +617,7 @@ class Connection {
     if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
     const stream = this.streams.get(streamId);
     if (stream) {
+      if (!stream.headersSent) this.count('rapidResets', 'rapid_reset');
       this.resetStream(stream, H2Error.CANCEL, false);
       return;
     }
@@ -528,6 +632,7 @@ class Connection {
       return;
     }
     if (payload.length % 6) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
+    this.count('settings', 'settings_flood');
     for (let i = 0; i < payload.length; i += 6) {
       const id = payload.readUInt16BE(i);
       const value = payload.readUInt32BE(i + 2);
@@ -702,6 +807,8 @@ class Connection {
   private closeStream(stream: H2ServerStream): void {
     if (stream.closed) return;
     stream.closed = true;
+    this.heldBody -= stream.held;
+    stream.held = 0;
     this.streams.delete(stream.id);
     this.blocked.delete(stream);
     // answered before the client finished its request: half-closed (local) until its END_STREAM or a reset
@@ -786,6 +893,7 @@ class Connection {
 
   private onSocketClose(): void {
     this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
     this.abortAll();
     this.onClosed(this);
   }
@@ -795,8 +903,9 @@ class Connection {
 export function listenH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {
   const connections = new Set<Connection>();
   const maxStreams = options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const server = net.createServer((socket) => {
-    connections.add(new Connection(socket, options, maxStreams, (c) => connections.delete(c)));
+    connections.add(new Connection(socket, options, maxStreams, limits, (c) => connections.delete(c)));
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
