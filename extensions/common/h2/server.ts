@@ -12,7 +12,9 @@
 // the windows allow), HEADERS with CONTINUATION, padding and priority, DATA, PRIORITY (ignored), HPACK
 // (extensions/common/h2/hpack.ts). What it leaves out: TLS and h2c upgrade (Envoy connects with prior
 // knowledge), server push, stream priorities. Connection errors answer GOAWAY with the RFC's code and
-// close; stream errors RST_STREAM.
+// close; stream errors RST_STREAM. Malformed requests (8.1.1, 8.2, 8.3) are reset before the owner sees
+// them, the 5.1 stream states are kept, and H2Limits bounds what one client may do (h2spec passes: see
+// test/e2e/h2spec.test.ts and docs/architecture.md).
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { HpackDecoder, HpackError } from './hpack.js';
