@@ -183,7 +183,7 @@ describe('h2 server', () => {
     // a frame larger than the 16 KiB we accept: FRAME_SIZE_ERROR
     expect(await goawayCodeFor([frame(0, 0, 1, Buffer.alloc(20_000))])).toBe(6);
     // a header block that never ends (CONTINUATION flood): ENHANCE_YOUR_CALM
-    const cont = Array.from({ length: 6 }, () => frame(9, 0, 1, Buffer.alloc(16_000, 0x40)));
+    const cont = Array.from({ length: 20 }, () => frame(9, 0, 1, Buffer.alloc(16_000, 0x40)));
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), ...cont])).toBe(11);
     // a frame other than CONTINUATION inside a header block: PROTOCOL_ERROR
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), frame(6, 0, 0, Buffer.alloc(8))])).toBe(1);
@@ -268,6 +268,13 @@ describe('h2 server', () => {
       [3, 1, 1],
       [3, 3, 1],
     ]);
+  });
+
+  it('refuses a header list over 64 KiB per stream (REFUSED_STREAM), the connection goes on', async () => {
+    const big = request('/echo', [['x-big', 'a'.repeat(70_000)]]);
+    const parts = [0, 16_000, 32_000, 48_000, 64_000].map((o) => big.subarray(o, o + 16_000));
+    const frames = parts.map((p, i) => (i === 0 ? frame(1, 0x1, 1, p) : frame(9, i === parts.length - 1 ? 0x4 : 0, 1, p)));
+    expect(await errorsFor([...frames, frame(1, 0x5, 3, request('/refuse'))])).toEqual([[3, 1, 7]]);
   });
 
   it('follows the stream states (RFC 9113 5.1)', async () => {

@@ -64,7 +64,10 @@ const MAX_WINDOW = 2 ** 31 - 1;
 /** the largest frame payload we accept (the protocol default: we do not advertise more) */
 const MAX_FRAME_PAYLOAD = 16_384;
 /** a header block (HEADERS and its CONTINUATIONs) beyond this is a flood, not a request */
-const MAX_HEADER_BLOCK = 64 * 1024;
+const MAX_HEADER_BLOCK = 256 * 1024;
+/** the header list we take (advertised as SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2 sizes); a larger one
+ * refuses its stream (REFUSED_STREAM), the connection goes on */
+const MAX_HEADER_LIST = 64 * 1024;
 /** Our receive window per stream: a whole message of the unary servers' limit fits, so no stream
  * WINDOW_UPDATE is ever needed. The connection window is opened to the maximum at once and topped up
  * as data is consumed. */
@@ -272,7 +275,9 @@ export function frameHeader(length: number, type: number, flags: number, streamI
 class Connection {
   private buf: Buffer = Buffer.alloc(0);
   private prefaceSeen = false;
-  private readonly decoder = new HpackDecoder(4096);
+  /** a decoded list beyond MAX_HEADER_LIST refuses its stream; one far beyond (indexed fields repeated: a decompression
+   * bomb) ends the connection */
+  private readonly decoder = new HpackDecoder(4096, 16 * MAX_HEADER_LIST);
   private readonly streams = new Map<number, H2ServerStream>();
   /** streams answered before the client ended its request (half-closed local): they still count as open */
   private readonly answered = new Map<number, H2ServerStream>();
@@ -314,7 +319,7 @@ class Connection {
     const settings: [number, number][] = [
       [SETTINGS_MAX_CONCURRENT_STREAMS, maxStreams],
       [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_RECEIVE_WINDOW],
-      [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BLOCK],
+      [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
       [SETTINGS_ENABLE_PUSH, 0],
     ];
     const payload = Buffer.allocUnsafe(settings.length * 6);
@@ -562,8 +567,12 @@ class Connection {
   private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean, selfDependent: boolean): void {
     // decoded whatever becomes of the stream: the HPACK table must follow every block
     const fields: [string, string][] = [];
+    let listSize = 0;
     try {
-      this.decoder.decode(block, (name, value) => void fields.push([name, value]));
+      this.decoder.decode(block, (name, value) => {
+        listSize += name.length + value.length + 32;
+        if (listSize <= MAX_HEADER_LIST) fields.push([name, value]);
+      });
     } catch (err) {
       if (err instanceof HpackError) throw new ConnectionError(H2Error.COMPRESSION_ERROR, err.message);
       throw err;
@@ -594,6 +603,7 @@ class Connection {
     }
     this.lastStreamId = streamId;
     if (this.goingAway) return; // after our GOAWAY new streams are ignored (the client retries them elsewhere)
+    if (listSize > MAX_HEADER_LIST) return this.streamError(streamId, H2Error.REFUSED_STREAM);
     if (selfDependent || malformedRequest(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
     if (this.streams.size + this.answered.size >= this.maxStreams) return this.streamError(streamId, H2Error.REFUSED_STREAM);
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
