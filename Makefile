@@ -16,7 +16,7 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger bench bench-micro build envoy redis envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec bench bench-micro build envoy redis envoy-types clean wasm wasm-debug
 
 setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy redis build
 
@@ -79,7 +79,7 @@ run:
 	$(MAKE) setup
 	node bin/legate.js run --config examples
 
-test: setup typecheck kube-tools jaeger
+test: setup typecheck kube-tools jaeger h2spec
 	npx vitest run
 
 # kube-apiserver, kubectl, etcd and helm for the Kubernetes tests, built once from the Go modules
@@ -92,10 +92,15 @@ kube-tools:
 jaeger:
 	./scripts/jaeger-tool.sh
 
+# h2spec for the HTTP/2 conformance test of the extensions' server (test/e2e/h2spec.test.ts), built once from the
+# Go module pinned in test/h2spec/tools into .cache/h2spec/bin (seconds; not needed by `make run`)
+h2spec:
+	./scripts/h2spec-tool.sh
+
 test-unit: setup
 	npx vitest run test/unit test/golden
 
-test-e2e: setup kube-tools jaeger
+test-e2e: setup kube-tools jaeger h2spec
 	npx vitest run test/e2e
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in

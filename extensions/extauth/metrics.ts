@@ -1,9 +1,11 @@
 // Prometheus metrics of the extauth service: checks by outcome, latency, introspection, cache and JWKS fetches.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
+import { http2LimitMetric } from '../common/h2/metrics.js';
 import type { AuthorizerStats, Outcome } from './service.js';
 
 export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: () => AuthorizerStats | undefined) {
+  http2LimitMetric(registry);
   const checks = new Counter({
     name: 'legate_extauth_checks_total',
     help: 'ext_authz Check calls by outcome',

@@ -1,8 +1,10 @@
 // Prometheus metrics of the graphql service: requests by API and status, latency, loaded APIs.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
+import { http2LimitMetric } from '../common/h2/metrics.js';
 
 export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: () => Record<string, string>) {
+  http2LimitMetric(registry);
   const requests = new Counter({
     name: 'legate_graphql_requests_total',
     help: 'GraphQL requests by API and HTTP status',

@@ -2,9 +2,11 @@
 // failed and Envoy's denyOnFail decided), latency, shadow-mode hits and the store's state.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
+import { http2LimitMetric } from '../common/h2/metrics.js';
 import type { Outcome } from './service.js';
 
 export function ratelimitMetrics(registry: Registry, spans: SpanRecorder, store: () => { errors: number; connected: boolean } | undefined) {
+  http2LimitMetric(registry);
   const decisions = new Counter({
     name: 'legate_ratelimit_decisions_total',
     help: 'ShouldRateLimit calls by outcome (error: the counter store failed; Envoy applied denyOnFail)',

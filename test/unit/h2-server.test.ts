@@ -6,7 +6,15 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
-import { frameHeader, listenH2, type H2Server, type H2ServerStream } from '../../extensions/common/h2/server.js';
+import {
+  frameHeader,
+  limitHits,
+  listenH2,
+  malformedRequest,
+  type H2Limits,
+  type H2Server,
+  type H2ServerStream,
+} from '../../extensions/common/h2/server.js';
 
 const aborted: string[] = [];
 let server: H2Server;
@@ -175,10 +183,203 @@ describe('h2 server', () => {
     // a frame larger than the 16 KiB we accept: FRAME_SIZE_ERROR
     expect(await goawayCodeFor([frame(0, 0, 1, Buffer.alloc(20_000))])).toBe(6);
     // a header block that never ends (CONTINUATION flood): ENHANCE_YOUR_CALM
-    const cont = Array.from({ length: 6 }, () => frame(9, 0, 1, Buffer.alloc(16_000, 0x40)));
+    const cont = Array.from({ length: 20 }, () => frame(9, 0, 1, Buffer.alloc(16_000, 0x40)));
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), ...cont])).toBe(11);
     // a frame other than CONTINUATION inside a header block: PROTOCOL_ERROR
     expect(await goawayCodeFor([frame(1, 0, 1, Buffer.from([0x82])), frame(6, 0, 0, Buffer.alloc(8))])).toBe(1);
+  });
+
+  /** Sends raw frames after the preface; the RST_STREAM and GOAWAY frames answered within `ms`, as [type, stream, code]. */
+  async function errorsFor(frames: Buffer[], ms = 150, port = server.port, preface = true): Promise<[number, number, number][]> {
+    const sock = net.connect(port, '127.0.0.1');
+    const got: Buffer[] = [];
+    sock.on('data', (d: Buffer) => got.push(d));
+    sock.on('error', () => undefined);
+    if (preface) sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(4, 0, 0, Buffer.alloc(0)), ...frames]));
+    let closed = false;
+    sock.on('close', () => (closed = true));
+    await new Promise((r) => setTimeout(r, ms));
+    sock.destroy();
+    if (closed) got.push(frameHeader(0, 255, 0, 0)); // the server closed the connection: a marker frame of type 255
+    const all = Buffer.concat(got);
+    const out: [number, number, number][] = [];
+    for (let off = 0; off + 9 <= all.length; off += 9 + all.readUIntBE(off, 3)) {
+      const type = all[off + 3]!;
+      if (type === 3) out.push([3, all.readUInt32BE(off + 5), all.readUInt32BE(off + 9)]);
+      if (type === 7) out.push([7, 0, all.readUInt32BE(off + 9 + 4)]);
+      if (type === 255) out.push([255, 0, 0]);
+    }
+    return out;
+  }
+  const request = (path: string, extra: [string, string][] = []): Buffer =>
+    encodeHeaders([[':method', 'POST'], [':scheme', 'http'], [':path', path], [':authority', 'x'], ...extra]);
+
+  it('refuses malformed requests per stream (RFC 9113 8.1.1, 8.2, 8.3)', async () => {
+    const ok: [string, string][] = [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/a'],
+      ['te', 'trailers'],
+    ];
+    expect(malformedRequest(ok, false)).toBeUndefined();
+    expect(malformedRequest([['x-a', '1']], true)).toBeUndefined();
+    const bad: [[string, string][], boolean][] = [
+      [[...ok, ['X-Upper', '1']], false],
+      [[...ok, [':status', '200']], false],
+      [[...ok, [':foo', 'x']], false],
+      [
+        [
+          [':method', 'POST'],
+          ['x-a', '1'],
+          [':scheme', 'http'],
+          [':path', '/a'],
+        ],
+        false,
+      ],
+      [[...ok, ['connection', 'close']], false],
+      [[...ok, ['te', 'gzip']], false],
+      [
+        [
+          [':method', 'POST'],
+          [':scheme', 'http'],
+          [':path', ''],
+        ],
+        false,
+      ],
+      [
+        [
+          [':method', 'POST'],
+          [':path', '/a'],
+        ],
+        false,
+      ],
+      [[...ok, [':path', '/b']], false],
+      [[...ok, ['content-length', 'abc']], false],
+      [[[':path', '/a']], true],
+    ];
+    for (const [fields, trailers] of bad) expect(malformedRequest(fields, trailers), JSON.stringify(fields)).toBeDefined();
+    // on the wire: RST_STREAM PROTOCOL_ERROR for that stream, the connection goes on (the next stream is answered)
+    const errors = await errorsFor([
+      frame(1, 0x5, 1, request('/echo', [['X-Upper', '1']])),
+      frame(1, 0x5, 3, request('/echo', [['content-length', '4']])),
+      frame(1, 0x5, 5, request('/refuse')),
+    ]);
+    expect(errors).toEqual([
+      [3, 1, 1],
+      [3, 3, 1],
+    ]);
+  });
+
+  it('refuses a header list over 64 KiB per stream (REFUSED_STREAM), the connection goes on', async () => {
+    const big = request('/echo', [['x-big', 'a'.repeat(70_000)]]);
+    const parts = [0, 16_000, 32_000, 48_000, 64_000].map((o) => big.subarray(o, o + 16_000));
+    const frames = parts.map((p, i) => (i === 0 ? frame(1, 0x1, 1, p) : frame(9, i === parts.length - 1 ? 0x4 : 0, 1, p)));
+    expect(await errorsFor([...frames, frame(1, 0x5, 3, request('/refuse'))])).toEqual([[3, 1, 7]]);
+  });
+
+  it('follows the stream states (RFC 9113 5.1)', async () => {
+    // WINDOW_UPDATE on an idle stream, a stream id lower than a previous one: connection errors
+    expect(await goawayCodeFor([frame(8, 0, 1, Buffer.from([0, 0, 0, 1]))])).toBe(1);
+    expect(await goawayCodeFor([frame(1, 0x5, 5, request('/refuse')), frame(1, 0x5, 3, request('/refuse'))])).toBe(1);
+    // DATA on a closed stream: STREAM_CLOSED; HEADERS depending on itself: PROTOCOL_ERROR; a zero WINDOW_UPDATE on a
+    // stream answered before its request ended: PROTOCOL_ERROR
+    const selfDep = Buffer.concat([Buffer.from([0, 0, 0, 3, 16]), request('/refuse')]);
+    const errors = await errorsFor([
+      frame(1, 0x5, 1, request('/refuse')),
+      frame(0, 0x1, 1, Buffer.from('late')),
+      frame(1, 0x25, 3, selfDep),
+      frame(1, 0x4, 5, request('/refuse')),
+      frame(8, 0, 5, Buffer.from([0, 0, 0, 0])),
+    ]);
+    expect(errors).toEqual([
+      [3, 1, 5],
+      [3, 3, 1],
+      [3, 5, 1],
+    ]);
+  });
+
+  it('advertises 100 concurrent streams and refuses the 101st with REFUSED_STREAM', async () => {
+    // requests whose body never ends stay open
+    const open = Array.from({ length: 101 }, (_, i) => frame(1, 0x4, 1 + 2 * i, request('/echo')));
+    expect(await errorsFor(open, 300)).toEqual([[3, 201, 7]]);
+  });
+
+  /** errorsFor on a server with these limits; the limits' hits counted meanwhile */
+  async function withLimits(limits: Partial<H2Limits>, frames: Buffer[], ms = 300, preface = true) {
+    const s2 = await listenH2('127.0.0.1', 0, { onStream: serve, onError: () => undefined, limits });
+    const before = { ...limitHits };
+    const errors = await errorsFor(frames, ms, s2.port, preface);
+    await s2.stop(100);
+    const hits = Object.fromEntries(
+      Object.entries(limitHits).flatMap(([k, n]) =>
+        n > before[k as keyof typeof before] ? [[k, n - before[k as keyof typeof before]]] : [],
+      ),
+    );
+    return { errors, hits };
+  }
+
+  it('stops a rapid reset flood, SETTINGS, PING and empty DATA floods with GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const resets = Array.from({ length: 6 }, (_, i) => [
+      frame(1, 0x4, 1 + 2 * i, request('/echo')),
+      frame(3, 0, 1 + 2 * i, Buffer.from([0, 0, 0, 8])),
+    ]).flat();
+    expect(await withLimits({ rapidResets: 5 }, resets)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { rapid_reset: 1 },
+    });
+    const settings = Array.from({ length: 5 }, () => frame(4, 0, 0, Buffer.alloc(0)));
+    expect(await withLimits({ settings: 5 }, settings)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { settings_flood: 1 },
+    });
+    const pings = Array.from({ length: 6 }, () => frame(6, 0, 0, Buffer.alloc(8)));
+    expect(await withLimits({ pings: 5 }, pings)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { ping_flood: 1 },
+    });
+    const empty = [frame(1, 0x4, 1, request('/echo')), ...Array.from({ length: 6 }, () => frame(0, 0, 1, Buffer.alloc(0)))];
+    expect(await withLimits({ emptyFrames: 5 }, empty)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { empty_frames: 1 },
+    });
+    // under the limits nothing happens
+    const fewEmpty = [frame(1, 0x4, 13, request('/echo')), ...Array.from({ length: 6 }, () => frame(0, 0, 13, Buffer.alloc(0)))];
+    expect((await withLimits({}, [...resets, ...settings, ...pings, ...fewEmpty])).errors).toEqual([]);
+  });
+
+  it('bounds the request bodies a connection holds: the stream over the budget is reset', async () => {
+    const bodies = [
+      frame(1, 0x4, 1, request('/echo')),
+      frame(0, 0, 1, Buffer.alloc(600)),
+      frame(1, 0x4, 3, request('/echo')),
+      frame(0, 0, 3, Buffer.alloc(600)),
+    ];
+    expect(await withLimits({ connectionBodyBytes: 1000 }, bodies)).toEqual({ errors: [[3, 3, 11]], hits: { connection_body: 1 } });
+  });
+
+  it('closes a connection without a preface, and an idle one with GOAWAY NO_ERROR', async () => {
+    expect(await withLimits({ prefaceTimeoutMs: 50 }, [], 300, false)).toEqual({ errors: [[255, 0, 0]], hits: { preface_timeout: 1 } });
+    expect(await withLimits({ idleTimeoutMs: 100 }, [], 400)).toEqual({
+      errors: [
+        [7, 0, 0],
+        [255, 0, 0],
+      ],
+      hits: { idle_timeout: 1 },
+    });
+    // a stream open keeps it
+    expect((await withLimits({ idleTimeoutMs: 100 }, [frame(1, 0x4, 1, request('/echo'))], 400)).errors).toEqual([]);
   });
 
   it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {

@@ -12,7 +12,9 @@
 // the windows allow), HEADERS with CONTINUATION, padding and priority, DATA, PRIORITY (ignored), HPACK
 // (extensions/common/h2/hpack.ts). What it leaves out: TLS and h2c upgrade (Envoy connects with prior
 // knowledge), server push, stream priorities. Connection errors answer GOAWAY with the RFC's code and
-// close; stream errors RST_STREAM.
+// close; stream errors RST_STREAM. Malformed requests (8.1.1, 8.2, 8.3) are reset before the owner sees
+// them, the 5.1 stream states are kept, and H2Limits bounds what one client may do (h2spec passes: see
+// test/e2e/h2spec.test.ts and docs/architecture.md).
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { HpackDecoder, HpackError } from './hpack.js';
@@ -62,12 +64,57 @@ const MAX_WINDOW = 2 ** 31 - 1;
 /** the largest frame payload we accept (the protocol default: we do not advertise more) */
 const MAX_FRAME_PAYLOAD = 16_384;
 /** a header block (HEADERS and its CONTINUATIONs) beyond this is a flood, not a request */
-const MAX_HEADER_BLOCK = 64 * 1024;
+const MAX_HEADER_BLOCK = 256 * 1024;
+/** the header list we take (advertised as SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2 sizes); a larger one
+ * refuses its stream (REFUSED_STREAM), the connection goes on */
+const MAX_HEADER_LIST = 64 * 1024;
 /** Our receive window per stream: a whole message of the unary servers' limit fits, so no stream
  * WINDOW_UPDATE is ever needed. The connection window is opened to the maximum at once and topped up
  * as data is consumed. */
 const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
 const CONNECTION_TOP_UP = 64 * 1024 * 1024;
+/** how many closed streams the connection remembers, to tell frames in flight from frames on a closed stream */
+const CLOSED_REMEMBERED = 1024;
+/** the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it) */
+const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
+/** connection-specific fields, malformed in HTTP/2 (RFC 9113 8.2.2) */
+const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** How a stream that is no longer open ended (RFC 9113 5.1 closed state): which frames on it are in flight. */
+const enum Closed {
+  /** both sides sent END_STREAM */
+  ENDED,
+  /** we sent RST_STREAM: what the peer sent before it arrived is dropped */
+  RESET_BY_US,
+  /** the peer sent RST_STREAM: it must send nothing more */
+  RESET_BY_PEER,
+}
+
+/** Why a request header block is malformed (RFC 9113 8.1.1, 8.2, 8.3), or undefined. */
+export function malformedRequest(fields: [string, string][], trailers: boolean): string | undefined {
+  let regular = false;
+  const seen = new Set<string>();
+  for (const [name, value] of fields) {
+    if (name.length === 0) return 'an empty field name';
+    if (/[A-Z]/.test(name)) return `an uppercase field name (${name})`;
+    if (name.startsWith(':')) {
+      if (trailers) return `a pseudo-header in trailers (${name})`;
+      if (regular) return `a pseudo-header after a regular field (${name})`;
+      if (!REQUEST_PSEUDO.has(name)) return `pseudo-header ${name} is not a request's`;
+      if (seen.has(name)) return `a duplicate ${name}`;
+      seen.add(name);
+      continue;
+    }
+    regular = true;
+    if (CONNECTION_SPECIFIC.has(name)) return `a connection-specific field (${name})`;
+    if (name === 'te' && value !== 'trailers') return 'te other than trailers';
+    if (name === 'content-length' && !/^[0-9]+$/.test(value)) return 'a content-length that is not a number';
+  }
+  if (trailers) return undefined;
+  for (const required of [':method', ':scheme', ':path']) if (!seen.has(required)) return `no ${required}`;
+  for (const [name, value] of fields) if (name === ':path' && value === '') return 'an empty :path';
+  return undefined;
+}
 
 /** What a stream's owner is told. */
 export interface H2StreamHandler {
@@ -79,8 +126,59 @@ export interface H2StreamHandler {
   onAbort?(): void;
 }
 
+/** streams a client may have open at once (advertised; one more is refused with REFUSED_STREAM) */
+export const DEFAULT_MAX_CONCURRENT_STREAMS = 100;
+
+/** What a client may do to one connection before it is stopped; each has a safe default (DEFAULT_LIMITS). */
+export interface H2Limits {
+  /** streams the client resets before any answer, per floodWindowMs: more is the "rapid reset" attack (GOAWAY ENHANCE_YOUR_CALM) */
+  rapidResets: number;
+  /** SETTINGS frames (not ACKs) per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  settings: number;
+  /** PING frames (not ACKs) per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  pings: number;
+  /** DATA frames with no payload and no END_STREAM, per floodWindowMs (GOAWAY ENHANCE_YOUR_CALM) */
+  emptyFrames: number;
+  floodWindowMs: number;
+  /** request body bytes held for the streams not yet answered, all streams of the connection together: the stream
+   * that goes over is reset with ENHANCE_YOUR_CALM (each stream is also bounded by its receive window, 8 MiB) */
+  connectionBodyBytes: number;
+  /** time for the client preface after the connection opens (then closed) */
+  prefaceTimeoutMs: number;
+  /** time with no stream open and nothing received (then GOAWAY NO_ERROR and closed); 0: none */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: H2Limits = {
+  rapidResets: 1000,
+  settings: 100,
+  pings: 100,
+  emptyFrames: 1000,
+  floodWindowMs: 10_000,
+  connectionBodyBytes: 64 * 1024 * 1024,
+  prefaceTimeoutMs: 10_000,
+  idleTimeoutMs: 10 * 60_000,
+};
+
+export type H2Limit =
+  'rapid_reset' | 'settings_flood' | 'ping_flood' | 'empty_frames' | 'connection_body' | 'preface_timeout' | 'idle_timeout';
+
+/** How often each limit stopped a client in this process (the services export them as a metric). */
+export const limitHits: Record<H2Limit, number> = {
+  rapid_reset: 0,
+  settings_flood: 0,
+  ping_flood: 0,
+  empty_frames: 0,
+  connection_body: 0,
+  preface_timeout: 0,
+  idle_timeout: 0,
+};
+
 export interface H2ServerOptions {
+  /** advertised and enforced: a stream over it is refused (REFUSED_STREAM); default DEFAULT_MAX_CONCURRENT_STREAMS */
   maxConcurrentStreams?: number;
+  /** abuse limits (each defaults to DEFAULT_LIMITS') */
+  limits?: Partial<H2Limits>;
   /** A new stream, its headers decoded. Returns its handler, or answers it at once and returns undefined. */
   onStream(stream: H2ServerStream): H2StreamHandler | undefined;
   /** a connection or server failure worth logging (never a client that went away) */
@@ -110,6 +208,12 @@ export class H2ServerStream {
   sendWindow: number;
   /** @internal DATA bytes received */
   received = 0;
+  /** @internal the request's content-length, checked against the DATA received (RFC 9113 8.1.1) */
+  contentLength: number | undefined;
+  /** @internal DATA payload bytes received, padding excluded */
+  bodyBytes = 0;
+  /** @internal of those, what was handed to the owner while the stream was open (counted in the connection's budget) */
+  held = 0;
 
   constructor(
     readonly id: number,
@@ -152,6 +256,7 @@ class ConnectionError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly limit?: H2Limit,
   ) {
     super(message);
   }
@@ -170,11 +275,17 @@ export function frameHeader(length: number, type: number, flags: number, streamI
 class Connection {
   private buf: Buffer = Buffer.alloc(0);
   private prefaceSeen = false;
-  private readonly decoder = new HpackDecoder(4096);
+  /** a decoded list beyond MAX_HEADER_LIST refuses its stream; one far beyond (indexed fields repeated: a decompression
+   * bomb) ends the connection */
+  private readonly decoder = new HpackDecoder(4096, 16 * MAX_HEADER_LIST);
   private readonly streams = new Map<number, H2ServerStream>();
+  /** streams answered before the client ended its request (half-closed local): they still count as open */
+  private readonly answered = new Map<number, H2ServerStream>();
+  /** recently closed streams and how they closed, oldest first */
+  private readonly closedStreams = new Map<number, Closed>();
   private lastStreamId = 0;
   /** a header block in progress: HEADERS without END_HEADERS, waiting for CONTINUATION */
-  private headerBlock: { streamId: number; parts: Buffer[]; length: number; endStream: boolean } | undefined;
+  private headerBlock: { streamId: number; parts: Buffer[]; length: number; endStream: boolean; selfDependent: boolean } | undefined;
   private out: Buffer[] = [];
   private flushScheduled = false;
   private inDataHandler = false;
@@ -188,19 +299,27 @@ class Connection {
   private readonly blocked = new Set<H2ServerStream>();
   private goingAway = false;
   private closed = false;
+  /** frames counted against the flood limits in the current window */
+  private flood = { start: 0, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
+  /** request body bytes delivered to the streams not yet answered */
+  private heldBody = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private lastActivity = Date.now();
 
   constructor(
     private readonly socket: net.Socket,
     private readonly options: H2ServerOptions,
     private readonly maxStreams: number,
+    private readonly limits: H2Limits,
     private readonly onClosed: (c: Connection) => void,
   ) {
     socket.setNoDelay(true);
+    this.timer = setTimeout(() => this.onTimer(), limits.prefaceTimeoutMs).unref();
     // our SETTINGS first (a server may send them before the client's preface), and the connection window opened
     const settings: [number, number][] = [
       [SETTINGS_MAX_CONCURRENT_STREAMS, maxStreams],
       [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_RECEIVE_WINDOW],
-      [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BLOCK],
+      [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
       [SETTINGS_ENABLE_PUSH, 0],
     ];
     const payload = Buffer.allocUnsafe(settings.length * 6);
@@ -229,16 +348,48 @@ class Connection {
     this.socket.destroy();
   }
 
+  /** The preface timeout, then the idle check. */
+  private onTimer(): void {
+    this.timer = undefined;
+    if (this.closed) return;
+    if (!this.prefaceSeen) {
+      limitHits.preface_timeout++;
+      this.socket.destroy();
+      return;
+    }
+    const idle = this.limits.idleTimeoutMs;
+    if (!idle) return;
+    const quiet = Date.now() - this.lastActivity;
+    if (this.streams.size === 0 && this.answered.size === 0 && quiet >= idle) {
+      limitHits.idle_timeout++;
+      this.shutdown();
+      return;
+    }
+    this.timer = setTimeout(() => this.onTimer(), Math.max(idle - quiet, 1000)).unref();
+  }
+
+  /** Counts a frame against a flood limit; over it, the connection is stopped. */
+  private count(kind: 'rapidResets' | 'settings' | 'pings' | 'emptyFrames', limit: H2Limit): void {
+    const now = Date.now();
+    const f = this.flood;
+    if (now - f.start >= this.limits.floodWindowMs) this.flood = { start: now, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
+    if (++this.flood[kind] > this.limits[kind])
+      throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, `too many ${limit.replace('_', ' ')}`, limit);
+  }
+
   // ---- reading
 
   private onSocketData(chunk: Buffer): void {
+    this.lastActivity = Date.now();
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     this.inDataHandler = true;
     try {
       this.parse();
     } catch (err) {
-      if (err instanceof ConnectionError) this.fail(err.code, err.message);
-      else {
+      if (err instanceof ConnectionError) {
+        if (err.limit) limitHits[err.limit]++;
+        this.fail(err.code, err.message);
+      } else {
         this.options.onError('http2 connection', err);
         this.fail(H2Error.INTERNAL_ERROR, 'internal error');
       }
@@ -261,6 +412,8 @@ class Connection {
         throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'not an HTTP/2 client preface');
       this.prefaceSeen = true;
       off = PREFACE.length;
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = this.limits.idleTimeoutMs ? setTimeout(() => this.onTimer(), this.limits.idleTimeoutMs).unref() : undefined;
     }
     while (!this.closed && buf.length - off >= 9) {
       const length = buf.readUIntBE(off, 3);
@@ -291,6 +444,7 @@ class Connection {
       case FrameType.PRIORITY:
         if (streamId === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
         if (payload.length !== 5) this.resetId(streamId, H2Error.FRAME_SIZE_ERROR);
+        else if ((payload.readUInt32BE(0) & 0x7fffffff) === streamId) this.streamError(streamId, H2Error.PROTOCOL_ERROR);
         return;
       case FrameType.RST_STREAM:
         return this.onRstStream(streamId, payload);
@@ -301,6 +455,7 @@ class Connection {
       case FrameType.PING:
         if (streamId !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'PING on a stream');
         if (payload.length !== 8) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
+        if (!(flags & ACK)) this.count('pings', 'ping_flood');
         if (!(flags & ACK)) this.queue(frameHeader(8, FrameType.PING, ACK, 0), Buffer.from(payload));
         return;
       case FrameType.GOAWAY:
@@ -337,30 +492,64 @@ class Connection {
     const stream = this.streams.get(streamId);
     if (!stream) {
       if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'DATA on an idle stream');
-      return; // a stream we finished or reset: what was in flight is dropped
+      const answered = this.answered.get(streamId);
+      if (answered) {
+        // the answer is out: the rest of the body is dropped (bounded by the stream's receive window, never
+        // topped up), still checked against its content-length; END_STREAM closes the stream
+        answered.received += payload.length;
+        answered.bodyBytes += data.length;
+        const declared = answered.contentLength;
+        if (answered.received > STREAM_RECEIVE_WINDOW) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.FLOW_CONTROL_ERROR);
+        else if (declared !== undefined && (answered.bodyBytes > declared || (flags & END_STREAM && answered.bodyBytes !== declared)))
+          this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.PROTOCOL_ERROR);
+        else if (flags & END_STREAM) this.closeAnswered(answered, Closed.ENDED);
+        return;
+      }
+      // in flight when we reset it: dropped; otherwise the stream is closed (RFC 9113 6.1)
+      if (this.closedStreams.get(streamId) !== Closed.RESET_BY_US) this.streamError(streamId, H2Error.STREAM_CLOSED);
+      return;
     }
     if (stream.remoteEnded) {
       this.resetStream(stream, H2Error.STREAM_CLOSED, true);
       return;
     }
+    if (payload.length === 0 && !(flags & END_STREAM)) this.count('emptyFrames', 'empty_frames');
     stream.received += payload.length;
     if (stream.received > STREAM_RECEIVE_WINDOW) {
       this.resetStream(stream, H2Error.FLOW_CONTROL_ERROR, true);
       return;
     }
-    if (data.length) stream.handler?.onData(data);
+    stream.bodyBytes += data.length;
+    const declared = stream.contentLength;
+    if (declared !== undefined && (stream.bodyBytes > declared || (flags & END_STREAM && stream.bodyBytes !== declared))) {
+      this.resetStream(stream, H2Error.PROTOCOL_ERROR, true);
+      return;
+    }
+    if (this.heldBody + data.length > this.limits.connectionBodyBytes) {
+      limitHits.connection_body++;
+      this.resetStream(stream, H2Error.ENHANCE_YOUR_CALM, true);
+      return;
+    }
+    if (data.length) {
+      stream.held += data.length;
+      this.heldBody += data.length;
+      stream.handler?.onData(data);
+    }
     if (flags & END_STREAM && !stream.closed) this.remoteEnd(stream);
   }
 
   private onHeadersFrame(flags: number, streamId: number, payload: Buffer): void {
     if (streamId === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'HEADERS on stream 0');
     let block = this.unpad(flags, payload);
+    let selfDependent = false;
     if (flags & PRIORITY_FLAG) {
       if (block.length < 5) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'HEADERS too short for its priority');
+      selfDependent = (block.readUInt32BE(0) & 0x7fffffff) === streamId;
       block = block.subarray(5);
     }
-    if (flags & END_HEADERS) this.onHeaderBlock(streamId, block, (flags & END_STREAM) !== 0);
-    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, endStream: (flags & END_STREAM) !== 0 };
+    const endStream = (flags & END_STREAM) !== 0;
+    if (flags & END_HEADERS) this.onHeaderBlock(streamId, block, endStream, selfDependent);
+    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, endStream, selfDependent };
   }
 
   private onContinuation(flags: number, streamId: number, payload: Buffer): void {
@@ -371,38 +560,57 @@ class Connection {
     hb.parts.push(Buffer.from(payload));
     if (flags & END_HEADERS) {
       this.headerBlock = undefined;
-      this.onHeaderBlock(streamId, Buffer.concat(hb.parts, hb.length), hb.endStream);
+      this.onHeaderBlock(streamId, Buffer.concat(hb.parts, hb.length), hb.endStream, hb.selfDependent);
     }
   }
 
-  private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean): void {
+  private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean, selfDependent: boolean): void {
     // decoded whatever becomes of the stream: the HPACK table must follow every block
     const fields: [string, string][] = [];
+    let listSize = 0;
     try {
-      this.decoder.decode(block, (name, value) => void fields.push([name, value]));
+      this.decoder.decode(block, (name, value) => {
+        listSize += name.length + value.length + 32;
+        if (listSize <= MAX_HEADER_LIST) fields.push([name, value]);
+      });
     } catch (err) {
       if (err instanceof HpackError) throw new ConnectionError(H2Error.COMPRESSION_ERROR, err.message);
       throw err;
     }
     const existing = this.streams.get(streamId);
     if (existing) {
-      // trailers from the client: they must end the stream
-      if (!endStream || existing.remoteEnded) {
+      // trailers from the client: they must end the stream, and carry no pseudo-header
+      if (existing.remoteEnded) this.resetStream(existing, H2Error.STREAM_CLOSED, true);
+      else if (!endStream || malformedRequest(fields, true) || selfDependent) this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
+      else if (existing.contentLength !== undefined && existing.bodyBytes !== existing.contentLength)
         this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
-        return;
-      }
-      this.remoteEnd(existing);
+      else this.remoteEnd(existing);
+      return;
+    }
+    const answered = this.answered.get(streamId);
+    if (answered) {
+      const bad = !endStream || malformedRequest(fields, true) !== undefined || selfDependent;
+      this.closeAnswered(answered, bad ? Closed.RESET_BY_US : Closed.ENDED, bad ? H2Error.PROTOCOL_ERROR : undefined);
       return;
     }
     if (streamId % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'a client stream with an even id');
-    if (streamId <= this.lastStreamId) return; // trailers of a stream we already finished or reset
+    if (streamId <= this.lastStreamId) {
+      const how = this.closedStreams.get(streamId);
+      if (how === Closed.RESET_BY_US) return; // in flight when we reset it
+      if (how === Closed.RESET_BY_PEER) return this.streamError(streamId, H2Error.STREAM_CLOSED);
+      if (how === Closed.ENDED) throw new ConnectionError(H2Error.STREAM_CLOSED, 'HEADERS on a closed stream');
+      throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'a stream id lower than a previous one');
+    }
     this.lastStreamId = streamId;
     if (this.goingAway) return; // after our GOAWAY new streams are ignored (the client retries them elsewhere)
-    if (this.streams.size >= this.maxStreams) {
-      this.resetId(streamId, H2Error.REFUSED_STREAM);
-      return;
-    }
+    if (listSize > MAX_HEADER_LIST) return this.streamError(streamId, H2Error.REFUSED_STREAM);
+    if (selfDependent || malformedRequest(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
+    if (this.streams.size + this.answered.size >= this.maxStreams) return this.streamError(streamId, H2Error.REFUSED_STREAM);
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
+    const cl = stream.header('content-length');
+    if (cl !== undefined) stream.contentLength = Number(cl);
+    if (endStream && stream.contentLength !== undefined && stream.contentLength !== 0)
+      return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
     this.streams.set(streamId, stream);
     // a request without a body is complete already: an answer from onStream must not reset it
     if (endStream) stream.remoteEnded = true;
@@ -420,7 +628,13 @@ class Connection {
     if (payload.length !== 4) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
     if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
     const stream = this.streams.get(streamId);
-    if (stream) this.resetStream(stream, H2Error.CANCEL, false);
+    if (stream) {
+      if (!stream.headersSent) this.count('rapidResets', 'rapid_reset');
+      this.resetStream(stream, H2Error.CANCEL, false);
+      return;
+    }
+    const answered = this.answered.get(streamId);
+    if (answered) this.closeAnswered(answered, Closed.RESET_BY_PEER);
   }
 
   private onSettings(flags: number, streamId: number, payload: Buffer): void {
@@ -430,6 +644,7 @@ class Connection {
       return;
     }
     if (payload.length % 6) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
+    this.count('settings', 'settings_flood');
     for (let i = 0; i < payload.length; i += 6) {
       const id = payload.readUInt16BE(i);
       const value = payload.readUInt32BE(i + 2);
@@ -458,8 +673,17 @@ class Connection {
       this.connSendWindow += inc;
       if (this.connSendWindow > MAX_WINDOW) throw new ConnectionError(H2Error.FLOW_CONTROL_ERROR, 'connection window overflow');
     } else {
+      if (streamId > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      const answered = this.answered.get(streamId);
+      if (answered) {
+        // nothing more to send on it, but the update must still be valid (RFC 9113 6.9, 6.9.1)
+        answered.sendWindow += inc;
+        if (inc === 0) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.PROTOCOL_ERROR);
+        else if (answered.sendWindow > MAX_WINDOW) this.closeAnswered(answered, Closed.RESET_BY_US, H2Error.FLOW_CONTROL_ERROR);
+        return;
+      }
       const stream = this.streams.get(streamId);
-      if (!stream) return;
+      if (!stream) return; // closed: updates in flight are allowed
       if (inc === 0) {
         this.resetStream(stream, H2Error.PROTOCOL_ERROR, true);
         return;
@@ -595,10 +819,15 @@ class Connection {
   private closeStream(stream: H2ServerStream): void {
     if (stream.closed) return;
     stream.closed = true;
+    this.heldBody -= stream.held;
+    stream.held = 0;
     this.streams.delete(stream.id);
     this.blocked.delete(stream);
-    // answered before the client finished its request: ask it to stop sending, without error (RFC 9113 8.1)
-    if (!stream.remoteEnded) this.resetId(stream.id, H2Error.NO_ERROR);
+    // answered before the client finished its request: half-closed (local) until its END_STREAM or a reset
+    // (RFC 9113 8.1: we could ask it to stop with RST_STREAM NO_ERROR, but then could not tell its frames in
+    // flight from frames on a closed stream); it still counts against the concurrent streams
+    if (!stream.remoteEnded) this.answered.set(stream.id, stream);
+    else this.rememberClosed(stream.id, Closed.ENDED);
     if (this.goingAway && this.streams.size === 0) {
       this.flush();
       this.socket.end();
@@ -610,8 +839,29 @@ class Connection {
     if (send) this.resetId(stream.id, code);
     stream.remoteEnded = true; // no second reset from closeStream
     this.closeStream(stream);
+    this.rememberClosed(stream.id, send ? Closed.RESET_BY_US : Closed.RESET_BY_PEER);
     stream.pending = undefined;
     stream.handler?.onAbort?.();
+  }
+
+  /** A stream error on a stream that is not open (a refused or malformed one, or a frame on a closed one). */
+  private streamError(streamId: number, code: number): void {
+    this.resetId(streamId, code);
+    this.rememberClosed(streamId, Closed.RESET_BY_US);
+  }
+
+  /** A stream answered early leaves the half-closed (local) state: END_STREAM, or a reset by either side. */
+  private closeAnswered(stream: H2ServerStream, how: Closed, code?: number): void {
+    this.answered.delete(stream.id);
+    if (code !== undefined) this.resetId(stream.id, code);
+    this.rememberClosed(stream.id, how);
+  }
+
+  private rememberClosed(streamId: number, how: Closed): void {
+    const closed = this.closedStreams;
+    closed.delete(streamId);
+    closed.set(streamId, how);
+    if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.keys().next().value!);
   }
 
   private resetId(streamId: number, code: number): void {
@@ -644,6 +894,7 @@ class Connection {
   private abortAll(): void {
     const open = [...this.streams.values()];
     this.streams.clear();
+    this.answered.clear();
     this.blocked.clear();
     for (const s of open) {
       s.closed = true;
@@ -654,6 +905,7 @@ class Connection {
 
   private onSocketClose(): void {
     this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
     this.abortAll();
     this.onClosed(this);
   }
@@ -662,9 +914,10 @@ class Connection {
 /** Listens for HTTP/2 connections with prior knowledge; every stream goes to options.onStream. */
 export function listenH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {
   const connections = new Set<Connection>();
-  const maxStreams = options.maxConcurrentStreams ?? 100_000;
+  const maxStreams = options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const server = net.createServer((socket) => {
-    connections.add(new Connection(socket, options, maxStreams, (c) => connections.delete(c)));
+    connections.add(new Connection(socket, options, maxStreams, limits, (c) => connections.delete(c)));
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
