@@ -67,6 +67,7 @@ typecheck: $(NODE_MODULES_STAMP)
 	npx eslint --max-warnings 0 .
 	npx prettier --check --log-level warn .
 	node scripts/check-line-width.mjs
+	node scripts/check-no-issue-numbers.mjs
 	npx depcruise --config .dependency-cruiser.cjs common controller extensions envoy cli test bench scripts
 
 # rewrite formatting and apply lint fixes in place
