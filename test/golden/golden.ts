@@ -1,6 +1,7 @@
 // What both golden suites do: check a rendered Envoy resource survives protobuf encoding unchanged
 // (protobufjs would otherwise drop a misspelt field silently), and compare with (or, with
-// UPDATE_GOLDEN=1 or when missing, write) the .out.yaml file.
+// UPDATE_GOLDEN=1 or when missing, write) the .out.yaml file. In CI (CI set, as .ci/run does) a missing one fails:
+// a golden nobody read must not pass.
 import fs from 'node:fs';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
@@ -13,7 +14,11 @@ export function expectRoundTrip(typeUrl: string, name: string, resource: object)
 
 export function expectGolden(outFile: string, value: unknown): void {
   const actual = stringify(value, { sortMapEntries: false, lineWidth: 0, aliasDuplicateObjects: false });
-  if (process.env['UPDATE_GOLDEN'] || !fs.existsSync(outFile)) fs.writeFileSync(outFile, actual);
+  const missing = !fs.existsSync(outFile);
+  if (missing && process.env['CI'] && !process.env['UPDATE_GOLDEN']) {
+    throw new Error(`${outFile} is missing: write it with UPDATE_GOLDEN=1 locally, read it, and commit it`);
+  }
+  if (process.env['UPDATE_GOLDEN'] || missing) fs.writeFileSync(outFile, actual);
   expect(actual).toBe(fs.readFileSync(outFile, 'utf8'));
 }
 
