@@ -6,6 +6,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { keepLogsIfFailed } from './failures.js';
 import { eventually, freePort, stopProcess } from './util.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -138,6 +139,8 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   const stop = async (): Promise<void> => {
     agent?.destroy();
     await stopProcess(child, 'SIGTERM', 10_000);
+    // a file with a failed test keeps its gateway's component logs (the cause is often in them)
+    keepLogsIfFailed(ROOT, path.join(stateDir, 'logs'), `gateway-${path.basename(dir)}`);
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
