@@ -387,10 +387,10 @@ function durationMs(text: string): number {
 }
 
 /** The Settings fields that change which Gateways and destinations translation takes, as TranslateOptions. */
-function gatewaySettings(
-  spec: SettingsSpec | undefined,
-): Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> {
-  const out: Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'> = {};
+type GatewaySettings = Pick<TranslateOptions, 'disableKubernetesDestinations' | 'readGatewaysFromAllNamespaces' | 'translateEmptyGateways'>;
+
+function gatewaySettings(spec: SettingsSpec | undefined): GatewaySettings {
+  const out: GatewaySettings = {};
   if (spec?.gloo?.disableKubernetesDestinations !== undefined) out.disableKubernetesDestinations = spec.gloo.disableKubernetesDestinations;
   if (spec?.gateway?.readGatewaysFromAllNamespaces !== undefined)
     out.readGatewaysFromAllNamespaces = spec.gateway.readGatewaysFromAllNamespaces;
@@ -409,8 +409,8 @@ function withSslParameters(
   resources: readonly LegateResource[],
   defaults: SslParameters | undefined,
   before: SslDefaultsMemo | undefined,
-): { resources: LegateResource[]; memo?: SslDefaultsMemo } {
-  if (!defaults) return { resources: [...resources] };
+): { resources: readonly LegateResource[]; memo?: SslDefaultsMemo } {
+  if (!defaults) return { resources };
   const key = JSON.stringify(defaults);
   const memo = before?.key === key ? before : { key, copies: new WeakMap<LegateResource, LegateResource>() };
   const out = resources.map((r) => {

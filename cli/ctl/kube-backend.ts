@@ -24,8 +24,6 @@ import {
   type Service,
 } from './kube-health.js';
 
-export { DEFAULT_INSTALL_NAMESPACE } from './kube-defaults.js';
-
 export interface KubeBackendOptions extends KubeTarget {
   /** where Legate is installed: its Deployments, Pods and Services (-n, --install-namespace) */
   namespace: string;

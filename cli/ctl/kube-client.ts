@@ -10,8 +10,6 @@ import * as k8s from '@kubernetes/client-node';
 import { CliError } from './errors.js';
 import { defaultKubeconfig } from './kube-defaults.js';
 
-export { defaultKubeconfig };
-
 export interface KubeTarget {
   /** --kubeconfig */
   kubeconfig?: string | undefined;

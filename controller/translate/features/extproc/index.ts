@@ -5,15 +5,7 @@
 // into the render options, as the ratelimitServer is; the options are bound here.
 import type { VirtualService } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
-import {
-  enumName,
-  filterPosition,
-  glooFilterPosition,
-  type BindSink,
-  type Feature,
-  type FilterPosition,
-  type UpstreamLookup,
-} from '../../feature.js';
+import { enumName, filterPosition, glooFilterPosition, type BindSink, type Feature, type UpstreamLookup } from '../../feature.js';
 import type { ExtProcIR, ExtProcModeIR, ExtProcServiceIR } from '../../ir.js';
 import { clusterName, nsName } from '../../names.js';
 import { re2Error } from '../../regex.js';
@@ -29,10 +21,6 @@ import {
 } from './schema.js';
 
 export type { ExtProcFilterOptions } from './render.js';
-
-function extProcFilterPosition(stage: ExtProcSettings['filterStage']): FilterPosition {
-  return filterPosition(glooFilterPosition(stage));
-}
 
 function modeIR(m: ProcessingMode): ExtProcModeIR {
   const header = (v: (typeof HEADER_SEND_MODES)[number] | number | undefined) => enumName(HEADER_SEND_MODES, v);
@@ -191,7 +179,7 @@ export function settingsFilter(
   const ns = namespaces(s.metadataContextNamespaces, s.typedMetadataContextNamespaces);
   if (ns) config.metadata_options = { forwarding_namespaces: ns };
   if (problems.length) return { problems: problems.map((p) => `${p}; the ext_proc filter is left out`), warnings };
-  return { filter: { position: extProcFilterPosition(s.filterStage), config, service }, problems, warnings };
+  return { filter: { position: filterPosition(glooFilterPosition(s.filterStage)), config, service }, problems, warnings };
 }
 
 function lookup(upstreams: UpstreamLookup) {

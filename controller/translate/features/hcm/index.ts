@@ -6,7 +6,7 @@
 // own those filters; csrf is the cors feature's.
 import type { Gateway } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
-import type { BindSink, Feature } from '../../feature.js';
+import { enumName, type BindSink, type Feature } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 import { hcmRender, type HcmOptions } from './render.js';
 
@@ -21,11 +21,6 @@ import {
   SERVER_HEADER_TRANSFORMATIONS,
   type HttpConnectionManagerSettings,
 } from './schema.js';
-
-/** A protoEnum value (name or number) as its name. */
-function enumName<N extends readonly string[]>(names: N, v: string | number | undefined): string | undefined {
-  return typeof v === 'number' ? names[v] : v;
-}
 
 function durations<K extends string>(
   s: Partial<Record<K, string>>,
