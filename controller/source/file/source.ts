@@ -18,6 +18,13 @@ interface FileState {
   memo?: DocumentMemo;
 }
 
+/**
+ * Wait after a watch event before rescanning: coalesces the events of one save (a write-then-rename raises two
+ * within a millisecond) while adding little to an edit's time to served; a later event rescans again (cheap:
+ * unchanged files and documents are not parsed again).
+ */
+const WATCH_DEBOUNCE_MS = 10;
+
 const RESOURCE_FILE = /\.(ya?ml|json)$/i;
 /** Files in the directory that configure `legate run` itself, not resources. */
 export const NON_RESOURCE_FILES = new Set(['legate.values.yaml']);
@@ -131,7 +138,7 @@ export class FileSource implements ResourceSource {
       if (changed) onChange(snapshot);
     };
     const soon = (): void => {
-      if (!timer) timer = setTimeout(rescan, 50);
+      if (!timer) timer = setTimeout(rescan, WATCH_DEBOUNCE_MS);
     };
     // One non-recursive watcher per directory: a directory watch sees files created, changed and
     // renamed into place, whereas Node's recursive mode on Linux follows file inodes and goes blind
