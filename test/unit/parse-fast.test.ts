@@ -82,8 +82,10 @@ describe('fast YAML parse', () => {
   });
 
   it('numbers documents as the yaml library does (comments-only and empty documents)', () => {
-    const text =
-      '# header\n---\napiVersion: v1\nkind: A\nmetadata: {name: a}\n---\n---\n# nothing\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n';
+    const text = [
+      '# header\n---\napiVersion: v1\nkind: A\nmetadata: {name: a}\n',
+      '---\n---\n# nothing\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n',
+    ].join('');
     const fast = parseResourcesReusing(text, 'f.yaml', undefined);
     const reference = parseResources(text, 'f.yaml');
     expect(fast.resources.map((r) => r.origin)).toEqual(reference.resources.map((r) => r.origin));
