@@ -24,6 +24,7 @@ import {
 } from './authorizer.js';
 import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
 import { framePrefix, frameMessage, startCheckServer, type CheckServer } from './check-server.js';
+import type { H2Config } from '../common/h2/transport.js';
 
 export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
 
@@ -44,6 +45,8 @@ export interface ExtauthServiceOptions {
   observe?: (outcome: Outcome, configId: string, seconds: number) => void;
   /** exports a span per Check whose trace context Envoy sampled (none: no tracing) */
   tracer?: Tracer;
+  /** the HTTP/2 transport and its limits (--http2-transport, --http2-*) */
+  http2?: H2Config;
 }
 
 export interface RunningExtauthService {
@@ -188,6 +191,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
         });
       },
       onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),
+      ...(options.http2 ? { http2: options.http2 } : {}),
     });
   } catch (err) {
     authorizer.stop();

@@ -1,6 +1,6 @@
 // A minimal gRPC server for the one method the graphql service serves,
 // envoy.service.ext_proc.v3.ExternalProcessor/Process, on Legate's small HTTP/2 server
-// (extensions/common/h2/server.ts).
+// (extensions/common/h2/; node:http2 with --http2-transport node).
 //
 // Why not grpc-js: Envoy opens one ext_proc stream per GraphQL request, with a message or two each way,
 // and grpc-js's per-stream and per-message work (interceptor chain, Metadata objects, a deadline timer,
@@ -29,7 +29,8 @@ import {
   trailersOnly,
   type GrpcHttp2Server,
 } from '../common/grpc-http2.js';
-import { listenH2, type H2ServerStream, type H2StreamHandler } from '../common/h2/server.js';
+import { listenTransport } from '../common/h2/listen.js';
+import type { H2Config, H2Stream, H2StreamHandler } from '../common/h2/transport.js';
 import { decodeProcessingRequest, type ProcessingRequestIn } from './wire.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from '../common/grpc-http2.js';
@@ -61,6 +62,8 @@ export interface ExtProcServerOptions {
   open(call: ProcessCall): ProcessStreamHandler;
   /** a stream or session failed in a way worth logging */
   onError?(what: string, err: unknown): void;
+  /** the HTTP/2 transport and its limits (default: Legate's server, DEFAULT_LIMITS) */
+  http2?: H2Config;
 }
 
 export type ExtProcServer = GrpcHttp2Server;
@@ -75,7 +78,7 @@ class Call implements ProcessCall, H2StreamHandler {
   private failed = false;
 
   constructor(
-    private readonly stream: H2ServerStream,
+    private readonly stream: H2Stream,
     private readonly onError_: (err: unknown) => void,
   ) {}
 
@@ -188,7 +191,7 @@ class Call implements ProcessCall, H2StreamHandler {
 export function startExtProcServer(host: string, port: number, options: ExtProcServerOptions): Promise<ExtProcServer> {
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError('ext_proc stream handler', err);
-  return listenH2(host, port, {
+  return listenTransport(options.http2, host, port, {
     ...(options.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: options.maxConcurrentStreams } : {}),
     onError,
     onStream(stream) {

@@ -8,6 +8,7 @@
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';
+import type { H2Config } from '../common/h2/transport.js';
 import { GrpcStatus, frameMessage, startUnaryServer } from '../common/unary-server.js';
 import { XdsClient } from '../common/xds-client.js';
 import { RateLimiter, type CounterStore, type Decision, type Entry } from './limiter.js';
@@ -28,6 +29,8 @@ export interface RatelimitServiceOptions {
   /** Called once per call with its outcome, duration and the number of shadow-mode descriptors over their limit. */
   observe?: (outcome: Outcome, seconds: number, shadowed: number) => void;
   now?: () => number;
+  /** the HTTP/2 transport and its limits (--http2-transport, --http2-*) */
+  http2?: H2Config;
 }
 
 export interface RatelimitStats {
@@ -123,6 +126,7 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     path: SHOULD_RATE_LIMIT_PATH,
     name: 'ShouldRateLimit',
     handle: onCall,
+    ...(options.http2 ? { http2: options.http2 } : {}),
     onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
   log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {

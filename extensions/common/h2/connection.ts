@@ -26,13 +26,9 @@ import {
 } from './frames.js';
 import { HpackDecoder, HpackError } from './hpack.js';
 import { limitHits, type H2Limit, type H2Limits } from './limits.js';
-import { H2ServerStream, malformedRequest, type H2StreamHandler } from './stream.js';
+import { H2ServerStream, malformedRequest } from './stream.js';
+import type { H2StreamHandler } from './transport.js';
 
-/** a header block (HEADERS and its CONTINUATIONs) beyond this is a flood, not a request */
-const MAX_HEADER_BLOCK = 256 * 1024;
-/** the header list we take (advertised as SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2 sizes); a larger one
- * refuses its stream (REFUSED_STREAM), the connection goes on */
-const MAX_HEADER_LIST = 64 * 1024;
 /** Our receive window per stream: a whole message of the unary servers' limit fits, so no stream
  * WINDOW_UPDATE is ever needed. The connection window is opened to the maximum at once and topped up
  * as data is consumed. */
@@ -62,9 +58,9 @@ export interface ConnectionOwner {
 export class Connection {
   private buf: Buffer = Buffer.alloc(0);
   private prefaceSeen = false;
-  /** a decoded list beyond MAX_HEADER_LIST refuses its stream; one far beyond (indexed fields repeated: a decompression
-   * bomb) ends the connection */
-  private readonly decoder = new HpackDecoder(4096, 16 * MAX_HEADER_LIST);
+  /** a decoded list beyond maxHeaderListBytes refuses its stream; one far beyond (indexed fields repeated: a
+   * decompression bomb) ends the connection */
+  private readonly decoder: HpackDecoder;
   private readonly streams = new Map<number, H2ServerStream>();
   /** streams answered before the client ended its request (half-closed local): they still count as open */
   private readonly answered = new Map<number, H2ServerStream>();
@@ -72,7 +68,8 @@ export class Connection {
   private readonly closedStreams = new Map<number, Closed>();
   private lastStreamId = 0;
   /** a header block in progress: HEADERS without END_HEADERS, waiting for CONTINUATION */
-  private headerBlock: { streamId: number; parts: Buffer[]; length: number; endStream: boolean; selfDependent: boolean } | undefined;
+  private headerBlock:
+    { streamId: number; parts: Buffer[]; length: number; frames: number; endStream: boolean; selfDependent: boolean } | undefined;
   private out: Buffer[] = [];
   private flushScheduled = false;
   private inDataHandler = false;
@@ -91,6 +88,8 @@ export class Connection {
   /** request body bytes delivered to the streams not yet answered */
   private heldBody = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** until the client acknowledges our SETTINGS */
+  private settingsAckTimer: NodeJS.Timeout | undefined;
   private lastActivity = Date.now();
 
   constructor(
@@ -101,12 +100,19 @@ export class Connection {
     private readonly onClosed: (c: Connection) => void,
   ) {
     socket.setNoDelay(true);
+    this.decoder = new HpackDecoder(4096, 16 * limits.maxHeaderListBytes);
     this.timer = setTimeout(() => this.onTimer(), limits.prefaceTimeoutMs).unref();
+    this.settingsAckTimer = setTimeout(() => {
+      this.settingsAckTimer = undefined;
+      if (this.closed) return;
+      limitHits.settings_timeout++;
+      this.fail(H2Error.SETTINGS_TIMEOUT, 'SETTINGS not acknowledged');
+    }, limits.settingsAckTimeoutMs).unref();
     // our SETTINGS first (a server may send them before the client's preface), and the connection window opened
     const settings: [number, number][] = [
       [SETTINGS_MAX_CONCURRENT_STREAMS, maxStreams],
       [SETTINGS_INITIAL_WINDOW_SIZE, STREAM_RECEIVE_WINDOW],
-      [SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST],
+      [SETTINGS_MAX_HEADER_LIST_SIZE, limits.maxHeaderListBytes],
       [SETTINGS_ENABLE_PUSH, 0],
     ];
     this.queue(settingsFrame(settings));
@@ -322,14 +328,17 @@ export class Connection {
     }
     const endStream = (flags & END_STREAM) !== 0;
     if (flags & END_HEADERS) this.onHeaderBlock(streamId, block, endStream, selfDependent);
-    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, endStream, selfDependent };
+    else this.headerBlock = { streamId, parts: [Buffer.from(block)], length: block.length, frames: 0, endStream, selfDependent };
   }
 
   private onContinuation(flags: number, streamId: number, payload: Buffer): void {
     const hb = this.headerBlock;
     if (!hb || hb.streamId !== streamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'CONTINUATION without HEADERS');
     hb.length += payload.length;
-    if (hb.length > MAX_HEADER_BLOCK) throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'header block too large');
+    if (hb.length > this.limits.headerBlockBytes)
+      throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'header block too large', 'header_block');
+    if (++hb.frames > this.limits.continuations)
+      throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'too many CONTINUATION frames', 'continuation_flood');
     hb.parts.push(Buffer.from(payload));
     if (flags & END_HEADERS) {
       this.headerBlock = undefined;
@@ -344,7 +353,7 @@ export class Connection {
     try {
       this.decoder.decode(block, (name, value) => {
         listSize += name.length + value.length + 32;
-        if (listSize <= MAX_HEADER_LIST) fields.push([name, value]);
+        if (listSize <= this.limits.maxHeaderListBytes) fields.push([name, value]);
       });
     } catch (err) {
       if (err instanceof HpackError) throw new ConnectionError(H2Error.COMPRESSION_ERROR, err.message);
@@ -376,9 +385,15 @@ export class Connection {
     }
     this.lastStreamId = streamId;
     if (this.goingAway) return; // after our GOAWAY new streams are ignored (the client retries them elsewhere)
-    if (listSize > MAX_HEADER_LIST) return this.streamError(streamId, H2Error.REFUSED_STREAM);
+    if (listSize > this.limits.maxHeaderListBytes) {
+      limitHits.header_list++;
+      return this.streamError(streamId, H2Error.REFUSED_STREAM);
+    }
     if (selfDependent || malformedRequest(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
-    if (this.streams.size + this.answered.size >= this.maxStreams) return this.streamError(streamId, H2Error.REFUSED_STREAM);
+    if (this.streams.size + this.answered.size >= this.maxStreams) {
+      limitHits.concurrent_streams++;
+      return this.streamError(streamId, H2Error.REFUSED_STREAM);
+    }
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
     const cl = stream.header('content-length');
     if (cl !== undefined) stream.contentLength = Number(cl);
@@ -414,6 +429,8 @@ export class Connection {
     if (streamId !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if (flags & ACK) {
       if (payload.length) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      if (this.settingsAckTimer) clearTimeout(this.settingsAckTimer);
+      this.settingsAckTimer = undefined;
       return;
     }
     if (payload.length % 6) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
@@ -670,6 +687,7 @@ export class Connection {
   private onSocketClose(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.settingsAckTimer) clearTimeout(this.settingsAckTimer);
     this.abortAll();
     this.onClosed(this);
   }

@@ -22,6 +22,15 @@ export interface H2Limits {
   prefaceTimeoutMs: number;
   /** time with no stream open and nothing received (then GOAWAY NO_ERROR and closed); 0: none */
   idleTimeoutMs: number;
+  /** time for the client to acknowledge our SETTINGS (then GOAWAY SETTINGS_TIMEOUT, RFC 9113 6.5.3) */
+  settingsAckTimeoutMs: number;
+  /** CONTINUATION frames in one header block (the CONTINUATION flood: GOAWAY ENHANCE_YOUR_CALM) */
+  continuations: number;
+  /** bytes of one header block as received, HPACK-compressed (HEADERS and its CONTINUATIONs; GOAWAY ENHANCE_YOUR_CALM) */
+  headerBlockBytes: number;
+  /** the decoded header list of a request (RFC 9113 6.5.2 sizes), advertised as SETTINGS_MAX_HEADER_LIST_SIZE: a larger
+   * one refuses its stream (REFUSED_STREAM), the connection goes on */
+  maxHeaderListBytes: number;
 }
 
 export const DEFAULT_LIMITS: H2Limits = {
@@ -33,10 +42,46 @@ export const DEFAULT_LIMITS: H2Limits = {
   connectionBodyBytes: 64 * 1024 * 1024,
   prefaceTimeoutMs: 10_000,
   idleTimeoutMs: 10 * 60_000,
+  settingsAckTimeoutMs: 10_000,
+  continuations: 64,
+  headerBlockBytes: 256 * 1024,
+  maxHeaderListBytes: 64 * 1024,
 };
 
+/** Each limit's command-line flag (`--http2-<name>`, e.g. --http2-rapid-resets) and Helm value (its key). */
+export const LIMIT_FLAGS: Record<keyof H2Limits, string> = {
+  rapidResets: 'streams reset by the client before an answer, per flood window (then GOAWAY ENHANCE_YOUR_CALM)',
+  settings: 'SETTINGS frames per flood window (then GOAWAY ENHANCE_YOUR_CALM)',
+  pings: 'PING frames per flood window (then GOAWAY ENHANCE_YOUR_CALM)',
+  emptyFrames: 'empty DATA frames per flood window (then GOAWAY ENHANCE_YOUR_CALM)',
+  floodWindowMs: 'the window the flood limits count in, ms',
+  connectionBodyBytes: 'request body bytes one connection may hold unanswered (the stream over it is reset)',
+  prefaceTimeoutMs: 'time for the client preface, ms',
+  idleTimeoutMs: 'idle connection timeout, ms (0: none)',
+  settingsAckTimeoutMs: 'time for the client to acknowledge our SETTINGS, ms (then GOAWAY SETTINGS_TIMEOUT)',
+  continuations: 'CONTINUATION frames in one header block (then GOAWAY ENHANCE_YOUR_CALM)',
+  headerBlockBytes: 'bytes of one compressed header block (then GOAWAY ENHANCE_YOUR_CALM)',
+  maxHeaderListBytes: 'decoded request header list size, advertised (a larger one is refused: REFUSED_STREAM)',
+};
+
+/** `rapidResets` -> `http2-rapid-resets` */
+export function limitFlagName(key: string): string {
+  return `http2-${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
 export type H2Limit =
-  'rapid_reset' | 'settings_flood' | 'ping_flood' | 'empty_frames' | 'connection_body' | 'preface_timeout' | 'idle_timeout';
+  | 'rapid_reset'
+  | 'settings_flood'
+  | 'ping_flood'
+  | 'empty_frames'
+  | 'connection_body'
+  | 'preface_timeout'
+  | 'idle_timeout'
+  | 'settings_timeout'
+  | 'continuation_flood'
+  | 'header_block'
+  | 'header_list'
+  | 'concurrent_streams';
 
 /** How often each limit stopped a client in this process (the services export them as a metric). */
 export const limitHits: Record<H2Limit, number> = {
@@ -47,4 +92,9 @@ export const limitHits: Record<H2Limit, number> = {
   connection_body: 0,
   preface_timeout: 0,
   idle_timeout: 0,
+  settings_timeout: 0,
+  continuation_flood: 0,
+  header_block: 0,
+  header_list: 0,
+  concurrent_streams: 0,
 };

@@ -21,29 +21,13 @@
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Connection } from './connection.js';
-import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS, type H2Limits } from './limits.js';
-import type { H2ServerStream, H2StreamHandler } from './stream.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS } from './limits.js';
+import type { H2Server, H2ServerOptions } from './transport.js';
 
 export { H2Error, frameHeader } from './frames.js';
 export { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS, limitHits, type H2Limit, type H2Limits } from './limits.js';
-export { H2ServerStream, malformedRequest, type H2StreamHandler } from './stream.js';
-
-export interface H2ServerOptions {
-  /** advertised and enforced: a stream over it is refused (REFUSED_STREAM); default DEFAULT_MAX_CONCURRENT_STREAMS */
-  maxConcurrentStreams?: number;
-  /** abuse limits (each defaults to DEFAULT_LIMITS') */
-  limits?: Partial<H2Limits>;
-  /** A new stream, its headers decoded. Returns its handler, or answers it at once and returns undefined. */
-  onStream(stream: H2ServerStream): H2StreamHandler | undefined;
-  /** a connection or server failure worth logging (never a client that went away) */
-  onError(what: string, err: unknown): void;
-}
-
-export interface H2Server {
-  port: number;
-  /** Stops accepting connections, sends GOAWAY on open ones, closes them when their streams are done or after graceMs. */
-  stop(graceMs?: number): Promise<void>;
-}
+export { H2ServerStream, malformedRequest } from './stream.js';
+export type { H2Server, H2ServerOptions, H2Stream, H2StreamHandler, HeaderList } from './transport.js';
 
 /** Listens for HTTP/2 connections with prior knowledge; every stream goes to options.onStream. */
 export function listenH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {

@@ -1,5 +1,6 @@
 // A server-side HTTP/2 stream as its owner (the gRPC layer) uses it, and the RFC 9113 request checks
 // that run before the owner sees a stream.
+import { headerBlock, type H2Stream, type H2StreamHandler, type HeaderList } from './transport.js';
 
 /** the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it) */
 const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
@@ -32,16 +33,6 @@ export function malformedRequest(fields: [string, string][], trailers: boolean):
   return undefined;
 }
 
-/** What a stream's owner is told. */
-export interface H2StreamHandler {
-  /** a DATA payload (a view into the read buffer: copy it to keep it past this call) */
-  onData(chunk: Buffer): void;
-  /** the client half-closed (END_STREAM) */
-  onEnd(): void;
-  /** the client reset the stream or the connection went away before the answer was complete */
-  onAbort?(): void;
-}
-
 /** What a stream sends through: its connection. */
 export interface StreamSink {
   sendHeaders(stream: H2ServerStream, block: Buffer, endStream: boolean): void;
@@ -50,7 +41,7 @@ export interface StreamSink {
 }
 
 /** A server-side stream as its owner uses it. */
-export class H2ServerStream {
+export class H2ServerStream implements H2Stream {
   /** request header fields in order (pseudo-headers first), names lower-case as HTTP/2 requires */
   readonly headers: [string, string][];
   /** set once the answer is complete (END_STREAM sent) or the stream was reset */
@@ -89,11 +80,11 @@ export class H2ServerStream {
     return undefined;
   }
 
-  /** Sends the response header block (HPACK, see encodeHeaders); endStream: nothing follows. */
-  respond(block: Buffer, endStream = false): void {
+  /** Sends the response headers; endStream: nothing follows. */
+  respond(headers: HeaderList, endStream = false): void {
     if (this.closed || this.headersSent) return;
     this.headersSent = true;
-    this.conn.sendHeaders(this, block, endStream);
+    this.conn.sendHeaders(this, headerBlock(headers), endStream);
   }
 
   /** Sends DATA (split to the peer's frame size, queued while the flow-control windows are closed). */
@@ -103,9 +94,9 @@ export class H2ServerStream {
   }
 
   /** Ends the answer: the trailers' header block, or an empty DATA frame with END_STREAM. */
-  end(trailers?: Buffer): void {
+  end(trailers?: HeaderList): void {
     if (this.closed || !this.headersSent) return;
-    if (trailers) this.conn.sendTrailers(this, trailers);
+    if (trailers) this.conn.sendTrailers(this, headerBlock(trailers));
     else this.conn.sendData(this, Buffer.alloc(0), true);
   }
 }
