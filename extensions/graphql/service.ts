@@ -8,6 +8,7 @@
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig, type GraphQLApiConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import type { H2Config } from '../common/h2/transport.js';
+import { throttledLogger } from '../common/log-throttle.js';
 import type { Tracer } from '../common/tracing.js';
 import { XdsClient } from '../common/xds-client.js';
 import { createEngine, type Engine } from './engine/index.js';
@@ -39,6 +40,8 @@ export interface RunningGraphQLService {
 
 export async function startGraphQLService(options: GraphQLServiceOptions): Promise<RunningGraphQLService> {
   const log = options.logger;
+  /** what a client can cause once per stream or message: one line per message text per LOG_THROTTLE_MS */
+  const perCall = throttledLogger(log);
   let engines = new Map<string, Engine>();
 
   const xds = new XdsClient({
@@ -73,8 +76,8 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
   });
 
   const server = await startExtProcServer(options.host, options.port, {
-    open: (call) => processStream(call, () => engines, log, options.observe, options.tracer),
-    onError: (what, err) => log.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+    open: (call) => processStream(call, () => engines, perCall, options.observe, options.tracer),
+    onError: (what, err) => perCall.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
     ...(options.http2 ? { http2: options.http2 } : {}),
   });
   log.info('graphql ext_proc server listening', { address: `${options.host}:${server.port}` });

@@ -9,6 +9,7 @@ import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';
 import type { H2Config } from '../common/h2/transport.js';
+import { throttledLogger } from '../common/log-throttle.js';
 import { GrpcStatus, frameMessage, startUnaryServer } from '../common/unary-server.js';
 import { XdsClient } from '../common/xds-client.js';
 import { RateLimiter, type CounterStore, type Decision, type Entry } from './limiter.js';
@@ -64,6 +65,8 @@ export function toResponse(d: Decision): object {
 
 export async function startRatelimitService(options: RatelimitServiceOptions): Promise<RunningRatelimitService> {
   const log = options.logger;
+  /** what a client can cause once per call: one line per message text per LOG_THROTTLE_MS */
+  const perCall = throttledLogger(log);
   const limiter = new RateLimiter(options.store);
   const now = options.now ?? Date.now;
   const stats: RatelimitStats = { calls: 0, overLimit: 0, errors: 0, shadowed: 0 };
@@ -127,7 +130,7 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     name: 'ShouldRateLimit',
     handle: onCall,
     ...(options.http2 ? { http2: options.http2 } : {}),
-    onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+    onError: (what, err) => perCall.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
   log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
