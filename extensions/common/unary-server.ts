@@ -88,8 +88,10 @@ class Call implements H2StreamHandler {
   onData(chunk: Buffer): void {
     if (this.done) return;
     this.length += chunk.length;
-    if (this.first === undefined) this.first = chunk;
-    else (this.more ??= []).push(chunk);
+    // a message that is complete in its first DATA payload (the usual case) is read in place; the parts of a longer
+    // one are copied, so that what waits for the rest holds its own bytes, not the socket's whole read buffers
+    if (this.first === undefined) this.first = chunk.length >= 5 && chunk.readUInt32BE(1) + 5 <= chunk.length ? chunk : Buffer.from(chunk);
+    else (this.more ??= []).push(Buffer.from(chunk));
     // refuse an oversized message as soon as its prefix says so (or as much has arrived)
     const declared = this.first.length >= 5 ? this.first.readUInt32BE(1) : 0;
     if (declared > MAX_MESSAGE_BYTES || this.length > MAX_MESSAGE_BYTES + 5) {

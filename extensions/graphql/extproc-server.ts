@@ -124,8 +124,9 @@ class Call implements ProcessCall, H2StreamHandler {
     if (this.failed) return;
     let buf = chunk;
     if (this.partsLength > 0) {
-      // a message split over DATA frames: collect its parts and join them once, when it is complete
-      this.parts.push(chunk);
+      // a message split over DATA frames: collect its parts (copies: what waits must not hold the socket's read
+      // buffers) and join them once, when it is complete
+      this.parts.push(Buffer.from(chunk));
       this.partsLength += chunk.length;
       if (this.need === 0 && this.partsLength >= 5) this.need = 5 + Buffer.concat(this.parts, 5).readUInt32BE(1);
       if (this.need === 0 || this.partsLength < this.need) return;
@@ -157,7 +158,7 @@ class Call implements ProcessCall, H2StreamHandler {
       if (this.failed || this.stream.closed) return;
     }
     if (at < buf.length) {
-      const rest = at === 0 ? buf : buf.subarray(at);
+      const rest = Buffer.from(at === 0 ? buf : buf.subarray(at));
       this.parts = [rest];
       this.partsLength = rest.length;
       this.need = rest.length >= 5 ? 5 + rest.readUInt32BE(1) : 0;

@@ -202,7 +202,7 @@ describe('the Helm chart', () => {
           '--http2-transport=legate',
           '--http2-max-concurrent-streams=100',
           '--http2-rapid-resets=1000',
-          '--http2-connection-body-bytes=67108864',
+          '--http2-connection-body-bytes=16777216',
           '--http2-settings-ack-timeout-ms=10000',
           '--http2-max-header-list-bytes=65536',
         ]),

@@ -169,9 +169,17 @@ export class Connection {
 
   private onSocketData(chunk: Buffer): void {
     this.lastActivity = Date.now();
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     this.inDataHandler = true;
     try {
+      if (this.buf.length && this.prefaceSeen) {
+        // a frame in progress: only what completes it is copied out of the chunk, the rest is parsed in place (a
+        // whole-chunk copy per read was most of the garbage of a client streaming large bodies)
+        const rest = this.completeFrame(chunk);
+        if (rest === undefined) return;
+        this.parse();
+        if (this.closed) return;
+        this.buf = rest;
+      } else this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
       this.parse();
     } catch (err) {
       if (err instanceof ConnectionError) {
@@ -186,6 +194,30 @@ export class Connection {
     }
     // everything the handlers answered synchronously goes out in one write
     this.flush();
+  }
+
+  /** Appends to the frame in progress (this.buf) what completes it from `chunk`; the rest of the chunk, or undefined
+   * when the frame is still incomplete. */
+  private completeFrame(chunk: Buffer): Buffer | undefined {
+    let head = this.buf;
+    let at = 0;
+    if (head.length < 9) {
+      at = Math.min(chunk.length, 9 - head.length);
+      head = Buffer.concat([head, chunk.subarray(0, at)]);
+      if (head.length < 9) {
+        this.buf = head;
+        return undefined;
+      }
+    }
+    const length = head.readUIntBE(0, 3);
+    if (length > MAX_FRAME_PAYLOAD) {
+      this.buf = head; // parse() refuses it
+      return chunk.subarray(at);
+    }
+    const take = Math.min(chunk.length - at, 9 + length - head.length);
+    if (take > 0) head = Buffer.concat([head, chunk.subarray(at, at + take)]);
+    this.buf = head;
+    return head.length < 9 + length ? undefined : chunk.subarray(at + take);
   }
 
   private parse(): void {

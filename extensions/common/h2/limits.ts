@@ -39,7 +39,7 @@ export const DEFAULT_LIMITS: H2Limits = {
   pings: 100,
   emptyFrames: 1000,
   floodWindowMs: 10_000,
-  connectionBodyBytes: 64 * 1024 * 1024,
+  connectionBodyBytes: 16 * 1024 * 1024,
   prefaceTimeoutMs: 10_000,
   idleTimeoutMs: 10 * 60_000,
   settingsAckTimeoutMs: 10_000,
