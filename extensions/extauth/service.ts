@@ -197,6 +197,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   }
   log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
+    http2: options.http2?.transport ?? 'legate',
   });
   xds.start();
 

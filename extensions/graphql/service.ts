@@ -80,7 +80,10 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
     onError: (what, err) => perCall.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
     ...(options.http2 ? { http2: options.http2 } : {}),
   });
-  log.info('graphql ext_proc server listening', { address: `${options.host}:${server.port}` });
+  log.info('graphql ext_proc server listening', {
+    address: `${options.host}:${server.port}`,
+    http2: options.http2?.transport ?? 'legate',
+  });
   xds.start();
 
   return {

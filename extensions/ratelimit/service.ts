@@ -135,6 +135,7 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
   log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
     store: options.store.name,
+    http2: options.http2?.transport ?? 'legate',
   });
   xds.start();
 
