@@ -12,11 +12,14 @@ import { frameHeader, limitHits, listenH2, malformedRequest, type H2Limits, type
 import { H2_TRANSPORTS, type H2Stream, type H2StreamHandler } from '../../extensions/common/h2/transport.js';
 
 const aborted: string[] = [];
+/** the paths of the streams the server has seen */
+const seen: string[] = [];
 
 /** Echo: answers with the request's headers as JSON in a header, the body (or `size` bytes of it), and trailers. */
 function serve(stream: H2Stream): H2StreamHandler | undefined {
   const chunks: Buffer[] = [];
   const path = stream.header(':path') ?? '';
+  seen.push(path);
   if (path === '/refuse') {
     stream.respond([[':status', '403']], true);
     return undefined;
@@ -142,8 +145,9 @@ describe.each(H2_TRANSPORTS)('h2 transport %s', (transport) => {
     const c2 = http2.connect(`http://127.0.0.1:${s2.port}`);
     await call({ ':path': '/echo' }, Buffer.from('warm'), c2);
     const goaway = new Promise<void>((resolve) => c2.on('goaway', () => resolve()));
-    const inFlight = call({ ':path': '/later' }, Buffer.from('late'), c2);
-    await new Promise((r) => setTimeout(r, 5));
+    seen.length = 0;
+    const inFlight = call({ ':path': '/later-in-flight' }, Buffer.from('late'), c2);
+    while (!seen.includes('/later-in-flight')) await new Promise((r) => setTimeout(r, 2));
     const stopped = s2.stop(2000);
     await goaway;
     expect((await inFlight).body.toString()).toBe('late');

@@ -1,5 +1,4 @@
 // Listening on the transport a service is configured with (transport.ts).
-import { listenNodeH2 } from './node.js';
 import { listenH2 } from './server.js';
 import type { H2Config, H2Server, H2ServerOptions } from './transport.js';
 
@@ -10,6 +9,7 @@ export function listenTransport(config: H2Config | undefined, host: string, port
     ...(config?.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: config.maxConcurrentStreams } : {}),
     ...(config?.limits ? { limits: { ...config.limits, ...options.limits } } : {}),
   };
-  if (config?.transport === 'node') return listenNodeH2(host, port, merged);
+  // node:http2 loaded only when chosen
+  if (config?.transport === 'node') return import('./node.js').then((m) => m.listenNodeH2(host, port, merged));
   return listenH2(host, port, merged);
 }
