@@ -5,7 +5,9 @@ import { DEFAULT_ADMIN_PORTS, startAdminServer, statsServerEnabled, type Running
 import { createLogger, type Logger } from '../../common/log.js';
 import { SpanRecorder } from '../../common/trace.js';
 import { LEGATE_NAMESPACE } from '../../controller/api/meta.js';
-import type { ChoiceFlag } from '../flags.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS, LIMIT_FLAGS, limitFlagName } from '../../extensions/common/h2/limits.js';
+import { H2_TRANSPORTS, type H2Config, type H2TransportName } from '../../extensions/common/h2/transport.js';
+import { UsageError, type ChoiceFlag, type IntFlag } from '../flags.js';
 
 export const DEFAULTS = {
   httpPort: 8080,
@@ -54,4 +56,41 @@ export function componentAdmin(component: string, port: number) {
       ? startAdminServer({ component, host: '127.0.0.1', port, logger, registry, spans, ...(extra ? { extra } : {}) })
       : undefined;
   return { registry, spans, start };
+}
+
+/** The extensions' HTTP/2 server flags: the transport, the stream limit and each abuse limit (`--http2-<limit>`). */
+export function http2Flags() {
+  const limits = Object.fromEntries(
+    Object.entries(LIMIT_FLAGS).map(([key, description]) => [
+      limitFlagName(key),
+      { type: 'int', default: DEFAULT_LIMITS[key as keyof typeof DEFAULT_LIMITS], min: 0, description } satisfies IntFlag,
+    ]),
+  );
+  return {
+    'http2-transport': {
+      type: 'choice',
+      choices: H2_TRANSPORTS,
+      description: "the gRPC server's HTTP/2 implementation: Legate's own or node:http2 (default LEGATE_HTTP2_TRANSPORT, else legate)",
+    },
+    'http2-max-concurrent-streams': {
+      type: 'int',
+      default: DEFAULT_MAX_CONCURRENT_STREAMS,
+      min: 1,
+      description: 'streams a client may open at once on one connection (advertised; more are refused)',
+    },
+    ...limits,
+  } as const satisfies Record<string, ChoiceFlag | IntFlag>;
+}
+
+/** The H2Config of the parsed http2Flags() (the transport from LEGATE_HTTP2_TRANSPORT when the flag is not given). */
+export function http2Config(flags: Record<string, unknown>): H2Config {
+  const transport = (flags['http2-transport'] as string | undefined) ?? process.env['LEGATE_HTTP2_TRANSPORT'] ?? 'legate';
+  if (!(H2_TRANSPORTS as readonly string[]).includes(transport))
+    throw new UsageError(`LEGATE_HTTP2_TRANSPORT: expected ${H2_TRANSPORTS.join(', ')}, got ${JSON.stringify(transport)}`);
+  const limits = Object.fromEntries(Object.keys(LIMIT_FLAGS).map((key) => [key, Number(flags[limitFlagName(key)])]));
+  return {
+    transport: transport as H2TransportName,
+    maxConcurrentStreams: Number(flags['http2-max-concurrent-streams']),
+    limits,
+  };
 }

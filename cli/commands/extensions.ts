@@ -5,7 +5,7 @@ import type { Logger } from '../../common/log.js';
 import type { Tracer } from '../../extensions/common/tracing.js';
 import type { RunningExtauthService } from '../../extensions/extauth/service.js';
 import { command, type FlagValues } from '../flags.js';
-import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
+import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, http2Config, http2Flags, waitForSignal } from './common.js';
 
 function extensionFlags(servicePort: number, statsPort: number) {
   return {
@@ -19,6 +19,7 @@ function extensionFlags(servicePort: number, statsPort: number) {
       placeholder: 'URL',
       description: 'export spans of traced requests over OTLP/HTTP to this collector (default OTEL_EXPORTER_OTLP_ENDPOINT; none: off)',
     },
+    ...http2Flags(),
   } as const;
 }
 
@@ -54,6 +55,7 @@ export const graphqlCommand = command({
       xdsAddress,
       logger,
       observe: metrics.observe,
+      http2: http2Config(flags),
       ...(tracer ? { tracer } : {}),
     });
     apis = svc.apis;
@@ -87,6 +89,7 @@ export const extauthCommand = command({
       xdsAddress,
       logger,
       observe: metrics.observe,
+      http2: http2Config(flags),
       ...(tracer ? { tracer } : {}),
     });
     stats = svc.stats;

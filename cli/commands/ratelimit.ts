@@ -4,7 +4,7 @@
 import { VERSION } from '../../common/version.js';
 import type { CounterStore } from '../../extensions/ratelimit/limiter.js';
 import { UsageError, command, type FlagValues } from '../flags.js';
-import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, waitForSignal } from './common.js';
+import { DEFAULTS, LOG_LEVEL_FLAG, componentAdmin, componentLogger, http2Config, http2Flags, waitForSignal } from './common.js';
 
 const flags = {
   host: { type: 'string', default: '127.0.0.1', placeholder: 'HOST', description: 'address the gRPC service binds' },
@@ -14,6 +14,7 @@ const flags = {
   redis: { type: 'string', placeholder: 'HOST:PORT', description: 'keep counters in this Redis (default: in memory, this process only)' },
   'redis-timeout-ms': { type: 'string', default: '50', placeholder: 'MS', description: 'per Redis call; slower counts as a failure' },
   'log-level': LOG_LEVEL_FLAG,
+  ...http2Flags(),
 } as const;
 
 export const ratelimitCommand = command({
@@ -49,7 +50,15 @@ export const ratelimitCommand = command({
     }
     const metrics = ratelimitMetrics(admin.registry, admin.spans, storeState);
     const xdsAddress = `${f['xds-address'].host}:${f['xds-address'].port}`;
-    const svc = await startRatelimitService({ host: f.host, port: f.port, xdsAddress, logger, store, observe: metrics.observe });
+    const svc = await startRatelimitService({
+      host: f.host,
+      port: f.port,
+      xdsAddress,
+      logger,
+      store,
+      observe: metrics.observe,
+      http2: http2Config(f),
+    });
     const adminServer = await admin.start(logger, {
       '/configs': () => svc.configs(),
       '/store': () => ({ store: store.name, ...storeState() }),

@@ -1,10 +1,9 @@
 // What the extension services' minimal gRPC servers share (extensions/common/unary-server.ts for
 // extauth's Check and ratelimit's ShouldRateLimit, extensions/graphql/extproc-server.ts for ext_proc):
 // message framing, the pre-encoded response headers and trailers, trailers-only answers and the path
-// and content-type check, on Legate's small HTTP/2 server (./h2/server.ts). Why neither grpc-js nor
-// node:http2: see unary-server.ts.
-import { encodeHeaders } from './h2/hpack.js';
-import type { H2Server, H2ServerStream } from './h2/server.js';
+// and content-type check, on the HTTP/2 transport interface (./h2/transport.ts: Legate's small server, or
+// node:http2 behind --http2-transport). Why neither grpc-js nor node:http2 by default: see unary-server.ts.
+import { staticHeaders, type H2Server, type H2Stream, type HeaderList } from './h2/transport.js';
 /** Largest request message accepted (grpc-js's default receive limit). */
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
@@ -25,32 +24,32 @@ export function frameMessage(message: Buffer): Buffer {
   return framePrefix(out);
 }
 
-/** `:status 200`, `content-type: application/grpc`, as an HPACK block */
-export const RESPONSE_HEADERS = encodeHeaders([
+/** `:status 200`, `content-type: application/grpc` (encoded once by the transport) */
+export const RESPONSE_HEADERS = staticHeaders([
   [':status', '200'],
   ['content-type', 'application/grpc'],
 ]);
-/** `grpc-status: 0`, as an HPACK block */
-export const OK_TRAILERS = encodeHeaders([['grpc-status', '0']]);
+/** `grpc-status: 0` (encoded once by the transport) */
+export const OK_TRAILERS = staticHeaders([['grpc-status', '0']]);
 
 /** Trailers with a failed call's status. */
-export function statusTrailers(code: number, message: string): Buffer {
-  return encodeHeaders([
+export function statusTrailers(code: number, message: string): HeaderList {
+  return [
     ['grpc-status', String(code)],
     ['grpc-message', encodeURI(message)],
-  ]);
+  ];
 }
 
 /** Ends a stream that has sent nothing yet with a status alone (headers and trailers in one block). */
-export function trailersOnly(stream: H2ServerStream, code: number, message: string, httpStatus = 200): void {
+export function trailersOnly(stream: H2Stream, code: number, message: string, httpStatus = 200): void {
   if (stream.headersSent || stream.closed) return;
   stream.respond(
-    encodeHeaders([
+    [
       [':status', String(httpStatus)],
       ['content-type', 'application/grpc'],
       ['grpc-status', String(code)],
       ['grpc-message', encodeURI(message)],
-    ]),
+    ],
     true,
   );
 }
@@ -63,7 +62,7 @@ function isGrpcContentType(ct: string | undefined): boolean {
  * Answers what is not a call of `path` (UNIMPLEMENTED, or 415 for another content type) and returns
  * false; true when the stream is a call to serve.
  */
-export function acceptCall(stream: H2ServerStream, path: string): boolean {
+export function acceptCall(stream: H2Stream, path: string): boolean {
   const callPath = stream.header(':path');
   if (callPath !== path) {
     trailersOnly(stream, GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${String(callPath)}`);

@@ -1,7 +1,6 @@
 // A minimal gRPC server for one unary method: extauth's envoy.service.auth.v3.Authorization/Check and
 // ratelimit's RateLimitService/ShouldRateLimit, on Legate's own small HTTP/2 server
-// (extensions/common/h2/server.ts). (The graphql service's ext_proc stream is still on node:http2,
-// extensions/graphql/extproc-server.ts.)
+// (extensions/common/h2/, or node:http2 with --http2-transport node; extensions/common/h2/transport.ts).
 //
 // Why not grpc-js, nor node:http2: these are called once per protected or rate-limited request. grpc-js's
 // per-call work (server interceptor chain, Metadata objects, a deadline timer, an object-mode stream,
@@ -27,7 +26,8 @@ import {
   trailersOnly,
   type GrpcHttp2Server,
 } from './grpc-http2.js';
-import { listenH2, type H2ServerStream, type H2StreamHandler } from './h2/server.js';
+import { listenTransport } from './h2/listen.js';
+import type { H2Config, H2Stream, H2StreamHandler } from './h2/transport.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from './grpc-http2.js';
 
@@ -53,6 +53,8 @@ export interface UnaryServerOptions {
   handle: UnaryHandler;
   /** a stream, session or handler failed in a way worth logging */
   onError?(what: string, err: unknown): void;
+  /** the HTTP/2 transport and its limits (default: Legate's server, DEFAULT_LIMITS) */
+  http2?: H2Config;
 }
 
 export type UnaryServer = GrpcHttp2Server;
@@ -78,7 +80,7 @@ class Call implements H2StreamHandler {
   };
 
   constructor(
-    private readonly stream: H2ServerStream,
+    private readonly stream: H2Stream,
     private readonly handle: UnaryHandler,
     private readonly onError: (err: unknown) => void,
   ) {}
@@ -86,8 +88,10 @@ class Call implements H2StreamHandler {
   onData(chunk: Buffer): void {
     if (this.done) return;
     this.length += chunk.length;
-    if (this.first === undefined) this.first = chunk;
-    else (this.more ??= []).push(chunk);
+    // a message that is complete in its first DATA payload (the usual case) is read in place; the parts of a longer
+    // one are copied, so that what waits for the rest holds its own bytes, not the socket's whole read buffers
+    if (this.first === undefined) this.first = chunk.length >= 5 && chunk.readUInt32BE(1) + 5 <= chunk.length ? chunk : Buffer.from(chunk);
+    else (this.more ??= []).push(Buffer.from(chunk));
     // refuse an oversized message as soon as its prefix says so (or as much has arrived)
     const declared = this.first.length >= 5 ? this.first.readUInt32BE(1) : 0;
     if (declared > MAX_MESSAGE_BYTES || this.length > MAX_MESSAGE_BYTES + 5) {
@@ -151,7 +155,7 @@ export function startUnaryServer(host: string, port: number, options: UnaryServe
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError(`${options.name} handler`, err);
   const { handle, path } = options;
-  return listenH2(host, port, {
+  return listenTransport(options.http2, host, port, {
     onError,
     onStream(stream) {
       if (!acceptCall(stream, path)) return undefined;

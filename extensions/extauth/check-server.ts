@@ -1,4 +1,5 @@
 // extauth's Check, served by the minimal unary gRPC server (extensions/common/unary-server.ts).
+import type { H2Config } from '../common/h2/transport.js';
 import { startUnaryServer, type UnaryHandler, type UnaryServer } from '../common/unary-server.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from '../common/unary-server.js';
@@ -12,6 +13,8 @@ export interface CheckServerOptions {
   handle: CheckHandler;
   /** a stream, session or handler failed in a way worth logging */
   onError?(what: string, err: unknown): void;
+  /** the HTTP/2 transport and its limits */
+  http2?: H2Config;
 }
 
 export function startCheckServer(host: string, port: number, options: CheckServerOptions): Promise<CheckServer> {

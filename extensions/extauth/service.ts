@@ -24,6 +24,8 @@ import {
 } from './authorizer.js';
 import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
 import { framePrefix, frameMessage, startCheckServer, type CheckServer } from './check-server.js';
+import type { H2Config } from '../common/h2/transport.js';
+import { throttledLogger } from '../common/log-throttle.js';
 
 export type { AuthConfigSummary, AuthorizerStats, DenyReason, Outcome } from './authorizer.js';
 
@@ -44,6 +46,8 @@ export interface ExtauthServiceOptions {
   observe?: (outcome: Outcome, configId: string, seconds: number) => void;
   /** exports a span per Check whose trace context Envoy sampled (none: no tracing) */
   tracer?: Tracer;
+  /** the HTTP/2 transport and its limits (--http2-transport, --http2-*) */
+  http2?: H2Config;
 }
 
 export interface RunningExtauthService {
@@ -95,6 +99,8 @@ export function encodeResponses(serialize: (value: object) => Buffer): Record<Ou
 
 export async function startExtauthService(options: ExtauthServiceOptions): Promise<RunningExtauthService> {
   const log = options.logger;
+  /** what a client can cause once per call: one line per message text per LOG_THROTTLE_MS */
+  const perCall = throttledLogger(log);
   const authorizer = new Authorizer({
     logger: log.child('check'),
     ...(options.introspectionTimeoutMs !== undefined ? { introspectionTimeoutMs: options.introspectionTimeoutMs } : {}),
@@ -132,7 +138,6 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   const responses = encodeResponses(check.responseSerialize as (value: object) => Buffer);
 
   const observe = options.observe;
-  let lastMalformedLogAt = 0;
   /** Decides one Check and hands `answer` the outcome and the edge grant an allow carries (until 0: none). */
   const decide = (input: CheckInput, answer: (o: Outcome, grant: EdgeGrant) => void): void => {
     const t0 = observe ? performance.now() : 0;
@@ -146,11 +151,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       : (o: Outcome): void => answer(o, grant);
     let outcome: Outcome | Promise<Outcome>;
     if (input.malformed) {
-      const now = Date.now();
-      if (now - lastMalformedLogAt >= 1000) {
-        lastMalformedLogAt = now;
-        log.error('unparsable CheckRequest; denying');
-      }
+      perCall.error('unparsable CheckRequest; denying');
       outcome = authorizer.record('malformed_request');
     } else {
       try {
@@ -187,7 +188,8 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
           reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(responses.allow, grant.key, ms, 5)) : framed.allow);
         });
       },
-      onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),
+      onError: (what, err) => perCall.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),
+      ...(options.http2 ? { http2: options.http2 } : {}),
     });
   } catch (err) {
     authorizer.stop();
@@ -195,6 +197,7 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   }
   log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
+    http2: options.http2?.transport ?? 'legate',
   });
   xds.start();
 

@@ -1,6 +1,6 @@
 // A minimal gRPC server for the one method the graphql service serves,
 // envoy.service.ext_proc.v3.ExternalProcessor/Process, on Legate's small HTTP/2 server
-// (extensions/common/h2/server.ts).
+// (extensions/common/h2/; node:http2 with --http2-transport node).
 //
 // Why not grpc-js: Envoy opens one ext_proc stream per GraphQL request, with a message or two each way,
 // and grpc-js's per-stream and per-message work (interceptor chain, Metadata objects, a deadline timer,
@@ -29,7 +29,8 @@ import {
   trailersOnly,
   type GrpcHttp2Server,
 } from '../common/grpc-http2.js';
-import { listenH2, type H2ServerStream, type H2StreamHandler } from '../common/h2/server.js';
+import { listenTransport } from '../common/h2/listen.js';
+import type { H2Config, H2Stream, H2StreamHandler } from '../common/h2/transport.js';
 import { decodeProcessingRequest, type ProcessingRequestIn } from './wire.js';
 
 export { GrpcStatus, MAX_MESSAGE_BYTES, frameMessage, framePrefix } from '../common/grpc-http2.js';
@@ -61,6 +62,8 @@ export interface ExtProcServerOptions {
   open(call: ProcessCall): ProcessStreamHandler;
   /** a stream or session failed in a way worth logging */
   onError?(what: string, err: unknown): void;
+  /** the HTTP/2 transport and its limits (default: Legate's server, DEFAULT_LIMITS) */
+  http2?: H2Config;
 }
 
 export type ExtProcServer = GrpcHttp2Server;
@@ -75,7 +78,7 @@ class Call implements ProcessCall, H2StreamHandler {
   private failed = false;
 
   constructor(
-    private readonly stream: H2ServerStream,
+    private readonly stream: H2Stream,
     private readonly onError_: (err: unknown) => void,
   ) {}
 
@@ -121,8 +124,9 @@ class Call implements ProcessCall, H2StreamHandler {
     if (this.failed) return;
     let buf = chunk;
     if (this.partsLength > 0) {
-      // a message split over DATA frames: collect its parts and join them once, when it is complete
-      this.parts.push(chunk);
+      // a message split over DATA frames: collect its parts (copies: what waits must not hold the socket's read
+      // buffers) and join them once, when it is complete
+      this.parts.push(Buffer.from(chunk));
       this.partsLength += chunk.length;
       if (this.need === 0 && this.partsLength >= 5) this.need = 5 + Buffer.concat(this.parts, 5).readUInt32BE(1);
       if (this.need === 0 || this.partsLength < this.need) return;
@@ -154,7 +158,7 @@ class Call implements ProcessCall, H2StreamHandler {
       if (this.failed || this.stream.closed) return;
     }
     if (at < buf.length) {
-      const rest = at === 0 ? buf : buf.subarray(at);
+      const rest = Buffer.from(at === 0 ? buf : buf.subarray(at));
       this.parts = [rest];
       this.partsLength = rest.length;
       this.need = rest.length >= 5 ? 5 + rest.readUInt32BE(1) : 0;
@@ -188,7 +192,7 @@ class Call implements ProcessCall, H2StreamHandler {
 export function startExtProcServer(host: string, port: number, options: ExtProcServerOptions): Promise<ExtProcServer> {
   const onError = options.onError ?? (() => undefined);
   const onHandlerError = (err: unknown): void => onError('ext_proc stream handler', err);
-  return listenH2(host, port, {
+  return listenTransport(options.http2, host, port, {
     ...(options.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: options.maxConcurrentStreams } : {}),
     onError,
     onStream(stream) {

@@ -7,6 +7,8 @@
 // messages decoded and encoded by ./wire.ts: per request, that transport costs less than the query.
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig, type GraphQLApiConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
+import type { H2Config } from '../common/h2/transport.js';
+import { throttledLogger } from '../common/log-throttle.js';
 import type { Tracer } from '../common/tracing.js';
 import { XdsClient } from '../common/xds-client.js';
 import { createEngine, type Engine } from './engine/index.js';
@@ -24,6 +26,8 @@ export interface GraphQLServiceOptions {
   observe?: ObserveRequest;
   /** exports a span per request whose trace context Envoy sampled, passed on to backend calls (none: no tracing) */
   tracer?: Tracer;
+  /** the HTTP/2 transport and its limits (--http2-transport, --http2-*) */
+  http2?: H2Config;
 }
 
 export interface RunningGraphQLService {
@@ -36,6 +40,8 @@ export interface RunningGraphQLService {
 
 export async function startGraphQLService(options: GraphQLServiceOptions): Promise<RunningGraphQLService> {
   const log = options.logger;
+  /** what a client can cause once per stream or message: one line per message text per LOG_THROTTLE_MS */
+  const perCall = throttledLogger(log);
   let engines = new Map<string, Engine>();
 
   const xds = new XdsClient({
@@ -70,10 +76,14 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
   });
 
   const server = await startExtProcServer(options.host, options.port, {
-    open: (call) => processStream(call, () => engines, log, options.observe, options.tracer),
-    onError: (what, err) => log.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+    open: (call) => processStream(call, () => engines, perCall, options.observe, options.tracer),
+    onError: (what, err) => perCall.warn(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+    ...(options.http2 ? { http2: options.http2 } : {}),
   });
-  log.info('graphql ext_proc server listening', { address: `${options.host}:${server.port}` });
+  log.info('graphql ext_proc server listening', {
+    address: `${options.host}:${server.port}`,
+    http2: options.http2?.transport ?? 'legate',
+  });
   xds.start();
 
   return {

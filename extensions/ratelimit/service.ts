@@ -8,6 +8,8 @@
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';
+import type { H2Config } from '../common/h2/transport.js';
+import { throttledLogger } from '../common/log-throttle.js';
 import { GrpcStatus, frameMessage, startUnaryServer } from '../common/unary-server.js';
 import { XdsClient } from '../common/xds-client.js';
 import { RateLimiter, type CounterStore, type Decision, type Entry } from './limiter.js';
@@ -28,6 +30,8 @@ export interface RatelimitServiceOptions {
   /** Called once per call with its outcome, duration and the number of shadow-mode descriptors over their limit. */
   observe?: (outcome: Outcome, seconds: number, shadowed: number) => void;
   now?: () => number;
+  /** the HTTP/2 transport and its limits (--http2-transport, --http2-*) */
+  http2?: H2Config;
 }
 
 export interface RatelimitStats {
@@ -61,6 +65,8 @@ export function toResponse(d: Decision): object {
 
 export async function startRatelimitService(options: RatelimitServiceOptions): Promise<RunningRatelimitService> {
   const log = options.logger;
+  /** what a client can cause once per call: one line per message text per LOG_THROTTLE_MS */
+  const perCall = throttledLogger(log);
   const limiter = new RateLimiter(options.store);
   const now = options.now ?? Date.now;
   const stats: RatelimitStats = { calls: 0, overLimit: 0, errors: 0, shadowed: 0 };
@@ -123,11 +129,13 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     path: SHOULD_RATE_LIMIT_PATH,
     name: 'ShouldRateLimit',
     handle: onCall,
-    onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
+    ...(options.http2 ? { http2: options.http2 } : {}),
+    onError: (what, err) => perCall.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
   log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
     store: options.store.name,
+    http2: options.http2?.transport ?? 'legate',
   });
   xds.start();
 

@@ -31,6 +31,7 @@ settings: { writeNamespace: gateways, watchNamespaces: [team-a, team-b], devMode
 controller: { logLevel: debug, startStatsServer: true, replicas: 2 }
 extauth: { logLevel: warn }
 graphql: { logLevel: error }
+extensionServer: { http2Transport: node, maxConcurrentStreams: 50, http2Limits: { rapidResets: 200, connectionBodyBytes: 33554432 } }
 gatewayProxies:
   gatewayProxy: { logLevel: warning }
   publicGw: { logLevel: debug, replicas: 3, exposeAdmin: true, service: { type: ClusterIP } }
@@ -190,6 +191,41 @@ describe('the Helm chart', () => {
       names(renderChart('legate-system', ['--set', 'gateway.validation.enabled=false']).objects, 'ValidatingWebhookConfiguration'),
     ).toEqual([]);
 
+    // the extensions bind their pod's IP, serve on Legate's HTTP/2 server with the built-in limits, and admit only the
+    // gateway proxies
+    for (const name of ['extauth', 'graphql', 'ratelimit']) {
+      const ext = container(find(objects, 'Deployment', name));
+      expect(ext.args).toContain('--host=$(POD_IP)');
+      expect(ext.env?.find((e) => e.name === 'POD_IP')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
+      expect(ext.args).toEqual(
+        expect.arrayContaining([
+          '--http2-transport=legate',
+          '--http2-max-concurrent-streams=100',
+          '--http2-rapid-resets=1000',
+          '--http2-connection-body-bytes=16777216',
+          '--http2-settings-ack-timeout-ms=10000',
+          '--http2-max-header-list-bytes=65536',
+        ]),
+      );
+      const policy = find(objects, 'NetworkPolicy', name).spec as {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: { from: { podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[];
+      };
+      expect(policy.podSelector.matchLabels['legate']).toBe(name);
+      expect(policy.policyTypes).toEqual(['Ingress']);
+      expect(policy.ingress).toHaveLength(1);
+      expect(policy.ingress[0]?.from.map((f) => f.podSelector.matchLabels['app.kubernetes.io/component'])).toEqual(['gateway-proxy']);
+      expect(policy.ingress[0]?.ports).toEqual([{ port: 'grpc', protocol: 'TCP' }]);
+    }
+    // every gateway proxy's pods carry the labels the policies admit
+    const admitted = (find(objects, 'NetworkPolicy', 'extauth').spec as { ingress: { from: { podSelector: { matchLabels: object } }[] }[] })
+      .ingress[0]!.from[0]!.podSelector.matchLabels;
+    const proxyPodLabels = (find(objects, 'Deployment', 'gateway-proxy').spec as { template: { metadata: { labels: object } } }).template
+      .metadata.labels;
+    expect(proxyPodLabels).toMatchObject(admitted);
+    expect(names(renderChart('legate-system', ['--set', 'extensionServer.networkPolicy=false']).objects, 'NetworkPolicy')).toEqual([]);
+
     const proxy = find(objects, 'Deployment', 'gateway-proxy');
     const envoy = container(proxy, 'envoy');
     const pinned = fs.readFileSync(path.join(ROOT, 'envoy/VERSION'), 'utf8').trim();
@@ -307,6 +343,23 @@ describe('the Helm chart', () => {
     ).webhooks[0]?.rules[0]?.apiGroups;
     expect(rules).toEqual(expect.arrayContaining(['gateway.legate.dev', 'gateway.solo.io', 'gloo.solo.io']));
     expect(env(container(find(objects, 'Deployment', 'extauth')), 'LOG_LEVEL')).toBe('warn');
+    const ratelimitArgs = container(find(objects, 'Deployment', 'ratelimit')).args;
+    expect(ratelimitArgs).toEqual(
+      expect.arrayContaining([
+        '--http2-transport=node',
+        '--http2-max-concurrent-streams=50',
+        '--http2-rapid-resets=200',
+        '--http2-connection-body-bytes=33554432',
+        '--http2-pings=100',
+      ]),
+    );
+    const publicGwLabels = (find(objects, 'Deployment', 'public-gw').spec as { template: { metadata: { labels: object } } }).template
+      .metadata.labels;
+    expect(publicGwLabels).toMatchObject(
+      (find(objects, 'NetworkPolicy', 'graphql').spec as { ingress: { from: { podSelector: { matchLabels: object } }[] }[] }).ingress[0]!
+        .from[0]!.podSelector.matchLabels,
+    );
+
     expect(env(container(find(objects, 'Deployment', 'graphql')), 'LOG_LEVEL')).toBe('error');
 
     // each proxy: its own level, role and Service; what it does not set comes from gatewayProxy
@@ -360,6 +413,9 @@ describe('the Helm chart', () => {
     expect(typo.stderr).toMatch(/loglevel/);
     const root = helm(['template', 'legate', CHART, '--set', 'securityContext.runAsUser=0'], { check: false });
     expect(root.status).not.toBe(0);
+    const limit = helm(['template', 'legate', CHART, '--set', 'extensionServer.http2Limits.rapidReset=5'], { check: false });
+    expect(limit.status).not.toBe(0);
+    expect(limit.stderr).toMatch(/rapidReset/);
   });
 
   it('applies to the API server with server-side apply, every object accepted (defaults, then every option on)', () => {

@@ -4,6 +4,7 @@
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { H2_TRANSPORTS } from '../../extensions/common/h2/transport.js';
 import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
 import { CHECK_PATH, frameMessage, startCheckServer, type CheckServer } from '../../extensions/extauth/check-server.js';
 import { parseCheckRequest } from '../../extensions/extauth/wire.js';
@@ -28,35 +29,6 @@ const request = (authorization: string, configId = 'ns.cfg'): object => ({
     request: { http: { headers: { authorization } } },
     context_extensions: { config_id: configId },
   },
-});
-
-beforeAll(async () => {
-  server = await startCheckServer('127.0.0.1', 0, {
-    // answers allow for `Bearer good`, a denial otherwise; `Bearer later` answers on a later tick; `Bearer throw` throws
-    handle(bytes, reply) {
-      const input = parseCheckRequest(bytes);
-      if (input.authorization === 'Bearer throw') throw new Error('boom');
-      const answer = (): void =>
-        reply(
-          frameMessage(
-            check.responseSerialize(
-              input.authorization === 'Bearer good' || input.authorization === 'Bearer later'
-                ? { status: { code: 0 }, ok_response: { headers: [{ header: { key: 'x-config', value: input.configId } }] } }
-                : { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'no' } },
-            ),
-          ),
-        );
-      if (input.authorization === 'Bearer later') setTimeout(answer, 10);
-      else answer();
-    },
-    onError: (what) => errors.push(what),
-  });
-  client = new Authorization(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as CheckClient;
-});
-
-afterAll(async () => {
-  client?.close();
-  await server?.stop(500);
 });
 
 function call(req: object): Promise<{ err: grpc.ServiceError | null; res: CheckResponseOut }> {
@@ -105,7 +77,37 @@ async function raw(
   }
 }
 
-describe('extauth Check server', () => {
+describe.each(H2_TRANSPORTS)('extauth Check server (%s transport)', (transport) => {
+  beforeAll(async () => {
+    server = await startCheckServer('127.0.0.1', 0, {
+      // answers allow for `Bearer good`, a denial otherwise; `Bearer later` answers on a later tick; `Bearer throw` throws
+      handle(bytes, reply) {
+        const input = parseCheckRequest(bytes);
+        if (input.authorization === 'Bearer throw') throw new Error('boom');
+        const answer = (): void =>
+          reply(
+            frameMessage(
+              check.responseSerialize(
+                input.authorization === 'Bearer good' || input.authorization === 'Bearer later'
+                  ? { status: { code: 0 }, ok_response: { headers: [{ header: { key: 'x-config', value: input.configId } }] } }
+                  : { status: { code: 7 }, denied_response: { status: { code: 'Forbidden' }, body: 'no' } },
+              ),
+            ),
+          );
+        if (input.authorization === 'Bearer later') setTimeout(answer, 10);
+        else answer();
+      },
+      onError: (what) => errors.push(what),
+      http2: { transport },
+    });
+    client = new Authorization(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as CheckClient;
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await server?.stop(500);
+  });
+
   it('answers unary Checks from a grpc-js client, at once or later, many at a time', async () => {
     const ok = await call(request('Bearer good', 'a.b'));
     expect(ok.err).toBeNull();

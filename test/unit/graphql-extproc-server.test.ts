@@ -3,6 +3,7 @@
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { H2_TRANSPORTS } from '../../extensions/common/h2/transport.js';
 import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
 import {
   PROCESS_PATH,
@@ -78,16 +79,6 @@ function open(call: ProcessCall) {
   };
 }
 
-beforeAll(async () => {
-  server = await startExtProcServer('127.0.0.1', 0, { open });
-  client = new Processor(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
-});
-
-afterAll(async () => {
-  client?.close();
-  await server?.stop(500);
-});
-
 function metadata(api: string): grpc.Metadata {
   const md = new grpc.Metadata();
   md.set('x-legate-graphql-api', api);
@@ -114,7 +105,17 @@ function exchange(api: string, messages: object[], halfClose = false): Promise<{
   });
 }
 
-describe('ext_proc server', () => {
+describe.each(H2_TRANSPORTS)('ext_proc server (%s transport)', (transport) => {
+  beforeAll(async () => {
+    server = await startExtProcServer('127.0.0.1', 0, { open, http2: { transport } });
+    client = new Processor(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await server?.stop(500);
+  });
+
   it('answers a headers + body exchange, reading the API name from the metadata', async () => {
     const body = JSON.stringify({ query: '{productsForHome{id title}}' });
     const { answers, status } = await exchange('legate-system.books', [

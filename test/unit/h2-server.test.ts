@@ -1,31 +1,27 @@
-// Legate's minimal HTTP/2 server (extensions/common/h2/server.ts) against node:http2's client (nghttp2):
-// answers with headers, data and trailers; many streams on one connection; flow control both ways with
-// bodies larger than the windows; CONTINUATION; the HPACK dynamic table across requests; resets, PING,
-// GOAWAY on stop, and a client that is not HTTP/2.
+// The extensions' HTTP/2 transports (extensions/common/h2/: Legate's own server and node:http2 behind the same
+// interface) against node:http2's client (nghttp2): answers with headers, data and trailers; many streams on one
+// connection; flow control both ways with bodies larger than the windows; CONTINUATION; the HPACK dynamic table
+// across requests; resets, PING, GOAWAY on stop, on both transports. Then Legate's server alone over raw frames:
+// a client that is not HTTP/2, protocol violations, stream states and the abuse limits.
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
-import {
-  frameHeader,
-  limitHits,
-  listenH2,
-  malformedRequest,
-  type H2Limits,
-  type H2Server,
-  type H2ServerStream,
-} from '../../extensions/common/h2/server.js';
+import { listenTransport } from '../../extensions/common/h2/listen.js';
+import { frameHeader, limitHits, listenH2, malformedRequest, type H2Limits, type H2Server } from '../../extensions/common/h2/server.js';
+import { H2_TRANSPORTS, type H2Stream, type H2StreamHandler } from '../../extensions/common/h2/transport.js';
 
 const aborted: string[] = [];
-let server: H2Server;
-let client: http2.ClientHttp2Session;
+/** the paths of the streams the server has seen */
+const seen: string[] = [];
 
 /** Echo: answers with the request's headers as JSON in a header, the body (or `size` bytes of it), and trailers. */
-function serve(stream: H2ServerStream): ReturnType<Parameters<typeof listenH2>[2]['onStream']> {
+function serve(stream: H2Stream): H2StreamHandler | undefined {
   const chunks: Buffer[] = [];
   const path = stream.header(':path') ?? '';
+  seen.push(path);
   if (path === '/refuse') {
-    stream.respond(encodeHeaders([[':status', '403']]), true);
+    stream.respond([[':status', '403']], true);
     return undefined;
   }
   return {
@@ -34,15 +30,13 @@ function serve(stream: H2ServerStream): ReturnType<Parameters<typeof listenH2>[2
       const body = Buffer.concat(chunks);
       const size = Number(new URL(path, 'http://x').searchParams.get('size') ?? '-1');
       const answer = () => {
-        stream.respond(
-          encodeHeaders([
-            [':status', '200'],
-            ['x-request-headers', JSON.stringify(stream.headers.filter(([k]) => !k.startsWith(':') && k.startsWith('x-')))],
-            ['x-body-bytes', String(body.length)],
-          ]),
-        );
+        stream.respond([
+          [':status', '200'],
+          ['x-request-headers', JSON.stringify(stream.headers.filter(([k]) => !k.startsWith(':') && k.startsWith('x-')))],
+          ['x-body-bytes', String(body.length)],
+        ]);
         stream.write(size >= 0 ? Buffer.alloc(size, 0x61) : body);
-        stream.end(encodeHeaders([['x-done', 'yes']]));
+        stream.end([['x-done', 'yes']]);
       };
       if (path.startsWith('/later')) setTimeout(answer, 20);
       else answer();
@@ -51,10 +45,10 @@ function serve(stream: H2ServerStream): ReturnType<Parameters<typeof listenH2>[2
   };
 }
 
-function call(
+function callOn(
+  session: http2.ClientHttp2Session,
   headers: http2.OutgoingHttpHeaders,
   body?: Buffer,
-  session = client,
 ): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: Buffer; trailers: http2.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = session.request({ ':method': 'POST', ...headers });
@@ -70,17 +64,21 @@ function call(
   });
 }
 
-beforeAll(async () => {
-  server = await listenH2('127.0.0.1', 0, { onStream: serve, onError: (what, err) => console.error(what, err) });
-  client = http2.connect(`http://127.0.0.1:${server.port}`);
-});
+describe.each(H2_TRANSPORTS)('h2 transport %s', (transport) => {
+  let server: H2Server;
+  let client: http2.ClientHttp2Session;
+  const call = (headers: http2.OutgoingHttpHeaders, body?: Buffer, session = client) => callOn(session, headers, body);
 
-afterAll(async () => {
-  client?.close();
-  await server?.stop(500);
-});
+  beforeAll(async () => {
+    server = await listenTransport({ transport }, '127.0.0.1', 0, { onStream: serve, onError: (what, err) => console.error(what, err) });
+    client = http2.connect(`http://127.0.0.1:${server.port}`);
+  });
 
-describe('h2 server', () => {
+  afterAll(async () => {
+    client?.close();
+    await server?.stop(500);
+  });
+
   it('answers headers, data and trailers', async () => {
     const r = await call({ ':path': '/echo', 'x-a': 'one' }, Buffer.from('hello'));
     expect(r.status).toBe(200);
@@ -140,6 +138,33 @@ describe('h2 server', () => {
   it('answers PING', async () => {
     const ms = await new Promise<number>((resolve, reject) => client.ping((err, d) => (err ? reject(err) : resolve(d))));
     expect(ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {
+    const s2 = await listenTransport({ transport }, '127.0.0.1', 0, { onStream: serve, onError: () => undefined });
+    const c2 = http2.connect(`http://127.0.0.1:${s2.port}`);
+    await call({ ':path': '/echo' }, Buffer.from('warm'), c2);
+    const goaway = new Promise<void>((resolve) => c2.on('goaway', () => resolve()));
+    seen.length = 0;
+    const inFlight = call({ ':path': '/later-in-flight' }, Buffer.from('late'), c2);
+    while (!seen.includes('/later-in-flight')) await new Promise((r) => setTimeout(r, 2));
+    const stopped = s2.stop(2000);
+    await goaway;
+    expect((await inFlight).body.toString()).toBe('late');
+    await stopped;
+    c2.close();
+  });
+});
+
+describe('h2 server (Legate) over raw frames', () => {
+  let server: H2Server;
+
+  beforeAll(async () => {
+    server = await listenH2('127.0.0.1', 0, { onStream: serve, onError: (what, err) => console.error(what, err) });
+  });
+
+  afterAll(async () => {
+    await server?.stop(500);
   });
 
   it('closes a connection that does not start with the HTTP/2 preface', async () => {
@@ -369,6 +394,41 @@ describe('h2 server', () => {
     expect(await withLimits({ connectionBodyBytes: 1000 }, bodies)).toEqual({ errors: [[3, 3, 11]], hits: { connection_body: 1 } });
   });
 
+  it('ends a connection that does not acknowledge our SETTINGS (GOAWAY SETTINGS_TIMEOUT)', async () => {
+    expect(await withLimits({ settingsAckTimeoutMs: 100 }, [], 400)).toEqual({
+      errors: [
+        [7, 0, 4],
+        [255, 0, 0],
+      ],
+      hits: { settings_timeout: 1 },
+    });
+    expect((await withLimits({ settingsAckTimeoutMs: 100 }, [frame(4, 0x1, 0, Buffer.alloc(0))], 400)).errors).toEqual([]);
+  });
+
+  it('stops a CONTINUATION flood (too many frames, or too many bytes, in one header block) with GOAWAY ENHANCE_YOUR_CALM', async () => {
+    const many = [frame(1, 0, 1, Buffer.from([0x82])), ...Array.from({ length: 4 }, () => frame(9, 0, 1, Buffer.alloc(0)))];
+    expect(await withLimits({ continuations: 3 }, many)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { continuation_flood: 1 },
+    });
+    const big = [frame(1, 0, 1, Buffer.from([0x82])), frame(9, 0, 1, Buffer.alloc(3000, 0x40))];
+    expect(await withLimits({ headerBlockBytes: 2000 }, big)).toEqual({
+      errors: [
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { header_block: 1 },
+    });
+  });
+
+  it('refuses a header list over the configured size per stream, the connection goes on', async () => {
+    const frames = [frame(1, 0x5, 1, request('/echo', [['x-big', 'a'.repeat(2000)]])), frame(1, 0x5, 3, request('/refuse'))];
+    expect(await withLimits({ maxHeaderListBytes: 1000 }, frames)).toEqual({ errors: [[3, 1, 7]], hits: { header_list: 1 } });
+  });
+
   it('closes a connection without a preface, and an idle one with GOAWAY NO_ERROR', async () => {
     expect(await withLimits({ prefaceTimeoutMs: 50 }, [], 300, false)).toEqual({ errors: [[255, 0, 0]], hits: { preface_timeout: 1 } });
     expect(await withLimits({ idleTimeoutMs: 100 }, [], 400)).toEqual({
@@ -380,19 +440,5 @@ describe('h2 server', () => {
     });
     // a stream open keeps it
     expect((await withLimits({ idleTimeoutMs: 100 }, [frame(1, 0x4, 1, request('/echo'))], 400)).errors).toEqual([]);
-  });
-
-  it('stops gracefully: GOAWAY, the stream in flight still answered', async () => {
-    const s2 = await listenH2('127.0.0.1', 0, { onStream: serve, onError: () => undefined });
-    const c2 = http2.connect(`http://127.0.0.1:${s2.port}`);
-    await call({ ':path': '/echo' }, Buffer.from('warm'), c2);
-    const goaway = new Promise<void>((resolve) => c2.on('goaway', () => resolve()));
-    const inFlight = call({ ':path': '/later' }, Buffer.from('late'), c2);
-    await new Promise((r) => setTimeout(r, 5));
-    const stopped = s2.stop(2000);
-    await goaway;
-    expect((await inFlight).body.toString()).toBe('late');
-    await stopped;
-    c2.close();
   });
 });

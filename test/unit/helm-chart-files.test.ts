@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { customResourceDefinitions } from '../../controller/api/crds.js';
+import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS } from '../../extensions/common/h2/limits.js';
 import { BOOTSTRAP_PLACEHOLDERS, CHART_DIR, ROOT, findHelm, generatedChartFiles } from '../../install/helm/generate.js';
 
 const read = (file: string): string => fs.readFileSync(file, 'utf8');
@@ -26,6 +27,20 @@ describe('Helm chart files', () => {
       expect(read(file), `${rel} is stale: node --import tsx install/helm/generate.ts`).toBe(text);
     });
   }
+
+  it("values.yaml's extension server limits are the built-in defaults, each in the values schema", () => {
+    const values = parse(read(path.join(CHART_DIR, 'values.yaml'))) as {
+      extensionServer: { maxConcurrentStreams: number; http2Limits: Record<string, number> };
+    };
+    expect(values.extensionServer.http2Limits).toEqual(DEFAULT_LIMITS);
+    expect(values.extensionServer.maxConcurrentStreams).toBe(DEFAULT_MAX_CONCURRENT_STREAMS);
+    const schema = JSON.parse(read(path.join(CHART_DIR, 'values.schema.json'))) as {
+      properties: { extensionServer: { properties: { http2Limits: { properties: Record<string, unknown> } } } };
+    };
+    expect(Object.keys(schema.properties.extensionServer.properties.http2Limits.properties).sort()).toEqual(
+      Object.keys(DEFAULT_LIMITS).sort(),
+    );
+  });
 
   it('the CRDs in crds/ and files/ are exactly those of legate crds --gloo-groups', () => {
     const chart = [
