@@ -3,6 +3,8 @@
 // test/e2e/observability.test.ts.
 import { describe, expect, it } from 'vitest';
 import { dashboardUid, gatewayDashboard, upstreamDashboard, type DashboardModel } from '../../controller/observability/dashboards.js';
+import { configStatusSeries } from '../../controller/observability/config-status.js';
+import { checkGrafanaDashboard, grafanaDashboard } from '../../controller/observability/grafana.js';
 
 function selectors(d: DashboardModel): string[] {
   return d.panels.flatMap((p) => p.queries.flatMap((q) => [...q.promql.matchAll(/\{[^}]*\}/g)].map((m) => m[0])));
@@ -52,5 +54,64 @@ describe('dashboard model', () => {
   it('label values are escaped', () => {
     const d = upstreamDashboard({ namespace: 'x"y', name: 'a\\b' });
     expect(d.panels[0]!.queries[0]!.promql).toContain('envoy_cluster_name="a\\\\b_x\\"y"');
+  });
+});
+
+describe('Grafana JSON', () => {
+  it('the builders give dashboards Grafana imports, with the PromQL of the model', () => {
+    const models = [upstreamDashboard({ namespace: 'default', name: 'echo' }), gatewayDashboard({ dashboardPrefix: 'p-' })];
+    for (const m of models) {
+      const d = grafanaDashboard(m);
+      expect(checkGrafanaDashboard(d)).toEqual([]);
+      expect(d.uid).toBe(m.uid);
+      expect(d.panels?.length).toBe(m.panels.length);
+      const exprs = (d.panels ?? []).flatMap((p) => ('targets' in p ? (p.targets ?? []) : []).map((t) => (t as { expr?: string }).expr));
+      expect(exprs).toEqual(m.panels.flatMap((p) => p.queries.map((q) => q.promql)));
+    }
+  });
+
+  it('the check names what Grafana would refuse', () => {
+    const d = grafanaDashboard(upstreamDashboard({ namespace: 'default', name: 'echo' })) as unknown as Record<string, unknown>;
+    const panels = d['panels'] as Record<string, unknown>[];
+    panels[1]!['id'] = panels[0]!['id'];
+    panels[2]!['gridPos'] = { x: 20, y: 0, w: 12, h: 8 };
+    expect(checkGrafanaDashboard({ ...d, uid: 'x'.repeat(41), extra: undefined })).toEqual([
+      'does not round-trip through JSON (undefined values, functions or non-finite numbers)',
+      `uid: ${'x'.repeat(41)}`,
+      'panels[1].id: 1 repeated',
+      'panels[2].gridPos: outside the 24-column grid',
+    ]);
+  });
+});
+
+describe('config status metrics (Settings observabilityOptions.configStatusMetricLabels)', () => {
+  const listed = [
+    { resource: { kind: 'Upstream', metadata: { namespace: 'gloo-system', name: 'petstore' } }, status: { state: 'Accepted' } },
+    { resource: { kind: 'Upstream', metadata: { namespace: 'gloo-system', name: 'broken' } }, status: { state: 'Rejected' } },
+    { resource: { kind: 'VirtualService', metadata: { namespace: 'default', name: 'vs' } }, status: { state: 'Warning' } },
+  ];
+  it("gives Gloo's series: 0 Accepted, 1 Rejected or Warning, labels from the paths", () => {
+    const r = configStatusSeries(
+      listed,
+      {
+        configStatusMetricLabels: {
+          'Upstream.v1.gloo.solo.io': { labelToPath: { name: '{.metadata.name}', namespace: '{.metadata.namespace}' } },
+          'VirtualService.v1.gateway.solo.io': { labelToPath: { name: '{.metadata.name}', missing: '{.spec.nothing}' } },
+          'Nope.v1.gloo.solo.io': { labelToPath: {} },
+          w: { labelToPath: {} },
+        },
+      },
+      (k) => k === 'Upstream' || k === 'VirtualService',
+    );
+    expect(r.series).toEqual([
+      { metric: 'validation_gateway_solo_io_upstream_config_status', labels: { name: 'petstore', namespace: 'gloo-system' }, value: 0 },
+      { metric: 'validation_gateway_solo_io_upstream_config_status', labels: { name: 'broken', namespace: 'gloo-system' }, value: 1 },
+      { metric: 'validation_gateway_solo_io_virtual_service_config_status', labels: { name: 'vs', missing: '' }, value: 1 },
+    ]);
+    expect(r.problems).toEqual([
+      'settings.observabilityOptions.configStatusMetricLabels["Nope.v1.gloo.solo.io"]: Legate has no kind Nope; no metric',
+      'settings.observabilityOptions.configStatusMetricLabels["w"]: not a resource type as Kind.version.group ' +
+        '(e.g. VirtualService.v1.gateway.solo.io); no metric',
+    ]);
   });
 });
