@@ -48,6 +48,7 @@ export async function targets(url: string): Promise<{ job: string; health: strin
 }
 
 export interface RunningPrometheus {
+  pid: number;
   url: string;
   log(): string;
   stop(): Promise<void>;
@@ -85,5 +86,5 @@ export async function startPrometheus(scrape: readonly ScrapeTarget[], interval 
     await stop();
     throw err;
   }
-  return { url, log: () => output, stop };
+  return { pid: child.pid ?? 0, url, log: () => output, stop };
 }
