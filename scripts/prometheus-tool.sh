@@ -2,7 +2,8 @@
 # Builds Prometheus (the server: scrape, TSDB, query API; no web UI assets) from the Go module pinned in
 # test/prometheus/tools into .cache/prometheus/bin, once; later runs reuse it. Run by the suites that scrape with it
 # (test/e2e/observability.test.ts, bench's stats-scrape scenario); `legate run --observability` uses it when present.
-#   cold: see docs/decisions.md (Prometheus) for the measured build time
+#   cold: ~10 min of CPU (523 s user + 73 s sys; 53 min wall on a 2-core machine shared with other builds; GOCACHE
+#   empty), 3.2 GB peak RSS; a 105 MB binary
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/.cache/prometheus/bin"
