@@ -2,8 +2,10 @@
 // Envoy's stats listener and every component's /metrics every 5 s; traffic through the gateway comes back through
 // Prometheus's query API with the per-Upstream dashboard's own PromQL; every panel's PromQL parses; the controller
 // publishes Gloo's metric names; `legate observability` writes the dashboards as Grafana JSON.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -198,6 +200,53 @@ describe('legate observability', () => {
       expect(d.panels[0]!.targets[0]!.expr).toBe(upstreamDashboard(ECHO).panels[0]!.queries[0]!.promql);
     } finally {
       fs.rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it("--grafana-url: pushes each dashboard to its folder through Grafana's HTTP API, with the credentials of the URL", async () => {
+    // a stand-in for Grafana's dashboard API (Grafana itself is AGPL): what legate observability sends
+    const got: { method: string; url: string; auth: string | undefined; body: string }[] = [];
+    const grafana = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        got.push({ method: req.method ?? '', url: req.url ?? '', auth: req.headers.authorization, body });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"status":"success"}');
+      });
+    });
+    await new Promise<void>((resolve) => grafana.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (grafana.address() as AddressInfo).port;
+      const r = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(
+          process.execPath,
+          [
+            path.join(ROOT, 'bin', 'legate.js'),
+            'observability',
+            '--once',
+            '--controller',
+            `http://127.0.0.1:${gw.ports.api}`,
+            '--grafana-url',
+            `http://admin:s3cret@127.0.0.1:${port}/`,
+          ],
+          { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GRAFANA_API_KEY: '' } },
+        );
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('exit', (status) => resolve({ status, stderr }));
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(got.map((g) => `${g.method} ${g.url}`)).toEqual(['POST /api/dashboards/db', 'POST /api/dashboards/db']);
+      for (const g of got) expect(g.auth).toBe(`Basic ${Buffer.from('admin:s3cret').toString('base64')}`);
+      const bodies = got.map((g) => JSON.parse(g.body) as { dashboard: { uid: string; id: null }; folderId: number; overwrite: boolean });
+      // the Settings' defaultDashboardFolderId
+      expect(bodies.map((b) => [b.dashboard.uid, b.folderId, b.overwrite, b.dashboard.id])).toEqual([
+        ['legate-gateway', 7, true, null],
+        ['upstream-default-echo', 7, true, null],
+      ]);
+    } finally {
+      grafana.close();
     }
   });
 
