@@ -67,8 +67,8 @@ export async function backendFrom(
   const fileFlags = given([
     ['--state-dir', values['state-dir']],
     ['--controller', values.controller],
-    ['LEGATE_STATE_DIR', process.env['LEGATE_STATE_DIR']],
-    ['LEGATE_CONTROLLER', process.env['LEGATE_CONTROLLER']],
+    ['LEGATE_STATE_DIR', process.env['LEGATE_STATE_DIR'] || undefined],
+    ['LEGATE_CONTROLLER', process.env['LEGATE_CONTROLLER'] || undefined],
   ]);
   const choice = chooseBackend(
     { backend: values.backend ?? (process.env['LEGATE_BACKEND'] || undefined), kubeFlags, fileFlags },

@@ -107,8 +107,14 @@ class YamlEdit implements Edit {
   }
   insert(at: readonly string[], index: number, item: unknown): void {
     const node = getNode(this.doc, at);
-    if (isSeq(node)) node.items.splice(index, 0, this.doc.createNode(item));
-    else this.doc.setIn(at, this.doc.createNode([item]));
+    if (!isSeq(node)) return this.doc.setIn(at, this.doc.createNode([item]));
+    // a comment above the first item belongs to it, not to the list: it stays with it when one goes before it
+    const first = node.items[0] as { commentBefore?: string | null } | undefined;
+    if (index === 0 && first && node.commentBefore && !first.commentBefore) {
+      first.commentBefore = node.commentBefore;
+      node.commentBefore = null;
+    }
+    node.items.splice(index, 0, this.doc.createNode(item));
   }
   remove(at: readonly string[], index: number): unknown {
     const node = getNode(this.doc, at);
