@@ -5,7 +5,7 @@ import { parseDocument, stringify } from 'yaml';
 import { canonicalApiVersion, kindInfo, type KindName } from '../../controller/api/kinds.js';
 import { CliError } from './backend.js';
 import { KubeApiError, type KubeClient } from './kube-client.js';
-import { label, nsOf, sameIdentity, validate, type Edit, type Resource, type Store } from './store.js';
+import { label, nsOf, sameIdentity, validateShape, type Edit, type Resource, type Store } from './store.js';
 
 const enc = encodeURIComponent;
 
@@ -102,7 +102,7 @@ export class KubeStore implements Store {
     const kind = r.kind as KindName;
     if ((await this.find(kind, r.metadata.name, nsOf(r))).length)
       throw new CliError(`${label(kind, nsOf(r), r.metadata.name)} already exists`);
-    await validate(r, []);
+    await validateShape(r);
     await this.apply(r);
     return this.kube.describe();
   }
@@ -110,7 +110,7 @@ export class KubeStore implements Store {
   async update(kind: KindName, namespace: string, name: string, change: (e: Edit) => void): Promise<{ where: string; value: Resource }> {
     const edit = new ObjectEdit(forApply(await this.one(kind, namespace, name)));
     change(edit);
-    await validate(edit.value(), []);
+    await validateShape(edit.value());
     return { where: this.kube.describe(), value: await this.apply(edit.value()) };
   }
 
@@ -125,7 +125,7 @@ export class KubeStore implements Store {
         const value = doc.toJS() as Resource;
         if (!value || typeof value !== 'object') throw new CliError('the edited text is not one resource');
         sameIdentity(value, kind, namespace, name);
-        await validate(value, []);
+        await validateShape(value);
         const body = { ...value, apiVersion: current.apiVersion, metadata: { ...value.metadata, resourceVersion } };
         const res = await this.kube.request('PUT', KubeStore.path(current.apiVersion, kind, namespace, name), {
           body: JSON.stringify(body),

@@ -1,10 +1,9 @@
 // Where the writing commands (create, add/remove route, edit, delete) put resources. File mode: the
 // directory `legate run` watches (one resource per file named <kind>-<ns>-<name>.yaml for new ones;
 // an existing resource is changed in the file that holds it, its comments and other documents kept,
-// through the yaml package's Document API). Kubernetes mode: the API server, with server-side apply
-// (field manager legatectl); `edit` replaces the object (an update with its resourceVersion), since an
-// apply cannot remove fields that another manager owns. Every write is first validated as the
-// controller would (nothing is written when the resource would be Rejected).
+// through the yaml package's Document API), after a validation with the directory's other resources as
+// the controller would do it: nothing is written when the resource would be Rejected. Kubernetes mode:
+// cli/ctl/kube-store.ts.
 import fs from 'node:fs';
 import path from 'node:path';
 import { isMap, isSeq, parseAllDocuments, parseDocument, stringify, type Document } from 'yaml';
@@ -67,6 +66,22 @@ export async function validate(r: Resource, others: readonly import('../../contr
     throw new CliError(
       `${label(mine.kind, mine.metadata.namespace, mine.metadata.name)} would be Rejected: ${status.reason ?? ''}; nothing written`,
     );
+  }
+}
+
+/**
+ * Refuses a resource whose fields do not pass its kind's schema (unknown fields, wrong types, what Legate does not
+ * support). For a cluster, where the other resources are not at hand: references are the controller's to check.
+ */
+export async function validateShape(r: Resource): Promise<void> {
+  const { kindInfo } = await import('../../controller/api/kinds.js');
+  const { formatIssues } = await import('../../controller/api/issues.js');
+  const info = kindInfo(r.kind as KindName);
+  const [schema, value, prefix] = info.spec ? [info.spec, r.spec ?? {}, 'spec'] : [info.body, r, ''];
+  const result = schema?.safeParse(value);
+  if (result && !result.success) {
+    const where = `${r.kind} ${nsOf(r)}.${r.metadata.name}`;
+    throw new CliError(`${where} would be Rejected: ${formatIssues(prefix, result.error, schema)}; nothing written`);
   }
 }
 
