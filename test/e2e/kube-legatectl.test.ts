@@ -440,6 +440,26 @@ describe('legatectl on a cluster', () => {
     expect(Buffer.from(jsonpath('secret', 'alice', '{.data.api-key}'), 'base64').toString()).toBe('k-1');
     expect(jsonpath('secret', 'alice', '{.type}')).toBe('extauth.solo.io/apikey');
     expect(w('create', 'secret', 'oauth', 'idp', '-n', 'default', '--client-secret', 's').status).toBe(0);
+    const fixtures = path.join(ROOT, 'test', 'e2e', 'fixtures');
+    const crt = path.join(fixtures, 'secure.example.com.crt');
+    expect(
+      w('create', 'secret', 'tls', 'web-tls', '-n', 'default', '--certchain', crt, '--privatekey', crt.replace(/crt$/, 'key')).status,
+    ).toBe(0);
+    expect(jsonpath('secret', 'web-tls', '{.type}')).toBe('kubernetes.io/tls');
+    const kubeUs = w(
+      'create',
+      'upstream',
+      'kube',
+      'proxy-svc',
+      '-n',
+      'default',
+      '--kube-service',
+      'gateway-proxy',
+      '--kube-service-namespace',
+      NS,
+    );
+    expect(kubeUs.stderr).toContain('created upstream default.proxy-svc');
+    expect(jsonpath('upstreams.legate.dev', 'proxy-svc', '{.spec.kube.serviceName}')).toBe('gateway-proxy');
     expect(w('create', 'authconfig', 'keys', '-n', 'default', '--apikey-label-selector', 'team=shop').status).toBe(0);
     expect(jsonpath('authconfigs.enterprise.legate.dev', 'keys', '{.spec.configs[0].apiKeyAuth.labelSelector.team}')).toBe('shop');
 

@@ -270,6 +270,12 @@ describe('legatectl dashboard and check-crds (file mode)', () => {
     const d = ctl(['dashboard']);
     expect(d.status).toBe(1);
     expect(d.stderr).toContain('no console running');
+    // a run that records a console: its address
+    const runJson = path.join(stateDir, 'run.json');
+    const run = JSON.parse(fs.readFileSync(runJson, 'utf8')) as { components: Record<string, unknown> };
+    run.components['console'] = { log: path.join(tmp, 'console.log'), endpoints: { http: 'http://127.0.0.1:9096' } };
+    fs.writeFileSync(runJson, JSON.stringify(run));
+    expect(ctl(['dashboard'])).toMatchObject({ status: 0, stdout: 'http://127.0.0.1:9096\n' });
     const c = ctl(['check-crds']);
     expect(c.status).toBe(1);
     expect(c.stderr).toContain("check-crds compares a cluster's CRDs");
