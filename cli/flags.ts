@@ -2,6 +2,7 @@
 // errors, and turned into the command's --help text. Boolean flags also take `--flag=true|false`
 // (glooctl users type `--debug=false`).
 import { parseArgs } from 'node:util';
+import { suggestion } from '../controller/api/issues.js';
 
 /** A mistake in how the command was called: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
@@ -39,8 +40,15 @@ export interface ChoiceFlag extends BaseFlag {
 }
 export interface BooleanFlag extends BaseFlag {
   type: 'boolean';
+  /** true: on unless `--no-NAME` or `--NAME=false` */
+  default?: boolean;
 }
-export type FlagSpec = StringFlag | PortFlag | IntFlag | HostPortFlag | ChoiceFlag | BooleanFlag;
+/** a string flag that may be given several times (`-f a -f b`) */
+export interface StringListFlag extends BaseFlag {
+  type: 'strings';
+  placeholder?: string;
+}
+export type FlagSpec = StringFlag | PortFlag | IntFlag | HostPortFlag | ChoiceFlag | BooleanFlag | StringListFlag;
 export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
 
 type ValueOf<S> = S extends PortFlag | IntFlag
@@ -49,13 +57,15 @@ type ValueOf<S> = S extends PortFlag | IntFlag
     ? { host: string; port: number }
     : S extends BooleanFlag
       ? boolean
-      : S extends { type: 'choice'; choices: readonly (infer C)[] }
-        ? S extends { default: string }
-          ? C
-          : C | undefined
-        : S extends { default: string } | { required: true }
-          ? string
-          : string | undefined;
+      : S extends StringListFlag
+        ? string[]
+        : S extends { type: 'choice'; choices: readonly (infer C)[] }
+          ? S extends { default: string }
+            ? C
+            : C | undefined
+          : S extends { default: string } | { required: true }
+            ? string
+            : string | undefined;
 
 /** The parsed values of a command's flags, typed from their declarations. */
 export type FlagValues<F extends FlagSpecs> = { -readonly [K in keyof F]: ValueOf<F[K]> };
@@ -64,6 +74,8 @@ export interface Command<F extends FlagSpecs = FlagSpecs> {
   name: string;
   /** one line, for `legate --help` */
   summary: string;
+  /** other names its last word answers to (legatectl's `create vs` for `create virtualservice`) */
+  aliases?: readonly string[];
   flags: F;
   /** longer text after the usage line of `legate <name> --help` */
   details?: string;
@@ -80,6 +92,7 @@ export function command<const F extends FlagSpecs>(c: Command<F>): Command<F> {
 function placeholder(spec: FlagSpec): string {
   switch (spec.type) {
     case 'string':
+    case 'strings':
       return spec.placeholder ?? 'VALUE';
     case 'port':
       return 'PORT';
@@ -105,8 +118,9 @@ export function helpText<F extends FlagSpecs>(program: string, c: Command<F>): s
   const rows = Object.entries(c.flags).map(([name, s]) => {
     const value = placeholder(s);
     const left = `${s.short ? `-${s.short}, ` : '    '}--${name}${value ? ` ${value}` : ''}`;
+    const repeat = s.type === 'strings' ? ' (repeatable)' : '';
     const dflt = 'default' in s && s.default !== undefined ? ` (default ${String(s.default)})` : '';
-    return [left, `${s.description}${s.type === 'string' && s.required ? ' (required)' : ''}${dflt}`] as const;
+    return [left, `${s.description}${s.type === 'string' && s.required ? ' (required)' : ''}${repeat}${dflt}`] as const;
   });
   rows.push(['-h, --help', 'show this help']);
   const width = Math.max(...rows.map(([l]) => l.length));
@@ -166,11 +180,17 @@ export function booleanAssignments(args: readonly string[], booleans: readonly s
  * that are not flags are allowed and pushed there.
  */
 export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[], operands?: string[]): FlagValues<F> | undefined {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {
+    help: { type: 'boolean', short: 'h' },
+  };
   for (const [name, spec] of Object.entries(flags)) {
-    options[name] = { type: spec.type === 'boolean' ? 'boolean' : 'string', ...(spec.short ? { short: spec.short } : {}) };
+    options[name] = {
+      type: spec.type === 'boolean' ? 'boolean' : 'string',
+      ...(spec.short ? { short: spec.short } : {}),
+      ...(spec.type === 'strings' ? { multiple: true } : {}),
+    };
   }
-  let parsed: Record<string, string | boolean | undefined>;
+  let parsed: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
     const result = parseArgs({
       args: normalizeBooleans(args, flags),
@@ -183,8 +203,7 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
     operands?.push(...result.positionals);
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    // parseArgs' messages name the flag; drop its advice about positionals and '--'
-    throw new UsageError((err instanceof Error ? err.message : String(err)).split('. To specify')[0]!);
+    throw new UsageError(parseArgsMessage(err, options));
   }
   if (parsed['help']) return undefined;
   const out: Record<string, unknown> = {};
@@ -192,7 +211,10 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
     const raw = parsed[name];
     switch (spec.type) {
       case 'boolean':
-        out[name] = raw === true;
+        out[name] = raw === undefined ? (spec.default ?? false) : raw === true;
+        break;
+      case 'strings':
+        out[name] = Array.isArray(raw) ? raw.map(String) : [];
         break;
       case 'port':
         out[name] = raw === undefined ? spec.default : toPort(String(raw), name);
@@ -206,7 +228,9 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
       case 'choice': {
         const value = raw === undefined ? spec.default : String(raw);
         if (value !== undefined && !spec.choices.includes(value)) {
-          throw new UsageError(`--${name}: expected ${spec.choices.join(', ')}, got ${JSON.stringify(value)}`);
+          throw new UsageError(
+            `${spec.short ? `-${spec.short}` : `--${name}`}: expected ${oneOf(spec.choices)}, got ${JSON.stringify(value)}`,
+          );
         }
         out[name] = value;
         break;
@@ -220,4 +244,28 @@ export function parseFlags<F extends FlagSpecs>(flags: F, args: readonly string[
     }
   }
   return out as FlagValues<F>;
+}
+
+/** `a, b or c` */
+export function oneOf(choices: readonly string[]): string {
+  return choices.length > 1 ? `${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}` : (choices[0] ?? '');
+}
+
+/** parseArgs' error as one clear line: an unknown flag with the nearest known one, no advice about '--'. */
+function parseArgsMessage(err: unknown, options: Readonly<Record<string, { type: string; short?: string }>>): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown }).code;
+  const unknown = /^Unknown option '(-{1,2})([^']+)'/.exec(message);
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown) {
+    const [, dashes, name] = unknown;
+    const known = Object.entries(options).flatMap(([long, o]) => [`--${long}`, ...(o.short ? [`-${o.short}`] : [])]);
+    const hint = suggestion(`${dashes}${name}`, known);
+    return `unknown flag ${dashes}${name}${hint || '; see --help for the flags'}`;
+  }
+  const unexpected = /^Unexpected argument '([^']+)'/.exec(message);
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && unexpected) return `unexpected argument '${unexpected[1]}'; see --help`;
+  // a string flag without its value
+  const missing = /^Option '(?:-\w, )?(-{1,2}[^ ']+)[^']*' argument missing/.exec(message);
+  if (missing) return `${missing[1]} needs a value`;
+  return message.split('. To specify')[0]!;
 }

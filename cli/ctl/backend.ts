@@ -156,7 +156,7 @@ export class FileBackend implements Backend {
     /** where the running instance was looked for, for the error when it is not found */
     private readonly tried: readonly string[] = [],
   ) {
-    this.controllerApi = controller ?? process.env['LEGATE_CONTROLLER'] ?? state?.components['controller']?.endpoints['api'];
+    this.controllerApi = controller ?? (process.env['LEGATE_CONTROLLER'] || undefined) ?? state?.components['controller']?.endpoints['api'];
   }
 
   /** Finds the running instance as every command does: --state-dir, else LEGATE_STATE_DIR, else .legate up from here. */

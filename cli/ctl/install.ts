@@ -6,71 +6,37 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { packageRoot } from '../paths.js';
 import { CliError } from './backend.js';
-
-export const INSTALL_USAGE = `Usage: legatectl install [flags]
-
-Installs Legate (the Helm chart install/helm/legate) into a cluster, or upgrades the release:
-the controller, the gateway proxies (Envoy), extauth, graphql, ratelimit, the CRDs and the Settings.
-
-Flags:
-  -n, --namespace NS     where Legate runs (default legate-system; created when missing)
-      --release NAME     the Helm release (default legate)
-  -f, --values FILE      chart values (repeatable; install/helm/legate/values.yaml lists them)
-      --set KEY=VALUE    one chart value (repeatable), e.g. --set glooGroups=true
-      --dry-run          print the manifests (CRDs included) instead of installing them
-      --kubeconfig PATH  the cluster's kubeconfig (default KUBECONFIG, else ~/.kube/config)
-      --kube-context NAME   the kubeconfig context (default its current context)
-      --chart DIR        the chart (default the one shipped with legatectl)
-      --helm PATH        the helm command, v3 or v4 (default helm on PATH)`;
-
-export const UNINSTALL_USAGE = `Usage: legatectl uninstall [flags]
-
-Removes the Legate release. Its CRDs (and so every Legate resource) and the namespace stay unless
---all is given.
-
-Flags:
-  -n, --namespace NS     where Legate runs (default legate-system)
-      --release NAME     the Helm release (default legate)
-      --all              also delete Legate's CRDs (with every resource of their kinds) and the namespace
-      --kubeconfig PATH  the cluster's kubeconfig (default KUBECONFIG, else ~/.kube/config)
-      --kube-context NAME   the kubeconfig context (default its current context)
-      --helm PATH        the helm command, v3 or v4 (default helm on PATH)`;
 
 export const DEFAULT_NAMESPACE = 'legate-system';
 export const DEFAULT_RELEASE = 'legate';
 /** The label on every CRD `legate crds` makes (controller/api/crds.ts). */
 const CRD_SELECTOR = 'app.kubernetes.io/part-of=legate';
 
-const COMMON = {
-  namespace: { type: 'string', short: 'n', default: DEFAULT_NAMESPACE },
-  release: { type: 'string', default: DEFAULT_RELEASE },
-  kubeconfig: { type: 'string' },
-  'kube-context': { type: 'string' },
-  helm: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const satisfies ParseArgsConfig['options'];
+interface ClusterValues {
+  namespace: string;
+  release: string;
+  kubeconfig?: string | undefined;
+  'kube-context'?: string | undefined;
+  helm?: string | undefined;
+}
+
+export interface InstallValues extends ClusterValues {
+  values: string[];
+  set: string[];
+  'dry-run': boolean;
+  chart?: string | undefined;
+}
+
+export interface UninstallValues extends ClusterValues {
+  all: boolean;
+}
 
 type Out = (text: string) => void;
 
-export async function install(args: string[], out: Out): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      ...COMMON,
-      values: { type: 'string', short: 'f', multiple: true, default: [] },
-      set: { type: 'string', multiple: true, default: [] },
-      'dry-run': { type: 'boolean' },
-      chart: { type: 'string' },
-    },
-  });
-  if (values.help) {
-    out(INSTALL_USAGE + '\n');
-    return 0;
-  }
+export async function install(values: InstallValues, out: Out): Promise<number> {
   checkName('--namespace', values.namespace);
   checkName('--release', values.release);
   const chart = path.resolve(values.chart ?? path.join(packageRoot(), 'install', 'helm', 'legate'));
@@ -98,12 +64,7 @@ export async function install(args: string[], out: Out): Promise<number> {
   return 0;
 }
 
-export async function uninstall(args: string[], out: Out): Promise<number> {
-  const { values } = parseArgs({ args, options: { ...COMMON, all: { type: 'boolean' } } });
-  if (values.help) {
-    out(UNINSTALL_USAGE + '\n');
-    return 0;
-  }
+export async function uninstall(values: UninstallValues, out: Out): Promise<number> {
   checkName('--namespace', values.namespace);
   checkName('--release', values.release);
   const helm = findHelm(values.helm);

@@ -83,6 +83,16 @@ export class KubeBackend implements Backend {
     this.kube = KubeClient.load(options, options.chosenBecause ? `chosen because ${options.chosenBecause}` : undefined);
   }
 
+  /** where Legate is installed (-n, --install-namespace) */
+  get installNamespace(): string {
+    return this.options.namespace;
+  }
+
+  /** The API server client, for the commands that write (cli/ctl/store.ts). */
+  get client(): KubeClient {
+    return this.kube;
+  }
+
   /** The cluster and namespace, and why this backend: for messages. */
   describe(): string {
     return `the cluster ${this.kube.describe()}, namespace ${this.options.namespace}`;

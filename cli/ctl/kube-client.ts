@@ -28,6 +28,16 @@ export class KubeApiError extends CliError {
   }
 }
 
+type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+interface RequestOptions {
+  timeoutMs?: number;
+  accept?: string;
+  /** a request body (writes: server-side apply, update) and its type */
+  body?: string;
+  contentType?: string;
+}
+
 export interface KubeResponse {
   status: number;
   contentType: string;
@@ -116,11 +126,7 @@ export class KubeClient {
   }
 
   /** Sends a request; `pathAndQuery` is sent as given (callers encode). Resolves with any HTTP status. */
-  async request(
-    method: 'GET' | 'POST',
-    pathAndQuery: string,
-    options: { timeoutMs?: number; accept?: string } = {},
-  ): Promise<KubeResponse> {
+  async request(method: Method, pathAndQuery: string, options: RequestOptions = {}): Promise<KubeResponse> {
     const { res, done } = await this.open(method, pathAndQuery, options);
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
@@ -164,9 +170,9 @@ export class KubeClient {
   }
 
   private async open(
-    method: 'GET' | 'POST',
+    method: Method,
     pathAndQuery: string,
-    options: { timeoutMs?: number; accept?: string },
+    options: RequestOptions,
   ): Promise<{ res: http.IncomingMessage; done: Promise<void> }> {
     const url = new URL(this.server + pathAndQuery);
     const opts: https.RequestOptions = { method, headers: { accept: options.accept ?? 'application/json, */*' } };
@@ -189,8 +195,14 @@ export class KubeClient {
       });
       if (timeoutMs > 0) req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)));
       req.once('error', (err) => reject(new CliError(`cannot reach the Kubernetes API server ${this.describe()}: ${err.message}`)));
-      if (method === 'POST') req.setHeader('content-length', 0);
-      req.end();
+      if (options.body !== undefined) {
+        req.setHeader('content-type', options.contentType ?? 'application/json');
+        req.setHeader('content-length', Buffer.byteLength(options.body));
+        req.end(options.body);
+      } else {
+        if (method !== 'GET') req.setHeader('content-length', 0);
+        req.end();
+      }
     });
   }
 }

@@ -1,6 +1,7 @@
 // A minimal gRPC server for one unary method: extauth's envoy.service.auth.v3.Authorization/Check and
 // ratelimit's RateLimitService/ShouldRateLimit, on Legate's own small HTTP/2 server
 // (extensions/common/h2/, or node:http2 with --http2-transport node; extensions/common/h2/transport.ts).
+// (The graphql service's ext_proc stream has its own server on it, extensions/graphql/extproc-server.ts.)
 //
 // Why not grpc-js, nor node:http2: these are called once per protected or rate-limited request. grpc-js's
 // per-call work (server interceptor chain, Metadata objects, a deadline timer, an object-mode stream,

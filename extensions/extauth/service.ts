@@ -7,7 +7,7 @@
 // PERMISSION_DENIED + denied_response 403 with a small JSON body). Failures (unknown config, provider
 // down, internal errors) are denials too, never gRPC errors, so a filter configured with
 // failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why), the
-// gRPC server by ./check-server.ts (node:http2, not grpc-js: see ../common/unary-server.ts for why).
+// gRPC server by ./check-server.ts (on Legate's HTTP/2 server, neither node:http2 nor grpc-js: see ../common/unary-server.ts for why).
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';

@@ -9,7 +9,7 @@
 //   wire type. It never throws: a malformed message comes back with `malformed: true` (and is denied).
 // - Responses: there are only a handful of distinct CheckResponses (allow, and one per denial reason),
 //   so they are encoded once at startup with the regular (proto-loader) serializer and the handler
-//   hands grpc-js the ready bytes.
+//   hands the unary server (../common/unary-server.ts) the ready bytes.
 //
 // Field numbers (envoy/service/auth/v3/{external_auth,attribute_context}.proto, config/core/v3/base.proto):
 //   CheckRequest.attributes = 1

@@ -3,8 +3,9 @@
 // controller over xDS (role `graphql`) and are swapped atomically; each route names its API in the
 // stream's gRPC initial metadata.
 //
-// The ext_proc stream is served by ./extproc-server.ts and handled by ./process-stream.ts (gRPC on node:http2, no grpc-js) with the
-// messages decoded and encoded by ./wire.ts: per request, that transport costs less than the query.
+// The ext_proc stream is served by ./extproc-server.ts (gRPC on Legate's HTTP/2 server, extensions/common/h2/) and
+// handled by ./process-stream.ts with the messages decoded and encoded by ./wire.ts: per request, that transport
+// costs less than the query.
 import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig, type GraphQLApiConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import type { H2Config } from '../common/h2/transport.js';

@@ -156,9 +156,9 @@ spec: {}
     await eventually('a clean check again', () => (gw.ctl('check').status === 0 ? true : undefined));
   });
 
-  it('rejects unknown -x names', () => {
+  it('rejects unknown -x names (a usage error)', () => {
     const r = gw.ctl('check', '-x', 'nonsense');
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     expect(r.stderr).toContain('unknown check "nonsense"');
   });
 });

@@ -58,11 +58,11 @@ async function envoyAdmin(pathAndQuery: string, method = 'GET'): Promise<string>
   return (await fetch(`http://${host.hostAddress}:${adminPort}${pathAndQuery}`, { method })).text();
 }
 
-/** The rights docs/kubernetes.md says legatectl needs (the YAML block after `<!-- legatectl-rbac -->`). */
-function documentedRbac(): string {
+/** The rights docs/kubernetes.md says legatectl needs (the YAML block after `<!-- legatectl-rbac -->`, or another marker). */
+function documentedRbac(marker = 'legatectl-rbac'): string {
   const doc = fs.readFileSync(path.join(ROOT, 'docs', 'kubernetes.md'), 'utf8');
-  const m = /<!-- legatectl-rbac -->\s*```yaml\n([\s\S]*?)```/.exec(doc);
-  if (!m?.[1]) throw new Error('docs/kubernetes.md has no legatectl-rbac YAML block');
+  const m = new RegExp(`<!-- ${marker} -->\\s*\`\`\`yaml\\n([\\s\\S]*?)\`\`\``).exec(doc);
+  if (!m?.[1]) throw new Error(`docs/kubernetes.md has no ${marker} YAML block`);
   return m[1];
 }
 
@@ -149,9 +149,23 @@ spec:
   kube.kubectl(['create', 'clusterrolebinding', 'legatectl-reader', '--clusterrole', 'legatectl', '--serviceaccount', 'default:reader']);
   kube.kubectl(['create', 'rolebinding', 'legatectl-reader', '-n', NS, '--role', 'legatectl', '--serviceaccount', 'default:reader']);
   kube.kubectl(['create', 'serviceaccount', 'nobody', '-n', 'default']);
+  // the writing commands' user: the read rights and the documented write rights
+  kube.kubectl(['apply', '-f', '-'], { input: documentedRbac('legatectl-write-rbac') });
+  kube.kubectl(['create', 'serviceaccount', 'writer', '-n', 'default']);
+  kube.kubectl(['create', 'clusterrolebinding', 'legatectl-writer', '--clusterrole', 'legatectl', '--serviceaccount', 'default:writer']);
+  kube.kubectl([
+    'create',
+    'clusterrolebinding',
+    'legatectl-writer-w',
+    '--clusterrole',
+    'legatectl-write',
+    '--serviceaccount',
+    'default:writer',
+  ]);
+  kube.kubectl(['create', 'rolebinding', 'legatectl-writer', '-n', NS, '--role', 'legatectl', '--serviceaccount', 'default:writer']);
   const token = (sa: string) => kube.kubectl(['create', 'token', sa, '-n', 'default', '--duration', '1h']).stdout.trim();
   kubeconfig = path.join(dir, 'legatectl.kubeconfig');
-  writeKubeconfig(kubeconfig, { admin: kube.token, reader: token('reader'), nobody: token('nobody') }, 'admin');
+  writeKubeconfig(kubeconfig, { admin: kube.token, reader: token('reader'), nobody: token('nobody'), writer: token('writer') }, 'admin');
 
   kube.kubectl(['apply', '-f', '-'], { input: vs('shop', 'shop.example.com') });
   await eventually(
@@ -380,5 +394,107 @@ describe('legatectl on a cluster', () => {
     const get = as('get', 'vs');
     expect(get.status).toBe(1);
     expect(get.stderr).toContain("legatectl needs 'list' on virtualservices.gateway.legate.dev");
+  });
+
+  it('create, add route, remove route, edit and delete go through the API server with server-side apply', async () => {
+    const w = (...args: string[]) => ctl([...args, '--kubeconfig', kubeconfig, '--kube-context', 'writer']);
+    const jsonpath = (what: string, name: string, p: string) =>
+      kube.kubectl(['get', what, name, '-n', 'default', '-o', `jsonpath=${p}`]).stdout;
+    const us = w('create', 'upstream', 'static', 'app', '-n', 'default', '--static-hosts', `${lbAddress}:80`);
+    expect(us.stderr).toContain('created upstream default.app');
+    expect(us.status).toBe(0);
+    expect(w('create', 'vs', 'web', '-n', 'default', '--domains', 'web.example.com').status).toBe(0);
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.spec.virtualHost.domains[0]}')).toBe('web.example.com');
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.metadata.managedFields[0].manager}')).toBe('legatectl');
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.metadata.managedFields[0].operation}')).toBe('Apply');
+    expect(w('create', 'vs', 'web', '-n', 'default').stderr).toContain('VirtualService default.web already exists');
+
+    const add = w('add', 'route', '--name', 'web', '-n', 'default', '-p', '/api', '-u', 'app', '-s', 'default', '--prefix-rewrite', '/');
+    expect(add.stderr).toContain('added route 0 to virtualservice default.web');
+    expect(w('add', 'route', '--name', 'web', '-e', '/health', '-u', 'app', '-s', 'default', '-x', '1').status).toBe(0);
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.spec.virtualHost.routes[*].matchers[0]}')).toBe(
+      '{"prefix":"/api"} {"exact":"/health"}',
+    );
+    await eventually('web Accepted with its routes', () => {
+      const x = kctl('get', 'vs', 'web', '-n', 'default', '-o', 'wide').stdout;
+      return /web\s+gateway.legate.dev\/v1\s+Accepted\s+domains=web.example.com routes=2 \/api->default.app/.test(x) ? x : undefined;
+    });
+    expect(w('remove', 'route', '--name', 'web', '-x', '0').stderr).toContain('removed route 0 from virtualservice default.web');
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.spec.virtualHost.routes[*].matchers[0]}')).toBe('{"exact":"/health"}');
+    const unchanged = ctl(['edit', 'vs', 'web', '-n', 'default', '--kubeconfig', kubeconfig, '--kube-context', 'writer'], {
+      EDITOR: 'true',
+    });
+    expect(unchanged).toMatchObject({ status: 0, stderr: 'Edit cancelled, no changes made.\n' });
+    const edited = ctl(['edit', 'virtualservice', 'web', '--kubeconfig', kubeconfig, '--kube-context', 'writer'], {
+      EDITOR: 'sed -i s/web.example.com/www.example.com/',
+    });
+    expect(edited.stderr).toContain('edited virtualservice default.web');
+    expect(jsonpath('virtualservices.gateway.legate.dev', 'web', '{.spec.virtualHost.domains[0]}')).toBe('www.example.com');
+    const rejected = ctl(['edit', 'vs', 'web', '--kubeconfig', kubeconfig, '--kube-context', 'writer'], {
+      EDITOR: 'sed -i s/virtualHost/virtualHots/',
+    });
+    expect(rejected.status).toBe(1);
+    expect(rejected.stderr).toContain('spec.virtualHots: unknown field; did you mean virtualHost?');
+
+    expect(w('create', 'secret', 'apikey', 'alice', '-n', 'default', '--apikey', 'k-1', '--apikey-labels', 'team=shop').status).toBe(0);
+    expect(Buffer.from(jsonpath('secret', 'alice', '{.data.api-key}'), 'base64').toString()).toBe('k-1');
+    expect(jsonpath('secret', 'alice', '{.type}')).toBe('extauth.solo.io/apikey');
+    expect(w('create', 'secret', 'oauth', 'idp', '-n', 'default', '--client-secret', 's').status).toBe(0);
+    const fixtures = path.join(ROOT, 'test', 'e2e', 'fixtures');
+    const crt = path.join(fixtures, 'secure.example.com.crt');
+    expect(
+      w('create', 'secret', 'tls', 'web-tls', '-n', 'default', '--certchain', crt, '--privatekey', crt.replace(/crt$/, 'key')).status,
+    ).toBe(0);
+    expect(jsonpath('secret', 'web-tls', '{.type}')).toBe('kubernetes.io/tls');
+    const kubeUs = w(
+      'create',
+      'upstream',
+      'kube',
+      'proxy-svc',
+      '-n',
+      'default',
+      '--kube-service',
+      'gateway-proxy',
+      '--kube-service-namespace',
+      NS,
+    );
+    expect(kubeUs.stderr).toContain('created upstream default.proxy-svc');
+    expect(jsonpath('upstreams.legate.dev', 'proxy-svc', '{.spec.kube.serviceName}')).toBe('gateway-proxy');
+    expect(w('create', 'authconfig', 'keys', '-n', 'default', '--apikey-label-selector', 'team=shop').status).toBe(0);
+    expect(jsonpath('authconfigs.enterprise.legate.dev', 'keys', '{.spec.configs[0].apiKeyAuth.labelSelector.team}')).toBe('shop');
+
+    const all = kctl('get', 'vs', '-A', '-o', 'kube-yaml').stdout;
+    expect(all).toContain('name: web');
+    expect(all).not.toContain('managedFields');
+    expect(all).not.toMatch(/^status:/m);
+
+    expect(w('delete', 'vs', 'web', '-n', 'default').stderr).toContain('deleted virtualservice default.web');
+    expect(kube.kubectl(['get', 'virtualservices.gateway.legate.dev', 'web', '-n', 'default'], { check: false }).status).not.toBe(0);
+    // the read-only user may not write, and is told so by the API server
+    expect(kctl('create', 'vs', 'nope', '-n', 'default').stderr).toContain('forbidden');
+  });
+
+  it("dashboard says when no console is running; check-crds compares the cluster's CRDs with this version's", () => {
+    const d = kctl('dashboard');
+    expect(d.status).toBe(1);
+    expect(d.stderr).toContain('no console running');
+    const ok = kctl('check-crds');
+    expect(ok.stdout).toContain('All CRDs are up to date.');
+    expect(ok.status).toBe(0);
+    kube.kubectl(['delete', 'crd', 'tcpgateways.gateway.solo.io']);
+    kube.kubectl([
+      'patch',
+      'crd',
+      'httpgateways.gateway.legate.dev',
+      '--type',
+      'json',
+      '-p',
+      '[{"op":"remove","path":"/spec/names/categories"}]',
+    ]);
+    const stale = kctl('check-crds');
+    expect(stale.status).toBe(1);
+    expect(stale.stdout).toContain('CRD tcpgateways.gateway.solo.io is missing');
+    expect(stale.stdout).toContain("CRD httpgateways.gateway.legate.dev differs from this version's (first at spec.names.categories)");
+    expect(stale.stdout).toContain('legate crds | kubectl apply --server-side -f -');
   });
 });

@@ -53,11 +53,14 @@ describe('parseFlags', () => {
       [['-c', 'd', '--port', 'abc'], '--port: expected a port number, got "abc"'],
       [['-c', 'd', '--port', '70000'], '--port: expected a port number, got "70000"'],
       [['-c', 'd', '--upstream', 'nohost'], '--upstream: expected HOST:PORT, got "nohost"'],
-      [['-c', 'd', '--mode', 'cloud'], '--mode: expected local, remote, got "cloud"'],
+      [['-c', 'd', '--mode', 'cloud'], '--mode: expected local or remote, got "cloud"'],
       [['-c', 'd', '--seconds', '0'], '--seconds: expected a whole number from 1 to 60, got "0"'],
       [['-c', 'd', '--seconds', '1.5'], '--seconds: expected a whole number from 1 to 60, got "1.5"'],
-      [['-c', 'd', '--bogus'], "Unknown option '--bogus'"],
-      [['-c', 'd', 'extra'], "Unexpected argument 'extra'"],
+      [['-c', 'd', '--bogus'], 'unknown flag --bogus; see --help for the flags'],
+      [['-c', 'd', '--prot', '1'], 'unknown flag --prot; did you mean --port?'],
+      [['-c', 'd', '--nmae', 'x'], 'unknown flag --nmae; did you mean --name?'],
+      [['-c', 'd', '--name'], '--name needs a value'],
+      [['-c', 'd', 'extra'], "unexpected argument 'extra'"],
     ];
     for (const [args, message] of cases) {
       let error: unknown;
@@ -69,6 +72,23 @@ describe('parseFlags', () => {
       expect(error, args.join(' ')).toBeInstanceOf(UsageError);
       expect((error as Error).message, args.join(' ')).toContain(message);
     }
+  });
+
+  it("never passes on Node's own parser wording", () => {
+    for (const args of [['--bogus'], ['-z'], ['-c'], ['x']]) {
+      expect(() => parseFlags(demo.flags, args)).toThrow(UsageError);
+      expect(() => parseFlags(demo.flags, args)).not.toThrow(/To specify|Unknown option|argument missing/);
+    }
+  });
+
+  it('takes repeated string flags, and boolean flags that default to on', () => {
+    const flags = {
+      file: { type: 'strings', short: 'f', description: 'files' },
+      debug: { type: 'boolean', default: true, description: 'on unless --no-debug' },
+    } as const;
+    expect(parseFlags(flags, [])).toEqual({ file: [], debug: true });
+    expect(parseFlags(flags, ['-f', 'a', '--file=b', '--no-debug'])).toEqual({ file: ['a', 'b'], debug: false });
+    expect(parseFlags(flags, ['--debug=false'])?.debug).toBe(false);
   });
 
   it('returns undefined for --help and -h', () => {

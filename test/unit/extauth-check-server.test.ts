@@ -1,4 +1,4 @@
-// The extauth service's unary Check server (node:http2, no grpc-js) against a grpc-js client built from
+// The extauth service's unary Check server (Legate's HTTP/2 server, no grpc-js) against a grpc-js client built from
 // the real proto definitions, and raw HTTP/2 streams: framing, statuses, messages over several DATA
 // frames, refused messages, other methods.
 import http2 from 'node:http2';

@@ -1,4 +1,4 @@
-// The graphql service's ext_proc gRPC server (node:http2, no grpc-js) against a grpc-js client built from
+// The graphql service's ext_proc gRPC server (Legate's HTTP/2 server, no grpc-js) against a grpc-js client built from
 // the real proto definitions: framing, metadata, statuses, half-close, cancellation, large messages.
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';

@@ -394,7 +394,7 @@ function translateStitched(
   const problems: Problem[] = [];
   const ns = api.metadata.namespace;
   if (apis === undefined) {
-    problems.push({ code: 'NotSupported', message: 'stitchedSchema: not supported yet; use executableSchema' });
+    problems.push({ code: 'NotSupported', message: 'stitchedSchema: its subschemas (other GraphQLApis) were not given here' });
     return { problems };
   }
   const subschemas: NonNullable<GraphQLApiConfig['stitched']>['subschemas'] = [];
