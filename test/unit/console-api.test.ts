@@ -1,0 +1,207 @@
+// The console's API answers: no secret value in any of them (Secrets, inline secrets of any kind), the
+// references both ways, the bounded status timeline, and the token beyond loopback.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../common/log.js';
+import { StatusHistory } from '../../controller/status/history.js';
+import { redactResource, redactValue } from '../../console/server/redact.js';
+import { referenceIndex } from '../../console/server/refs.js';
+import { startConsole, type RunningConsole } from '../../console/server/server.js';
+
+const SECRET = 'hunter2-do-not-show';
+
+const resources = [
+  {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'oauth', namespace: 'gloo-system' },
+    // as the controller API answers, and as a raw value would be if it ever passed through
+    data: { 'client-secret': '<redacted, 19 bytes>', other: SECRET },
+    stringData: { token: SECRET },
+    status: { statuses: { 'gloo-system': { state: 'Accepted' } } },
+  },
+  {
+    apiVersion: 'enterprise.gloo.solo.io/v1',
+    kind: 'AuthConfig',
+    metadata: { name: 'oidc', namespace: 'gloo-system' },
+    spec: {
+      configs: [
+        {
+          oauth2: {
+            oidcAuthorizationCode: {
+              clientId: 'app',
+              clientSecret: SECRET,
+              clientSecretRef: { name: 'oauth', namespace: 'gloo-system' },
+              session: { redis: { options: { password: SECRET } } },
+            },
+          },
+        },
+        { apiKeyAuth: { apiKeySecretRefs: [{ name: 'keys' }], headerName: 'x-api-key' } },
+        { ldap: { address: 'ldap://x', credentialsSecretRef: { name: 'ldap' }, bindPassword: SECRET } },
+      ],
+    },
+    status: { statuses: { 'gloo-system': { state: 'Accepted' } } },
+  },
+  {
+    apiVersion: 'gateway.solo.io/v1',
+    kind: 'VirtualService',
+    metadata: { name: 'shop', namespace: 'default' },
+    spec: {
+      virtualHost: {
+        domains: ['*'],
+        options: {
+          jwt: { providers: { p: { jwks: { local: { key: JSON.stringify({ keys: [{ kty: 'oct', k: SECRET }] }) } } } } },
+        },
+        routes: [
+          {
+            matchers: [{ prefix: '/' }],
+            routeAction: { single: { upstream: { name: 'echo', namespace: 'gloo-system' } } },
+            options: { extauth: { configRef: { name: 'oidc', namespace: 'gloo-system' } }, cors: { allowCredentials: true } },
+          },
+          { matchers: [{ prefix: '/rt' }], delegateAction: { ref: { name: 'team' } } },
+        ],
+      },
+    },
+    status: { statuses: { 'gloo-system': { state: 'Rejected', reason: 'a reason' } } },
+  },
+];
+
+describe('redaction', () => {
+  it('hides Secret values and inline secret fields, keeps references and other fields', () => {
+    const text = JSON.stringify(resources.map((r) => redactResource(r)));
+    expect(text).not.toContain(SECRET);
+    const secret = redactResource(resources[0]!) as unknown as Record<string, Record<string, string>>;
+    expect(secret['data']).toEqual({ 'client-secret': '<redacted, 19 bytes>', other: '<redacted>' });
+    expect(secret['stringData']).toEqual({ token: '<redacted>' });
+    const auth = JSON.stringify(redactResource(resources[1]!));
+    expect(auth).toContain('"clientSecretRef":{"name":"oauth","namespace":"gloo-system"}');
+    expect(auth).toContain('"clientId":"app"');
+    expect(auth).toContain('"headerName":"x-api-key"');
+    expect(JSON.stringify(redactResource(resources[2]!))).toContain('"allowCredentials":true');
+  });
+
+  it('keeps a JWKS public and its private members hidden', () => {
+    const jwks = JSON.stringify({ keys: [{ kty: 'RSA', n: 'public-n', e: 'AQAB', d: SECRET }] });
+    const out = redactValue({ localJwks: jwks }) as { localJwks: string };
+    expect(out.localJwks).toContain('public-n');
+    expect(out.localJwks).not.toContain(SECRET);
+  });
+});
+
+describe('references', () => {
+  it('finds what a VirtualService references, and turns it around', () => {
+    const index = referenceIndex(resources as never);
+    expect(index.get('VirtualService/default/shop')?.out).toEqual([
+      { kind: 'Upstream', namespace: 'gloo-system', name: 'echo' },
+      { kind: 'AuthConfig', namespace: 'gloo-system', name: 'oidc' },
+      { kind: 'RouteTable', namespace: 'default', name: 'team' },
+    ]);
+    expect(index.get('AuthConfig/gloo-system/oidc')?.in).toEqual([{ kind: 'VirtualService', namespace: 'default', name: 'shop' }]);
+    expect(index.get('AuthConfig/gloo-system/oidc')?.out).toContainEqual({ kind: 'Secret', namespace: 'gloo-system', name: 'oauth' });
+  });
+});
+
+describe('status history', () => {
+  const meta = (name: string) => ({ name, namespace: 'default' });
+  const report = (name: string, spec: unknown, state: 'Accepted' | 'Rejected', reason?: string) => ({
+    resource: { apiVersion: 'v1', kind: 'VirtualService', metadata: meta(name), spec, body: {}, origin: 'x' },
+    status: { state, reportedBy: 'legate', ...(reason ? { reason } : {}) },
+  });
+
+  it('records additions, spec and status changes, removals; keeps a bounded number', () => {
+    const h = new StatusHistory(4, () => new Date(0));
+    h.publish('ns', [report('a', { v: 1 }, 'Accepted')]);
+    h.publish('ns', [report('a', { v: 1 }, 'Accepted')]);
+    h.publish('ns', [report('a', { v: 2 }, 'Rejected', 'bad')]);
+    h.publish('ns', [report('a', { v: 2 }, 'Accepted')]);
+    expect(h.list({ name: 'a' }).map((e) => [e.change, e.state, e.reason])).toEqual([
+      ['added', 'Accepted', undefined],
+      ['spec', 'Rejected', 'bad'],
+      ['status', 'Accepted', undefined],
+    ]);
+    h.publish('ns', []);
+    h.publish('ns', [report('b', {}, 'Accepted')]);
+    expect(h.list().map((e) => `${e.name}:${e.change}`)).toEqual(['a:spec', 'a:status', 'a:removed', 'b:added']);
+  });
+});
+
+describe('console server', () => {
+  let controller: http.Server;
+  let apiUrl: string;
+  let open: RunningConsole;
+  let guarded: RunningConsole;
+
+  beforeAll(async () => {
+    controller = http.createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const data =
+        url.pathname === '/api/v1/resources'
+          ? resources
+          : url.pathname === '/api/v1/version'
+            ? { version: 'test' }
+            : url.pathname === '/api/v1/served'
+              ? {}
+              : [];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', data }));
+    });
+    await new Promise<void>((r) => controller.listen(0, '127.0.0.1', () => r()));
+    apiUrl = `http://127.0.0.1:${(controller.address() as AddressInfo).port}`;
+    const common = { port: 0, apiUrl, staticDir: '/nonexistent', version: 'test', logger: createLogger('console-test') };
+    open = await startConsole({ ...common, host: '127.0.0.1' });
+    guarded = await startConsole({ ...common, host: '127.0.0.1', token: 'tok-123' });
+  });
+
+  afterAll(async () => {
+    await open?.stop();
+    await guarded?.stop();
+    await new Promise((r) => controller.close(r));
+  });
+
+  it('answers without a secret value', async () => {
+    for (const p of [
+      'api/overview',
+      'api/resources',
+      'api/resources?kind=AuthConfig',
+      'api/resource?kind=AuthConfig&namespace=gloo-system&name=oidc',
+      'api/resource.yaml?kind=Secret&namespace=gloo-system&name=oauth',
+      'api/resource?kind=VirtualService&namespace=default&name=shop',
+    ]) {
+      const res = await fetch(`${open.url}${p}`);
+      expect(res.status, p).toBe(200);
+      expect(await res.text(), p).not.toContain(SECRET);
+    }
+  });
+
+  it('lists by kind and state with the reason', async () => {
+    const body = (await (await fetch(`${open.url}api/resources?state=Rejected`)).json()) as { data: { items: unknown[] } };
+    expect(body.data.items).toEqual([
+      { kind: 'VirtualService', namespace: 'default', name: 'shop', state: 'Rejected', reason: 'a reason' },
+    ]);
+  });
+
+  it('is read-only, and needs its token when it has one', async () => {
+    expect((await fetch(`${open.url}api/overview`, { method: 'DELETE' })).status).toBe(405);
+    expect((await fetch(`${guarded.url}api/overview`)).status).toBe(401);
+    expect((await fetch(`${guarded.url}api/overview`, { headers: { authorization: 'Bearer nope-123' } })).status).toBe(401);
+    expect((await fetch(`${guarded.url}api/overview`, { headers: { authorization: 'Bearer tok-123' } })).status).toBe(200);
+    const login = await fetch(`${guarded.url}login?token=tok-123`, { redirect: 'manual' });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect((await fetch(`${guarded.url}api/overview`, { headers: { cookie } })).status).toBe(200);
+  });
+
+  it('refuses to listen beyond loopback without a token', async () => {
+    await expect(
+      startConsole({ host: '0.0.0.0', port: 0, apiUrl, staticDir: '/x', version: 't', logger: createLogger('console-test') }),
+    ).rejects.toThrow(/needs a token/);
+  });
+});
+
+describe('private keys', () => {
+  it('hides a PEM private key wherever it is', () => {
+    const pem = `-----BEGIN PRIVATE KEY-----\n${SECRET}\n-----END PRIVATE KEY-----`;
+    expect(JSON.stringify(redactValue({ sslConfig: { sslFiles: { tlsKey: pem } } }))).not.toContain(SECRET);
+  });
+});
