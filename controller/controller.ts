@@ -7,6 +7,7 @@ import { ExtensionTypeUrls, encodeExtensionConfig } from '../common/contract.js'
 import type { Logger } from '../common/log.js';
 import { TypeUrls } from '../envoy/protos.js';
 import { VERSION } from '../common/version.js';
+import { isKnownKind } from './api/kinds.js';
 import type { LegateResource } from './api/resources.js';
 import type { VirtualHostIR } from './translate/ir.js';
 import type { TranslateOptions } from './translate/translate.js';
@@ -16,6 +17,7 @@ import { SpanRecorder } from '../common/trace.js';
 import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
+import { configStatusSeries } from './observability/config-status.js';
 import { runPipeline, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
@@ -173,6 +175,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
 
   let runningWriteNamespace: string | undefined;
+  let loggedStatusProblems = '';
   const pipelineOptions: PipelineOptions = {
     ...(options.writeNamespace ? { writeNamespace: options.writeNamespace } : {}),
     ...(options.defaultSslPort ? { defaultSslPort: options.defaultSslPort } : {}),
@@ -226,6 +229,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const seconds = (performance.now() - started) / 1000;
     metrics.translation.observe(seconds);
+    metrics.resourcesIn();
+    const configStatus = configStatusSeries(out.listed.values(), out.observability, isKnownKind);
+    metrics.configStatus(configStatus.series);
+    const statusProblems = configStatus.problems.join('\n');
+    if (statusProblems && statusProblems !== loggedStatusProblems) log.warn(statusProblems);
+    loggedStatusProblems = statusProblems;
     endSpan();
     log.info('configuration translated', {
       resources: snapshot.resources.length,

@@ -17,6 +17,7 @@ import type { ProxyIR, SourceRef, VirtualHostIR } from './translate/ir.js';
 import { clusterName, envoyNames, sourceOf } from './translate/names.js';
 import type { ExtauthServerSettings, RatelimitServer, SettingsSpec, WasmChecks } from './api/schemas.js';
 import type { SslParameters } from './api/primitives.js';
+import type { ObservabilityOptions } from './api/observability.js';
 import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
@@ -94,6 +95,8 @@ export interface PipelineOutput {
   writeNamespace: string;
   /** Settings devMode: the controller serves the dev-mode endpoint */
   devMode: boolean;
+  /** Settings observabilityOptions (the config status metrics; dashboards are `legate observability`'s) */
+  observability?: ObservabilityOptions;
   /** Every resource (user's, discovered, generated Proxies) with its status, by key. */
   listed: Map<string, ListedResource>;
   proxies: ProxyIR[];
@@ -287,6 +290,7 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   return {
     writeNamespace,
     devMode: settings?.spec.devMode ?? false,
+    ...(settings?.spec.observabilityOptions ? { observability: settings.spec.observabilityOptions } : {}),
     listed,
     proxies: out.proxies,
     xds,

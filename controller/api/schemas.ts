@@ -19,6 +19,7 @@ import { tcpGatewaySchema } from '../translate/features/tcp/schema.js';
 import { SslConfigFields } from '../translate/features/tls/schema.js';
 import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
+import { ObservabilityOptionsSchema } from './observability.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 
 export { formatIssues } from './issues.js';
@@ -484,7 +485,7 @@ export const SettingsSpecSchema = z.strictObject({
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
   rbac: notSupported("Gloo Enterprise's Settings rbac (require RBAC on every virtual host) is not implemented"),
   cachingServer: notSupported("Gloo Enterprise's caching server is not part of Legate"),
-  observabilityOptions: notSupported('Legate has no Grafana integration'),
+  observabilityOptions: ObservabilityOptionsSchema.optional(),
   upstreamOptions: z
     .strictObject({
       /** the TLS parameters of every Upstream whose sslConfig sets none */

@@ -209,6 +209,8 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   validationBindAddr: ['0.0.0.0:9988'],
   // a user wasm module's digest (the file or URL it names is checked against it)
   sha256: ['09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505'],
+  // a config status metric label: a JSONPath into the resource
+  'labelToPath.*': ['{.metadata.name}'],
   // the cluster Legate renders for the world's Upstream
   staticClusterName: [`${WORLD_NAME}_${WORLD_NAMESPACE}`],
   // a stitched schema's subschema: another API than the one under test
@@ -384,4 +386,8 @@ export const READ_OUTSIDE_TRANSLATION: Record<string, string> = {
   'Settings gateway.validation.alwaysAccept': 'the validating webhook (controller/validation): what it refuses',
   'Settings gateway.validation.allowWarnings': 'the validating webhook (controller/validation): what it refuses',
   'Settings gateway.validation.serverEnabled': 'the validating webhook (controller/validation): whether it refuses anything',
+  'Settings observabilityOptions.grafanaIntegration.defaultDashboardFolderId': 'legate observability: the Grafana folder of its dashboards',
+  'Settings observabilityOptions.grafanaIntegration.dashboardPrefix': "legate observability: its dashboards' uid and title prefix",
+  'Settings observabilityOptions.grafanaIntegration.extraMetricQueryParameters': "legate observability: added to its dashboards' queries",
+  'Settings observabilityOptions.configStatusMetricLabels.*.labelToPath.*': "the controller's config status metrics (/metrics)",
 };
