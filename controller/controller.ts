@@ -245,8 +245,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
     syncDevMode(out.devMode);
   };
 
+  // a new publication of the statuses is a new generation of the resource list (its ETag)
+  let published: ReturnType<LatestStatuses['get']> | undefined;
+  let generation = 0;
   const view = {
     version: VERSION,
+    generation: (): number => {
+      const now = latestStatuses.get();
+      if (now !== published) {
+        published = now;
+        generation++;
+      }
+      return generation;
+    },
     resources: (): ApiResource[] => {
       const { writeNamespace: ns, reports } = latestStatuses.get();
       return reports.map(({ resource, status: shown }) => {

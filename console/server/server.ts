@@ -9,7 +9,8 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { sendError, sendOk } from '../../common/envelope.js';
 import type { Logger } from '../../common/log.js';
-import { EnvoyStatsSource, PrometheusSource, type MetricsSource } from './metrics.js';
+import { gatewayDashboard, upstreamDashboard, type DashboardModel } from '../../controller/observability/dashboards.js';
+import { EnvoyStatsSource, PrometheusSource, type MetricsSource } from './dashboards.js';
 import { redactResource, redactValue } from './redact.js';
 import { referenceIndex, type Ref } from './refs.js';
 
@@ -44,6 +45,27 @@ interface ApiItem {
   spec?: unknown;
   status?: { statuses?: Record<string, { state?: string; reason?: string | null }> };
   [extra: string]: unknown;
+}
+
+const HISTORY_SHOWN = 500;
+
+/** How old the console's copy of the resources may be before it reads them again (in the background). */
+const FRESH_MS = 1000;
+
+interface ResourceView {
+  items: readonly ApiItem[];
+  summaries: readonly ReturnType<typeof summarize>[];
+  byKey: ReadonlyMap<string, ApiItem>;
+  refs: ReturnType<typeof referenceIndex>;
+}
+
+function resourceView(items: ApiItem[]): ResourceView {
+  return {
+    items,
+    summaries: items.map(summarize),
+    byKey: new Map(items.map((i) => [`${i.kind}/${i.metadata.namespace}/${i.metadata.name}`, i])),
+    refs: referenceIndex(items),
+  };
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -97,7 +119,31 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (!res.ok) throw new HttpError(502, `Envoy admin ${p}: ${res.status}`);
     return (await res.json()) as T;
   };
-  const resources = async (): Promise<ApiItem[]> => (await controller<ApiItem[]>('/api/v1/resources')).map((r) => redactResource(r));
+  // The resources, redacted, with their reference index: read from the controller at most every FRESH_MS; an
+  // older copy answers at once while a new one is read (a page never waits on 1,000 resources being re-read).
+  let cached: { at: number; etag: string | null; view: ResourceView } | undefined;
+  let reading: Promise<ResourceView> | undefined;
+  const readResources = async (): Promise<ResourceView> => {
+    const res = await fetch(`${options.apiUrl}/api/v1/resources`, {
+      signal: AbortSignal.timeout(10_000),
+      headers: cached?.etag ? { 'if-none-match': cached.etag } : {},
+    });
+    if (res.status === 304 && cached) {
+      cached.at = Date.now();
+      return cached.view;
+    }
+    const body = (await res.json()) as { status: string; data?: ApiItem[]; error?: string };
+    if (body.status !== 'ok' || !body.data) throw new HttpError(502, body.error ?? `controller API /api/v1/resources: ${res.status}`);
+    const view = resourceView(body.data.map((r) => redactResource(r)));
+    cached = { at: Date.now(), etag: res.headers.get('etag'), view };
+    return view;
+  };
+  const read = (): Promise<ResourceView> => (reading ??= readResources().finally(() => (reading = undefined)));
+  const view = async (): Promise<ResourceView> => {
+    if (!cached) return read();
+    if (Date.now() - cached.at > FRESH_MS) read().catch((err: unknown) => log.warn('cannot read the resources', { error: err }));
+    return cached.view;
+  };
 
   const authorized = (req: http.IncomingMessage): boolean => {
     if (!options.token) return true;
@@ -117,14 +163,13 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       case '/api/overview': {
         const [version, items, connections, source, server] = await Promise.all([
           controller<{ version: string }>('/api/v1/version').catch(() => undefined),
-          resources(),
+          view(),
           controller<ConnectionJson[]>('/api/v1/connections').catch(() => []),
           controller<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined),
           options.envoyAdminUrl ? envoy<{ version?: string; state?: string }>('/server_info').catch(() => undefined) : undefined,
         ]);
         const counts: Record<string, Record<string, number>> = {};
-        for (const item of items) {
-          const s = summarize(item);
+        for (const s of items.summaries) {
           const byState = (counts[s.kind] ??= {});
           byState[s.state] = (byState[s.state] ?? 0) + 1;
         }
@@ -140,12 +185,9 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         const kind = q.get('kind');
         const ns = q.get('namespace');
         const state = q.get('state');
-        const items = await resources();
-        const namespaces = [...new Set(items.filter((i) => !kind || i.kind === kind).map((i) => i.metadata.namespace))].sort();
-        const list = items
-          .filter((i) => (!kind || i.kind === kind) && (!ns || i.metadata.namespace === ns))
-          .map(summarize)
-          .filter((s) => !state || s.state === state);
+        const { summaries } = await view();
+        const namespaces = [...new Set(summaries.filter((i) => !kind || i.kind === kind).map((i) => i.namespace))].sort();
+        const list = summaries.filter((s) => (!kind || s.kind === kind) && (!ns || s.namespace === ns) && (!state || s.state === state));
         return sendOk(res, { namespaces, items: list });
       }
       case '/api/resource':
@@ -153,8 +195,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         const kind = q.get('kind') ?? '';
         const ns = q.get('namespace') ?? '';
         const name = q.get('name') ?? '';
-        const items = await resources();
-        const item = items.find((i) => i.kind === kind && i.metadata.namespace === ns && i.metadata.name === name);
+        const { items, byKey, refs: index } = await view();
+        const item = byKey.get(`${kind}/${ns}/${name}`);
         if (!item) throw new HttpError(404, `${kind} ${ns}.${name} not found`);
         const yaml = stringify(item, { lineWidth: 0 });
         if (url.pathname.endsWith('.yaml')) {
@@ -166,9 +208,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           res.end(yaml);
           return;
         }
-        const refs = referenceIndex(items).get(`${kind}/${ns}/${name}`) ?? { out: [], in: [] };
-        const exists = new Set(items.map((i) => `${i.kind}/${i.metadata.namespace}/${i.metadata.name}`));
-        const mark = (r: Ref): Ref & { missing?: true } => (exists.has(`${r.kind}/${r.namespace}/${r.name}`) ? r : { ...r, missing: true });
+        const refs = index.get(`${kind}/${ns}/${name}`) ?? { out: [], in: [] };
+        const mark = (r: Ref): Ref & { missing?: true } => (byKey.has(`${r.kind}/${r.namespace}/${r.name}`) ? r : { ...r, missing: true });
         const history = await controller<unknown[]>(
           `/api/v1/history?kind=${encodeURIComponent(kind)}&namespace=${encodeURIComponent(ns)}&name=${encodeURIComponent(name)}`,
         ).catch(() => []);
@@ -183,18 +224,25 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           ...(endpoints ? { endpoints } : {}),
         });
       }
-      case '/api/history':
-        return sendOk(res, await controller(`/api/v1/history${url.search}`));
+      case '/api/history': {
+        // the newest HISTORY_SHOWN (a page shows the latest changes; a resource's own page asks for its own)
+        const events = await controller<unknown[]>(`/api/v1/history${url.search}`);
+        return sendOk(res, events.slice(-HISTORY_SHOWN));
+      }
       case '/api/routetest':
         return sendOk(res, await controller(`/api/v1/routetest${url.search}`));
       case '/api/served':
         return sendOk(res, await servedVsDesired(controller, options.envoyAdminUrl ? envoy : undefined));
-      case '/api/metrics': {
-        const cluster = q.get('cluster');
-        if (!cluster) throw new HttpError(400, 'cluster= is required');
+      case '/api/dashboard': {
+        // ?upstream=NS/NAME: that Upstream's dashboard; none: the whole gateway's
+        const upstream = q.get('upstream');
+        const [ns, name] = upstream ? upstream.split('/') : [];
+        if (upstream && (!ns || !name)) throw new HttpError(400, 'upstream= is NAMESPACE/NAME');
+        const model: DashboardModel = ns && name ? upstreamDashboard({ namespace: ns, name }) : gatewayDashboard();
         if (!metrics)
           throw new HttpError(404, 'no metrics source: neither Prometheus (--prometheus) nor Envoy admin (--envoy-admin) is set');
-        return sendOk(res, { source: metrics.name, point: await metrics.point(cluster) });
+        const panels = model.panels.map((p) => ({ key: p.key, title: p.title, description: p.description, unit: p.unit }));
+        return sendOk(res, { source: metrics.name, title: model.title, panels, values: await metrics.values(model) });
       }
       case '/api/gateway':
         return sendOk(res, { url: options.gatewayUrl ?? null });
@@ -358,6 +406,14 @@ const DUMP_SECTIONS: Record<string, { lists: string[]; name: (e: DumpEntry) => s
     lists: ['dynamic_route_configs'],
     name: (e) => (e['route_config'] as { name?: string } | undefined)?.name,
   },
+  ClusterLoadAssignment: {
+    lists: ['dynamic_endpoint_configs'],
+    name: (e) => (e['endpoint_config'] as { cluster_name?: string } | undefined)?.cluster_name,
+  },
+  Secret: {
+    lists: ['dynamic_active_secrets', 'dynamic_warming_secrets'],
+    name: (e) => e['name'] as string | undefined,
+  },
 };
 
 /** What the controller serves each role vs what the Envoy (admin) holds, by type and name, with NACKs. */
@@ -372,7 +428,9 @@ async function servedVsDesired(
   let dump: { configs?: Record<string, unknown>[] } | undefined;
   let dumpError: string | undefined;
   if (envoy)
-    dump = await envoy<{ configs?: Record<string, unknown>[] }>('/config_dump').catch((e: unknown) => ((dumpError = String(e)), undefined));
+    dump = await envoy<{ configs?: Record<string, unknown>[] }>('/config_dump?include_eds').catch(
+      (e: unknown) => ((dumpError = String(e)), undefined),
+    );
   const held = new Map<string, Map<string, DumpEntry>>();
   for (const section of dump?.configs ?? []) {
     for (const [type, spec] of Object.entries(DUMP_SECTIONS)) {

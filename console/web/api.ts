@@ -42,20 +42,6 @@ export interface Overview {
   counts: Record<string, Record<string, number>>;
 }
 
-export interface Point {
-  t: number;
-  rps: number;
-  rps2xx: number;
-  rps4xx: number;
-  rps5xx: number;
-  p50: number | null;
-  p99: number | null;
-  activeConnections: number;
-  healthyHosts: number;
-  hosts: number;
-  ejectedHosts: number;
-}
-
 export async function get<T>(path: string): Promise<T> {
   const res = await fetch(path, { headers: { accept: 'application/json' } });
   const body = (await res.json()) as { status: string; data?: T; error?: string };

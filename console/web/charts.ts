@@ -1,94 +1,108 @@
-// An Upstream's traffic as uPlot charts: requests/s by class, latency p50/p99, connections and hosts. The
-// console polls its /api/metrics (Prometheus, else Envoy's stats) and appends a point each time.
+// A dashboard's panels as uPlot charts (the model of controller/observability/dashboards.ts, the same panels
+// `legate observability` writes as Grafana JSON). The console polls its /api/dashboard and appends a point
+// to each series each time.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
 import uPlot, { type AlignedData, type Options } from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { get, query, type Point } from './api.js';
+import { get, query } from './api.js';
+
 const KEEP = 150;
 const EVERY_MS = 2000;
+const COLORS = ['#3366cc', '#2a9d3a', '#e6a100', '#d62728', '#8e44ad', '#16a2b8', '#7f8c8d', '#c0392b', '#2c3e50', '#f39c12'];
 
-interface ChartSpec {
-  id: string;
+interface PanelInfo {
+  key: string;
   title: string;
-  series: { label: string; value: (p: Point) => number | null; stroke: string }[];
+  description: string;
+  unit: string;
 }
 
-export const CHARTS: ChartSpec[] = [
-  {
-    id: 'rps',
-    title: 'requests/s',
-    series: [
-      { label: 'all', value: (p) => p.rps, stroke: '#3366cc' },
-      { label: '2xx', value: (p) => p.rps2xx, stroke: '#2a9d3a' },
-      { label: '4xx', value: (p) => p.rps4xx, stroke: '#e6a100' },
-      { label: '5xx', value: (p) => p.rps5xx, stroke: '#d62728' },
-    ],
-  },
-  {
-    id: 'latency',
-    title: 'upstream latency (ms)',
-    series: [
-      { label: 'p50', value: (p) => p.p50, stroke: '#3366cc' },
-      { label: 'p99', value: (p) => p.p99, stroke: '#d62728' },
-    ],
-  },
-  {
-    id: 'hosts',
-    title: 'connections and hosts',
-    series: [
-      { label: 'active connections', value: (p) => p.activeConnections, stroke: '#3366cc' },
-      { label: 'healthy hosts', value: (p) => p.healthyHosts, stroke: '#2a9d3a' },
-      { label: 'ejected (outlier)', value: (p) => p.ejectedHosts, stroke: '#d62728' },
-    ],
-  },
-];
+interface DashboardAnswer {
+  source: string;
+  title: string;
+  panels: PanelInfo[];
+  values: { t: number; panels: Record<string, { label: string; value: number | null }[]> };
+}
 
-function Chart({ spec, points }: { spec: ChartSpec; points: Point[] }) {
+/** The points kept: timestamps, and per panel per series label its values (null where it had none). */
+interface History {
+  t: number[];
+  series: Record<string, Record<string, (number | null)[]>>;
+}
+
+function append(h: History, a: DashboardAnswer): History {
+  const t = [...h.t, a.values.t].slice(-KEEP);
+  const n = h.t.length;
+  const series: History['series'] = {};
+  for (const p of a.panels) {
+    const before = h.series[p.key] ?? {};
+    const now = new Map((a.values.panels[p.key] ?? []).map((s) => [s.label, s.value]));
+    const out: Record<string, (number | null)[]> = {};
+    for (const label of new Set([...Object.keys(before), ...now.keys()])) {
+      const old = before[label] ?? new Array<number | null>(n).fill(null);
+      out[label] = [...old, now.get(label) ?? null].slice(-KEEP);
+    }
+    series[p.key] = out;
+  }
+  return { t, series };
+}
+
+function Chart({ panel, t, series }: { panel: PanelInfo; t: number[]; series: Record<string, (number | null)[]> }) {
   const el = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot>();
-  const data: AlignedData = [points.map((p) => p.t), ...spec.series.map((s) => points.map((p) => s.value(p)))];
+  const labels = Object.keys(series).sort();
+  const data: AlignedData = [t, ...labels.map((l) => series[l]!)];
+  const shape = labels.join('\n');
   useEffect(() => {
     if (!el.current) return;
     const opts: Options = {
-      width: Math.min(560, el.current.clientWidth || 560),
-      height: 200,
-      series: [{}, ...spec.series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, spanGaps: true }))],
-      axes: [{}, { size: 50 }],
+      width: 470,
+      height: 180,
+      legend: { show: false },
+      // a minute wide until there are points enough to span one
+      scales: { x: { time: true, range: (_u, min, max) => [Math.min(min, max - 60), max] } },
+      series: [{}, ...labels.map((label, i) => ({ label, stroke: COLORS[i % COLORS.length]!, width: 2, spanGaps: true }))],
+      axes: [{}, { size: 56, values: (_u, ticks) => ticks.map((v) => fmt(v, panel.unit)) }],
     };
     plot.current = new uPlot(opts, data, el.current);
     return () => plot.current?.destroy();
-  }, [spec.id]);
-  useEffect(() => plot.current?.setData(data), [points]);
-  const last = points[points.length - 1];
-  return html`<div class="chart" data-chart=${spec.id} data-points=${points.length}>
-    <h4>${spec.title}</h4>
+  }, [shape]);
+  useEffect(() => plot.current?.setData(data), [t]);
+  return html`<div class="chart" data-chart=${panel.key} data-points=${t.length} title=${panel.description}>
+    <h4>${panel.title}</h4>
     <div ref=${el}></div>
-    <div class="legend small" data-last=${last ? JSON.stringify(spec.series.map((s) => s.value(last))) : ''}>
-      ${spec.series.map((s) => html`<span>${s.label}: <b data-series=${s.label}>${fmt(last ? s.value(last) : null)}</b> </span>`)}
+    <div class="legend small">
+      ${labels.map((l) => {
+        const v = series[l]![series[l]!.length - 1] ?? null;
+        return html`<span>${l}: <b data-series=${l} data-value=${v ?? ''}>${v === null ? '–' : fmt(v, panel.unit)}</b> </span>`;
+      })}
     </div>
   </div>`;
 }
 
-function fmt(v: number | null): string {
-  return v === null ? '–' : Number.isInteger(v) ? String(v) : v.toFixed(2);
+function fmt(v: number, unit: string): string {
+  const n = Math.abs(v) >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(2);
+  return unit === 'ms' ? `${n} ms` : unit === 'reqps' ? `${n}/s` : n;
 }
 
-export function UpstreamCharts({ cluster }: { cluster: string }) {
-  const [points, setPoints] = useState<Point[]>([]);
-  const [source, setSource] = useState('');
+/** `upstream`: NAMESPACE/NAME, that Upstream's dashboard; unset: the whole gateway's. */
+export function Dashboard({ upstream }: { upstream?: string }) {
+  const [info, setInfo] = useState<{ source: string; panels: PanelInfo[] }>();
+  const [history, setHistory] = useState<History>({ t: [], series: {} });
   const [error, setError] = useState<string>();
   useEffect(() => {
     let live = true;
+    setHistory({ t: [], series: {} });
     const poll = (): void => {
-      get<{ source: string; point: Point }>(`/api/metrics${query({ cluster })}`).then(
-        ({ source: s, point }) => {
+      get<DashboardAnswer>(`/api/dashboard${query({ upstream })}`).then(
+        (a) => {
           if (!live) return;
-          setSource(s);
+          setInfo({ source: a.source, panels: a.panels });
           setError(undefined);
-          setPoints((ps) => [...ps, point].slice(-KEEP));
+          setHistory((h) => append(h, a));
         },
-        (e: unknown) => live && setError(String(e)),
+        (e: unknown) => live && setError(String(e instanceof Error ? e.message : e)),
       );
     };
     poll();
@@ -97,10 +111,12 @@ export function UpstreamCharts({ cluster }: { cluster: string }) {
       live = false;
       clearInterval(timer);
     };
-  }, [cluster]);
+  }, [upstream]);
   return html`<div>
-    <p class="muted small">cluster <code>${cluster}</code>, from ${source || '…'}, every ${EVERY_MS / 1000} s</p>
+    <p class="muted small">from ${info?.source ?? '…'}, every ${EVERY_MS / 1000} s</p>
     ${error ? html`<p class="error">${error}</p>` : null}
-    <div class="charts">${CHARTS.map((c) => html`<${Chart} key=${c.id} spec=${c} points=${points} />`)}</div>
+    <div class="charts">
+      ${(info?.panels ?? []).map((p) => html`<${Chart} key=${p.key} panel=${p} t=${history.t} series=${history.series[p.key] ?? {}} />`)}
+    </div>
   </div>`;
 }

@@ -3,7 +3,7 @@ import { render, type ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from 'htm/preact';
 import { get, query, type Detail, type HistoryEvent, type Overview, type Ref, type Summary } from './api.js';
-import { UpstreamCharts } from './charts.js';
+import { Dashboard } from './charts.js';
 import './style.css';
 
 export const KINDS = [
@@ -20,6 +20,10 @@ export const KINDS = [
 ] as const;
 const STATES = ['Accepted', 'Rejected', 'Warning', 'Pending'];
 
+function plural(kind: string): string {
+  return kind === 'Settings' ? kind : kind === 'Proxy' ? 'Proxies' : `${kind}s`;
+}
+
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/');
   useEffect(() => {
@@ -35,6 +39,8 @@ function useApi<T>(path: string | undefined, every?: number): { data?: T; error?
   const [state, setState] = useState<{ data?: T; error?: string }>({});
   useEffect(() => {
     if (!path) return;
+    // another path: what the last one answered is not its answer
+    setState({});
     let live = true;
     const load = (): void => {
       get<T>(path).then(
@@ -73,7 +79,12 @@ function OverviewPage() {
   if (!data) return html`<${Loading} error=${error} />`;
   const components = [
     { name: 'controller', healthy: data.controller.healthy, version: data.controller.version, detail: data.controller.source?.description },
-    { name: 'envoy', healthy: data.envoy.healthy, version: data.envoy.version, detail: data.envoy.state },
+    {
+      name: 'envoy',
+      healthy: data.envoy.healthy,
+      version: /\/(\d+\.\d+\.\d+)\//.exec(data.envoy.version ?? '')?.[1],
+      detail: data.envoy.state,
+    },
     { name: 'console', healthy: true, version: data.console.version, detail: `charts from ${data.console.metrics}` },
   ];
   return html`
@@ -111,6 +122,8 @@ function OverviewPage() {
         })}
       </tbody>
     </table>
+    <h2>Traffic</h2>
+    <${Dashboard} />
     <h2>xDS clients</h2>
     <ul>
       ${data.connections.map((c) => html`<li><code>${c.nodeId}</code> <span class="muted">${c.role} since ${c.connectedAt}</span></li>`)}
@@ -132,7 +145,7 @@ function ListPage({ kind, params }: { kind: string; params: URLSearchParams }) {
     location.hash = `#/list/${kind}${p.toString() ? `?${p}` : ''}`;
   };
   return html`
-    <h1>${kind}s</h1>
+    <h1>${plural(kind)}</h1>
     <div class="filters">
       <label
         >namespace
@@ -342,7 +355,7 @@ function UpstreamPage({ ns, name }: { ns: string; name: string }) {
   return html`
     <${ResourceHeader} d=${data} />
     <h3>Traffic</h3>
-    <${UpstreamCharts} cluster=${`${name}_${ns}`} />
+    <${Dashboard} upstream=${`${ns}/${name}`} />
     <div class="cols">
       <${Refs} title="References" refs=${data.references} />
       <${Refs} title="Referenced by" refs=${data.referencedBy} />
@@ -480,7 +493,12 @@ function ServedPage() {
       (r) =>
         html`<section class="role">
           <h2>${r.role}</h2>
-          ${r.connections.length === 0 ? html`<p class="error">no client connected with this role</p>` : null}
+          ${
+            r.connections.length === 0
+              ? html`<p class="error">no client connected with this role</p>`
+              : html`<p class="muted small">${r.connections.map((c) => c.nodeId).join(', ')}</p>`
+          }
+          ${r.types.length === 0 ? html`<p class="muted">nothing served to this role (no resource needs it)</p>` : null}
           <table class="list">
             <thead>
               <tr>
@@ -488,6 +506,7 @@ function ServedPage() {
                 <th>desired</th>
                 <th>Envoy holds</th>
                 <th>sent / acked version</th>
+                <th>Envoy's version</th>
                 <th>NACK</th>
                 <th>differences</th>
               </tr>
@@ -505,6 +524,7 @@ function ServedPage() {
                   <td>${t.desired}</td>
                   <td>${t.held ?? html`<span class="muted">–</span>`}</td>
                   <td>${conn ? `${conn.sentVersion ?? '–'} / ${conn.ackedVersion ?? '–'}` : '–'}</td>
+                  <td>${t.versions?.join(', ') ?? ''}</td>
                   <td class="reason">${conn?.lastNack ? html`<span class="badge rejected">NACK</span> ${conn.lastNack.message}` : ''}</td>
                   <td class="reason">${diff.length ? diff.join('; ') : t.held !== undefined ? 'in sync' : ''}</td>
                 </tr>`;
@@ -528,7 +548,7 @@ function Nav({ hash }: { hash: string }) {
     html`<a class=${hash === href || (href !== '#/' && hash.startsWith(href)) ? 'active' : ''} href=${href}>${label}</a>`;
   return html`<nav>
     <div class="brand">Legate</div>
-    ${item('#/', 'Overview')} ${KINDS.map((k) => item(`#/list/${k}`, `${k}s`))} ${item('#/routes', 'Route tester')}
+    ${item('#/', 'Overview')} ${KINDS.map((k) => item(`#/list/${k}`, plural(k)))} ${item('#/routes', 'Route tester')}
     ${item('#/served', 'Served vs desired')} ${item('#/timeline', 'Timeline')}
   </nav>`;
 }

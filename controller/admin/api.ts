@@ -10,6 +10,8 @@ import type { HistoryEvent } from '../status/history.js';
 
 export interface ControllerView {
   version: string;
+  /** Changes whenever the resources or their statuses do (the list's ETag). */
+  generation?(): number;
   /** Resources (user's, discovered, generated) with their status, in list form. */
   resources(): ApiResource[];
   loadErrors(): { origin: string; message: string }[];
@@ -64,6 +66,16 @@ export async function startApiServer(
           if (kindParam && !kind) return sendError(res, 400, `unknown kind ${JSON.stringify(kindParam)}`);
           const ns = url.searchParams.get('namespace');
           const name = url.searchParams.get('name');
+          // the console re-reads the whole list often: unchanged, it is a 304
+          if (view.generation) {
+            const etag = `"g${view.generation()}"`;
+            res.setHeader('etag', etag);
+            if (req.headers['if-none-match'] === etag) {
+              res.writeHead(304);
+              res.end();
+              return;
+            }
+          }
           const items = view
             .resources()
             .filter((r) => (!kind || r.kind === kind) && (!ns || r.metadata.namespace === ns) && (!name || r.metadata.name === name));

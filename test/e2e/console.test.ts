@@ -79,7 +79,7 @@ async function shot(name: string): Promise<void> {
   if (!SCREENSHOTS) return;
   const dir = path.join(ROOT, 'docs', 'console');
   fs.mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: false });
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
 }
 
 describe.skipIf(browserPath() === undefined)('console', () => {
@@ -109,6 +109,13 @@ describe.skipIf(browserPath() === undefined)('console', () => {
     await page.waitForSelector('[data-component=envoy] .dot.ok', { timeout: 20_000 });
     const counts = await page.textContent('table.counts');
     expect(counts).toContain('VirtualService');
+    if (SCREENSHOTS) {
+      // some traffic on the gateway's charts for the picture
+      for (let i = 0; i < 4; i++) {
+        await Promise.all(Array.from({ length: 50 }, () => gw.request('/api/x', { headers: { host: 'shop.example.com' } })));
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
     await shot('overview');
   });
 
@@ -116,6 +123,7 @@ describe.skipIf(browserPath() === undefined)('console', () => {
     await page.goto(`${base}#/list/VirtualService`);
     await page.waitForSelector('table.list tr[data-name=shop]');
     await page.selectOption('#filter-state', 'Rejected');
+    await page.waitForSelector('table.list tr[data-name=shop]', { state: 'detached' });
     await page.waitForSelector('table.list tr[data-name=broken]');
     expect(await page.locator('table.list tbody tr').count()).toBe(1);
     const reason = await page.textContent('table.list tr[data-name=broken] td.reason');
@@ -181,7 +189,7 @@ describe.skipIf(browserPath() === undefined)('console', () => {
 
   it("moves an Upstream's chart while load runs", async () => {
     await page.goto(`${base}#/upstream/gloo-system/echo`);
-    await page.waitForSelector('[data-chart=rps]');
+    await page.waitForSelector('[data-chart=requests]');
     let running = true;
     const load = (async () => {
       while (running) await gw.request('/api/x', { headers: { host: 'shop.example.com' } }).catch(() => undefined);
@@ -190,12 +198,14 @@ describe.skipIf(browserPath() === undefined)('console', () => {
       await eventually(
         'the requests/s series to rise',
         async () => {
-          const v = Number(await page.textContent('[data-chart=rps] [data-series=all]'));
+          const v = Number(await page.getAttribute('[data-chart=requests] [data-series="requests/s"]', 'data-value'));
           return v > 0 ? v : undefined;
         },
         40_000,
       );
-      const points = Number(await page.getAttribute('[data-chart=rps]', 'data-points'));
+      // a few more points for the picture
+      if (SCREENSHOTS) await new Promise((r) => setTimeout(r, 8000));
+      const points = Number(await page.getAttribute('[data-chart=requests]', 'data-points'));
       expect(points).toBeGreaterThan(1);
       await shot('upstream-charts');
     } finally {
@@ -240,6 +250,8 @@ spec:
       },
       120_000,
     );
+    // the other tab polls nothing meanwhile
+    await page.goto('about:blank');
     const fresh = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const ttis: number[] = [];
     for (let i = 0; i < 3; i++) {
