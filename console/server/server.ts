@@ -296,6 +296,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://console');
+    // liveness for legatectl check and the chart's probes: says nothing but that it answers
+    if (url.pathname === '/healthz') return sendOk(res, 'ok');
     if (options.token && url.pathname === '/login' && req.method === 'GET') {
       // a browser cannot send a bearer header on navigation: /login?token=… sets it as a cookie
       const given = url.searchParams.get('token') ?? '';

@@ -107,6 +107,8 @@ describe.skipIf(browserPath() === undefined)('console', () => {
     await page.goto(base);
     await page.waitForSelector('[data-component=controller] .dot.ok');
     await page.waitForSelector('[data-component=envoy] .dot.ok', { timeout: 20_000 });
+    // legatectl check counts the console among the run's components (it is up)
+    expect(gw.ctl('check').stdout).toContain('Checking Deployments... OK');
     const counts = await page.textContent('table.counts');
     expect(counts).toContain('VirtualService');
     if (SCREENSHOTS) {
@@ -221,6 +223,30 @@ describe.skipIf(browserPath() === undefined)('console', () => {
     expect(text).toContain('gateway-proxy');
     expect(text).toContain('in sync');
     await shot('served');
+    // a resource accepted, then broken: its timeline says when and why
+    const flaky = (prefix: string): string => `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: flaky, namespace: default }
+spec:
+  virtualHost:
+    domains: [flaky.example.com]
+    routes:
+      - matchers: [{ ${prefix} }]
+        directResponseAction: { status: 200, body: ok }
+`;
+    gw.write('flaky.yaml', flaky('prefix: /'));
+    await gw.until('/', (r) => r.status === 200, { headers: { host: 'flaky.example.com' } });
+    gw.write('flaky.yaml', flaky("regex: '(unclosed'"));
+    await page.goto(`${base}#/r/VirtualService/default/flaky`);
+    await eventually(
+      'the timeline to show the rejection',
+      async () => ((await page.textContent('table.timeline').catch(() => '')) ?? '').includes('Rejected') || undefined,
+      30_000,
+    );
+    const timeline = (await page.textContent('table.timeline')) ?? '';
+    expect(timeline).toContain('added');
+    expect(timeline).toMatch(/spec\s*Rejected/);
     await page.goto(`${base}#/timeline`);
     await page.waitForSelector('table.timeline');
     expect(await page.textContent('table.timeline')).toContain('broken');

@@ -205,3 +205,57 @@ describe('private keys', () => {
     expect(JSON.stringify(redactValue({ sslConfig: { sslFiles: { tlsKey: pem } } }))).not.toContain(SECRET);
   });
 });
+
+describe('dashboard values from Envoy stats', () => {
+  it("computes rates between reads, quantiles and per-cluster series from the admin's JSON", async () => {
+    const { EnvoyStatsSource } = await import('../../console/server/dashboards.js');
+    const { gatewayDashboard, upstreamDashboard } = await import('../../controller/observability/dashboards.js');
+    let total = 100;
+    const admin = http.createServer((req, res) => {
+      const filter = new URL(req.url ?? '/', 'http://x').searchParams.get('filter') ?? '';
+      const stats = [
+        { name: 'cluster.echo_gloo-system.upstream_rq_total', value: total },
+        { name: 'cluster.echo_gloo-system.upstream_rq_2xx', value: total },
+        { name: 'cluster.echo_gloo-system.upstream_cx_active', value: 3 },
+        { name: 'cluster.echo_gloo-system.membership_healthy', value: 1 },
+        { name: 'cluster.other_default.membership_healthy', value: 2 },
+        {
+          histograms: {
+            supported_quantiles: [0, 50, 99, 100],
+            computed_quantiles: [
+              {
+                name: 'cluster.echo_gloo-system.upstream_rq_time',
+                values: [null, { interval: 4, cumulative: 5 }, { interval: 9, cumulative: 9 }, null],
+              },
+            ],
+          },
+        },
+      ].filter((s) => !('name' in s) || new RegExp(filter).test(s.name ?? ''));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ stats }));
+    });
+    await new Promise<void>((r) => admin.listen(0, '127.0.0.1', () => r()));
+    try {
+      const source = new EnvoyStatsSource(`http://127.0.0.1:${(admin.address() as AddressInfo).port}`);
+      const model = upstreamDashboard({ namespace: 'gloo-system', name: 'echo' });
+      const first = await source.values(model);
+      expect(first.panels['requests']).toEqual([{ label: 'requests/s', value: null }]);
+      expect(first.panels['latency']).toEqual([
+        { label: 'p50', value: 4 },
+        { label: 'p99', value: 9 },
+      ]);
+      expect(first.panels['connections']![0]).toEqual({ label: 'connections', value: 3 });
+      total = 300;
+      await new Promise((r) => setTimeout(r, 50));
+      const second = await source.values(model);
+      expect(second.panels['requests']![0]!.value).toBeGreaterThan(0);
+      const gateway = await source.values(gatewayDashboard());
+      expect(gateway.panels['healthy']).toEqual([
+        { label: 'echo_gloo-system', value: 1 },
+        { label: 'other_default', value: 2 },
+      ]);
+    } finally {
+      await new Promise((r) => admin.close(r));
+    }
+  });
+});
