@@ -49,7 +49,9 @@ const browser = {
   loader: { '.ttf': 'file', '.woff': 'file', '.woff2': 'file' },
 };
 await Promise.all([
-  build({ ...browser, entryPoints: { app: 'console/web/main.ts', explorer: 'console/web/graphiql.ts' }, outdir: 'dist/console' }),
+  build({ ...browser, entryPoints: { app: 'console/web/main.ts' }, outdir: 'dist/console' }),
+  // GraphiQL, React and Monaco's maps would be ~20 MB: none
+  build({ ...browser, entryPoints: { explorer: 'console/web/graphiql.ts' }, outdir: 'dist/console', sourcemap: false }),
   build({
     ...browser,
     entryPoints: {

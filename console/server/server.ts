@@ -389,6 +389,8 @@ interface ConnectionJson {
 
 interface DumpEntry {
   version_info?: string;
+  /** listeners keep theirs here */
+  active_state?: { version_info?: string };
   last_updated?: string;
   error_state?: { details?: string; last_update_attempt?: string };
   [k: string]: unknown;
@@ -480,7 +482,9 @@ async function servedVsDesired(
                 errors: [...mine.entries()]
                   .filter(([, e]) => e.error_state)
                   .map(([n, e]) => ({ name: n, details: e.error_state?.details ?? '', at: e.error_state?.last_update_attempt ?? '' })),
-                versions: [...new Set([...mine.values()].map((e) => e.version_info ?? ''))].filter((v) => v !== ''),
+                versions: [...new Set([...mine.values()].map((e) => e.version_info ?? e.active_state?.version_info ?? ''))].filter(
+                  (v) => v !== '',
+                ),
               }
             : {}),
         };

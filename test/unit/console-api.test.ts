@@ -259,3 +259,72 @@ describe('dashboard values from Envoy stats', () => {
     }
   });
 });
+
+describe('served vs desired', () => {
+  it("compares the controller's snapshot with Envoy's config_dump, with the NACK and Envoy's update errors", async () => {
+    const L = 'type.googleapis.com/envoy.config.listener.v3.Listener';
+    const role = 'gloo-system~gateway-proxy';
+    const controller = http.createServer((req, res) => {
+      const p = new URL(req.url ?? '/', 'http://x').pathname;
+      const data =
+        p === '/api/v1/served'
+          ? { [role]: { [L]: [{ name: 'l1' }, { name: 'l2' }] } }
+          : p === '/api/v1/connections'
+            ? [
+                {
+                  role,
+                  nodeId: 'gw-1',
+                  connectedAt: '',
+                  types: { [L]: { sentVersion: 'v2', ackedVersion: 'v1', lastNack: { version: 'v2', message: 'bad listener', at: '' } } },
+                },
+              ]
+            : [];
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'ok', data }));
+    });
+    const envoy = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const listeners = [
+        { name: 'l1', active_state: { version_info: 'v1' }, error_state: { details: 'bad listener', last_update_attempt: 't' } },
+        { name: 'l3', active_state: { version_info: 'v1' } },
+      ];
+      res.end(JSON.stringify({ configs: [{ '@type': 'ListenersConfigDump', dynamic_listeners: listeners }] }));
+    });
+    await Promise.all([controller, envoy].map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))));
+    const url = (s: http.Server): string => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const c = await startConsole({
+      host: '127.0.0.1',
+      port: 0,
+      apiUrl: url(controller),
+      envoyAdminUrl: url(envoy),
+      staticDir: '/x',
+      version: 't',
+      logger: createLogger('console-test'),
+    });
+    try {
+      const text = await (await fetch(`${c.url}api/served`)).text();
+      const body = JSON.parse(text) as { data: { envoy: string; roles: { role: string; connections: unknown[]; types: unknown[] }[] } };
+      expect(body.data.envoy).toBe('read');
+      expect(body.data.roles[0]!.types).toEqual([
+        {
+          type: 'Listener',
+          desired: 2,
+          held: 2,
+          missing: ['l2'],
+          extra: ['l3'],
+          errors: [{ name: 'l1', details: 'bad listener', at: 't' }],
+          versions: ['v1'],
+        },
+      ]);
+      expect(body.data.roles[0]!.connections).toEqual([
+        {
+          nodeId: 'gw-1',
+          types: { Listener: { sentVersion: 'v2', ackedVersion: 'v1', lastNack: { version: 'v2', message: 'bad listener', at: '' } } },
+        },
+      ]);
+    } finally {
+      await c.stop();
+      await Promise.all([controller, envoy].map((s) => new Promise((r) => s.close(r))));
+    }
+  });
+});
