@@ -16,7 +16,7 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec bench bench-micro build envoy debian-packages envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec prometheus bench bench-micro build envoy debian-packages envoy-types clean wasm wasm-debug
 
 setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy debian-packages build
 
@@ -81,7 +81,7 @@ run:
 	$(MAKE) setup
 	node bin/legate.js run --config examples
 
-test: setup typecheck kube-tools jaeger h2spec
+test: setup typecheck kube-tools jaeger h2spec prometheus
 	npx vitest run
 
 # kube-apiserver, kubectl, etcd and helm for the Kubernetes tests, built once from the Go modules
@@ -94,6 +94,11 @@ kube-tools:
 jaeger:
 	./scripts/jaeger-tool.sh
 
+# Prometheus for the observability e2e and bench's stats-scrape scenario (and `legate run --observability`), built once
+# from the Go module pinned in test/prometheus/tools into .cache/prometheus/bin (minutes cold; not needed by `make run`)
+prometheus:
+	./scripts/prometheus-tool.sh
+
 # h2spec for the HTTP/2 conformance test of the extensions' server (test/e2e/h2spec.test.ts), built once from the
 # Go module pinned in test/h2spec/tools into .cache/h2spec/bin (seconds; not needed by `make run`)
 h2spec:
@@ -102,7 +107,7 @@ h2spec:
 test-unit: setup
 	npx vitest run test/unit test/golden
 
-test-e2e: setup kube-tools jaeger h2spec
+test-e2e: setup kube-tools jaeger h2spec prometheus
 	npx vitest run test/e2e
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in

@@ -38,6 +38,8 @@ export async function startLegate(
   cpus: string | undefined,
   /** the default gateways' access log (`legate run --access-log`); off unless a scenario measures it */
   accessLog = 'off',
+  /** more `legate run` flags (e.g. --stats-listener-port) */
+  args: readonly string[] = [],
 ): Promise<Legate> {
   const base = fs.mkdtempSync(path.join(ctx.workDir, `${name}-`));
   const configDir = path.join(base, 'config');
@@ -69,6 +71,7 @@ export async function startLegate(
       '--access-log',
       accessLog,
       ...extraPorts,
+      ...args,
     ],
     cwd: ctx.root,
     env: { LOG_LEVEL: 'info' },

@@ -17,6 +17,7 @@ import {
 import { accessLogJson, accessLogJson17, accessLogOff } from './access-log.js';
 import { ACCESS_LOG_VARIANTS } from './access-log-variants.js';
 import { tracingOff, tracingSampled } from './tracing.js';
+import { statsScraped, statsUnscraped } from './stats-scrape.js';
 import { configScale } from './config-scale.js';
 import { delegationScale } from './delegation-scale.js';
 import { hcFleet } from './hc-fleet.js';
@@ -96,6 +97,8 @@ export const SCENARIOS: readonly Scenario[] = [
   ...ACCESS_LOG_VARIANTS,
   tracingOff,
   tracingSampled,
+  statsUnscraped,
+  statsScraped,
   configScale,
   delegationScale,
   kubeScale,

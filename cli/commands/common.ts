@@ -45,13 +45,11 @@ export function waitForSignal(): Promise<NodeJS.Signals> {
 }
 
 /** Registry, spans and (when START_STATS_SERVER is set) the admin interface of one component. */
-export function componentAdmin(component: string, port: number) {
+export function componentAdmin(component: string, port: number, host = '127.0.0.1') {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: `legate_${component}_` });
   const spans = new SpanRecorder();
   const start = async (logger: Logger, extra?: Record<string, () => unknown>): Promise<RunningAdmin | undefined> =>
-    statsServerEnabled()
-      ? startAdminServer({ component, host: '127.0.0.1', port, logger, registry, spans, ...(extra ? { extra } : {}) })
-      : undefined;
+    statsServerEnabled() ? startAdminServer({ component, host, port, logger, registry, spans, ...(extra ? { extra } : {}) }) : undefined;
   return { registry, spans, start };
 }

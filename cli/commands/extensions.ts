@@ -13,6 +13,12 @@ function extensionFlags(servicePort: number, statsPort: number) {
     port: { type: 'port', default: servicePort, description: 'port of the gRPC service Envoy calls' },
     'xds-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.xdsPort}`, description: "the controller's xDS server" },
     'stats-port': { type: 'port', default: statsPort, description: 'admin interface port (with START_STATS_SERVER=1)' },
+    'admin-host': {
+      type: 'string',
+      default: '127.0.0.1',
+      placeholder: 'HOST',
+      description: 'address of the admin interface (beyond loopback its writes need LEGATE_ADMIN_TOKEN; the chart: the pod IP)',
+    },
     'log-level': LOG_LEVEL_FLAG,
     'otlp-endpoint': {
       type: 'string',
@@ -43,7 +49,7 @@ export const graphqlCommand = command({
     const { graphqlMetrics } = await import('../../extensions/graphql/metrics.js');
     const { startGraphQLService } = await import('../../extensions/graphql/service.js');
     const logger = componentLogger('graphql', flags['log-level']);
-    const admin = componentAdmin('graphql', flags['stats-port']);
+    const admin = componentAdmin('graphql', flags['stats-port'], flags['admin-host']);
     let apis = (): Record<string, string> => ({});
     const metrics = graphqlMetrics(admin.registry, admin.spans, () => apis());
     const xdsAddress = `${flags['xds-address'].host}:${flags['xds-address'].port}`;
@@ -75,7 +81,7 @@ export const extauthCommand = command({
     const { extauthMetrics } = await import('../../extensions/extauth/metrics.js');
     const { startExtauthService } = await import('../../extensions/extauth/service.js');
     const logger = componentLogger('extauth', flags['log-level']);
-    const admin = componentAdmin('extauth', flags['stats-port']);
+    const admin = componentAdmin('extauth', flags['stats-port'], flags['admin-host']);
     // the metrics read the service's stats once it exists
     let stats: () => ReturnType<RunningExtauthService['stats']> | undefined = () => undefined;
     const metrics = extauthMetrics(admin.registry, admin.spans, () => stats());

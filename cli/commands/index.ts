@@ -9,6 +9,7 @@ import { consoleCommand } from './console.js';
 import { controllerCommand } from './controller.js';
 import { crdsCommand } from './crds.js';
 import { extauthCommand, graphqlCommand } from './extensions.js';
+import { observabilityCommand } from './observability.js';
 import { ratelimitCommand } from './ratelimit.js';
 import { runCommand } from './run.js';
 import { validateCommand } from './validate.js';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly Command[] = [
   graphqlCommand,
   extauthCommand,
   ratelimitCommand,
+  observabilityCommand,
   bootstrapCommand,
   crdsCommand,
   validateCommand,

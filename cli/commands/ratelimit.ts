@@ -11,6 +11,12 @@ const flags = {
   port: { type: 'port', default: DEFAULTS.ratelimitPort, description: 'port of the gRPC service Envoy calls' },
   'xds-address': { type: 'hostPort', default: `127.0.0.1:${DEFAULTS.xdsPort}`, description: "the controller's xDS server" },
   'stats-port': { type: 'port', default: DEFAULTS.stats.ratelimit, description: 'admin interface port (with START_STATS_SERVER=1)' },
+  'admin-host': {
+    type: 'string',
+    default: '127.0.0.1',
+    placeholder: 'HOST',
+    description: 'address of the admin interface (beyond loopback its writes need LEGATE_ADMIN_TOKEN; the chart: the pod IP)',
+  },
   redis: { type: 'string', placeholder: 'HOST:PORT', description: 'keep counters in this Redis (default: in memory, this process only)' },
   'redis-timeout-ms': { type: 'string', default: '50', placeholder: 'MS', description: 'per Redis call; slower counts as a failure' },
   'log-level': LOG_LEVEL_FLAG,
@@ -27,7 +33,7 @@ export const ratelimitCommand = command({
     const { RedisStore } = await import('../../extensions/ratelimit/redis-store.js');
     const { startRatelimitService } = await import('../../extensions/ratelimit/service.js');
     const logger = componentLogger('ratelimit', f['log-level']);
-    const admin = componentAdmin('ratelimit', f['stats-port']);
+    const admin = componentAdmin('ratelimit', f['stats-port'], f['admin-host']);
     let store: CounterStore;
     let storeState: () => { errors: number; connected: boolean };
     if (f.redis) {

@@ -14,6 +14,7 @@ import { defaultEnvoyPath, defaultStateDir, legateEntry, processAlive, readRunSt
 import { Supervisor } from '../run/supervisor.js';
 import { ensureXdsTls, type XdsTlsDirs } from '../run/xds-tls.js';
 import { VALUES_FILE, readValues, type RunValues } from '../run/values.js';
+import { findPrometheus, prometheusConfig } from '../run/prometheus.js';
 import { DEFAULTS, waitForSignal } from './common.js';
 
 const runFlags = {
@@ -92,6 +93,17 @@ const runFlags = {
     description: 'logs, run.json, the bootstrap (default LEGATE_STATE_DIR, else ./.legate)',
   },
   envoy: { type: 'string', placeholder: 'PATH', description: 'the Envoy binary (default LEGATE_ENVOY, else .venv/bin/envoy)' },
+  observability: {
+    type: 'boolean',
+    default: false,
+    description: 'Prometheus (if found) scraping Envoy and the components every 5 s, and legate observability (docs/observability.md)',
+  },
+  'prometheus-port': { type: 'port', default: 9090, description: 'the Prometheus of --observability' },
+  'prometheus-bin': {
+    type: 'string',
+    placeholder: 'PATH',
+    description: "Prometheus for --observability (default: make prometheus's .cache/prometheus/bin, else PATH)",
+  },
   'xds-tls': {
     type: 'boolean',
     default: false,
@@ -114,6 +126,10 @@ export const runCommand = command({
     // refuse before touching anything: a second start must not disturb a running instance
     refuseIfRunning(stateDir);
     const values = readValues(configDir);
+    if (flags['prometheus-bin'] && !fs.existsSync(flags['prometheus-bin']))
+      throw new UsageError(`--prometheus-bin: ${flags['prometheus-bin']} does not exist`);
+    // the components' /metrics are their admin interfaces
+    if (flags.observability && !statsServerEnabled()) process.env['START_STATS_SERVER'] = '1';
     await refuseIfPortsTaken(flags, values);
     const consoleToken = flags['console-token'] ?? process.env['LEGATE_CONSOLE_TOKEN'];
     if (!isLoopback(flags['console-address']) && !consoleToken) {
@@ -147,6 +163,7 @@ export const runCommand = command({
       startExtensions(gateway);
       const envoy = startEnvoy(gateway, role, envoyPath);
       startExtraProcesses(gateway);
+      if (flags.observability) startObservability(gateway);
       startConsole(gateway, consoleToken);
       await waitForHttp(`http://127.0.0.1:${flags['admin-port']}/ready`, 30_000, () => envoy.exitCode === null);
       const state = runState(gateway, role);
@@ -190,8 +207,9 @@ function refuseIfRunning(stateDir: string): void {
 async function refuseIfPortsTaken(flags: RunFlags, values: RunValues): Promise<void> {
   const taken: string[] = [];
   for (const [name, spec] of Object.entries(runFlags)) {
-    if (spec.type !== 'port' && name !== 'stats-listener-port') continue;
-    const port = flags[name as keyof RunFlags] as number;
+    if (spec.type !== 'port' && name !== 'stats-listener-port' && name !== 'console-port') continue;
+    if (name === 'prometheus-port' && !flags.observability) continue;
+    const port = name === 'stats-listener-port' ? statsListenerPort(flags) : (flags[name as keyof RunFlags] as number);
     if (port === 0) continue;
     if (!(await portFree(port))) taken.push(`${port} (--${name})`);
   }
@@ -226,6 +244,59 @@ interface Gateway {
   /** with --xds-tls */
   xdsTls?: XdsTlsDirs;
   consolePort: number;
+  /** with --observability, when its binary was found */
+  prometheus?: string;
+}
+
+/** The stats listener's port: --stats-listener-port, else Gloo's 8081 with --observability, else none (0). */
+function statsListenerPort(f: RunFlags): number {
+  return f['stats-listener-port'] || (f.observability ? 8081 : 0);
+}
+
+/** Prometheus scraping Envoy and each component every 5 s, and legate observability writing the dashboards. */
+function startObservability(g: Gateway): void {
+  const f = g.flags;
+  const bin = findPrometheus(f['prometheus-bin']);
+  if (bin) {
+    const dir = path.join(g.stateDir, 'prometheus');
+    fs.mkdirSync(dir, { recursive: true });
+    const config = path.join(dir, 'prometheus.yml');
+    const local = (port: number): string => `127.0.0.1:${port}`;
+    fs.writeFileSync(
+      config,
+      prometheusConfig([
+        { job: 'envoy', address: local(statsListenerPort(f)), path: '/metrics' },
+        { job: 'controller', address: local(f['controller-stats-port']), path: '/metrics' },
+        { job: 'extauth', address: local(f['extauth-stats-port']), path: '/metrics' },
+        { job: 'graphql', address: local(f['graphql-stats-port']), path: '/metrics' },
+        { job: 'ratelimit', address: local(f['ratelimit-stats-port']), path: '/metrics' },
+      ]),
+    );
+    g.sup.start({
+      name: 'prometheus',
+      command: bin,
+      args: [
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        '--storage.tsdb.retention.time=1d',
+        `--web.listen-address=127.0.0.1:${f['prometheus-port']}`,
+      ],
+    });
+    g.prometheus = bin;
+  }
+  g.sup.start({
+    name: 'observability',
+    command: process.execPath,
+    args: [
+      legateEntry(),
+      'observability',
+      '--controller',
+      `http://127.0.0.1:${f['api-port']}`,
+      '--out',
+      path.join(g.stateDir, 'dashboards'),
+    ],
+    env: logLevelEnv(g.values.controller?.logLevel),
+  });
 }
 
 function logLevelEnv(level: string | undefined): Record<string, string> {
@@ -289,7 +360,7 @@ function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: nu
     xdsPort: g.flags['xds-port'],
     adminHost: '127.0.0.1',
     adminPort: g.flags['admin-port'],
-    ...(g.flags['stats-listener-port'] ? { statsPort: g.flags['stats-listener-port'] } : {}),
+    ...(statsListenerPort(g.flags) ? { statsPort: statsListenerPort(g.flags) } : {}),
     ...(g.xdsTls ? { xdsTlsDir: g.xdsTls.client } : {}),
   });
   fs.writeFileSync(bootstrapFile, bootstrap);
@@ -312,6 +383,8 @@ function startConsole(g: Gateway, token: string | undefined): void {
       ...['--address', f['console-address'], '--port', String(g.consolePort)],
       ...['--api', `http://127.0.0.1:${f['api-port']}`, '--envoy-admin', `http://127.0.0.1:${f['admin-port']}`],
       ...['--gateway', `http://127.0.0.1:${f['http-port']}`],
+      // with --observability the charts read its Prometheus
+      ...(g.prometheus ? ['--prometheus', `http://127.0.0.1:${f['prometheus-port']}`] : []),
     ],
     env: { ...logLevelEnv(g.values.console?.logLevel), ...(token ? { LEGATE_CONSOLE_TOKEN: token } : {}) },
   });
@@ -375,7 +448,7 @@ function runState(g: Gateway, role: string): RunState {
         admin: `http://127.0.0.1:${f['admin-port']}`,
         http: `http://127.0.0.1:${f['http-port']}`,
         https: `https://127.0.0.1:${f['https-port']}`,
-        ...(f['stats-listener-port'] ? { metrics: `http://127.0.0.1:${f['stats-listener-port']}/metrics` } : {}),
+        ...(statsListenerPort(f) ? { metrics: `http://127.0.0.1:${statsListenerPort(f)}/metrics` } : {}),
       }),
       extauth: component('extauth', {
         grpc: `127.0.0.1:${f['extauth-port']}`,
@@ -390,6 +463,8 @@ function runState(g: Gateway, role: string): RunState {
         ...(stats ? { admin: `http://127.0.0.1:${f['ratelimit-stats-port']}` } : {}),
       }),
       console: component('console', { http: consoleUrl(g) }),
+      ...(g.prometheus ? { prometheus: component('prometheus', { http: `http://127.0.0.1:${f['prometheus-port']}` }) } : {}),
+      ...(f.observability ? { observability: component('observability', {}) } : {}),
       ...Object.fromEntries((g.values.processes ?? []).map((p) => [p.name, component(p.name, {})])),
     },
   };
@@ -401,7 +476,12 @@ function banner(g: Gateway): string {
     `Legate ${VERSION} is running on ${g.configDir}`,
     `  gateway        http://localhost:${f['http-port']}`,
     `  Envoy admin    http://127.0.0.1:${f['admin-port']}`,
-    ...(f['stats-listener-port'] ? [`  metrics        http://localhost:${f['stats-listener-port']}/metrics`] : []),
+    ...(statsListenerPort(f) ? [`  metrics        http://localhost:${statsListenerPort(f)}/metrics`] : []),
+    ...(g.prometheus ? [`  prometheus     http://127.0.0.1:${f['prometheus-port']}`] : []),
+    ...(f.observability && !g.prometheus
+      ? ['  prometheus     not found (make prometheus builds it, or --prometheus-bin PATH): metrics endpoints only']
+      : []),
+    ...(f.observability ? [`  dashboards     ${path.join(g.stateDir, 'dashboards')}  (Grafana JSON)`] : []),
     `  controller API http://127.0.0.1:${f['api-port']}  (xDS on 127.0.0.1:${f['xds-port']})`,
     `  console        ${consoleUrl(g)}`,
     `  logs           ${g.logDir}`,

@@ -553,3 +553,150 @@ spec: { virtualHost: { domains: [shop.example.com], routes: [{ directResponseAct
     expect(phase.status === 0 ? phase.stdout : 'gone').toMatch(/^(Terminating|gone)$/);
   }, 90_000);
 });
+
+describe("the chart's observability, console, Prometheus and Redis", () => {
+  const OBS_ON = [
+    '--set',
+    'observability.enabled=true,console.enabled=true,prometheus.enabled=true,redis.enabled=true',
+    '--set',
+    'observability.logLevel=debug,console.logLevel=warn,prometheus.logLevel=warn,redis.logLevel=warning',
+    '--set',
+    'observability.grafana.url=http://grafana.monitoring:3000,observability.grafana.apiKeySecret=grafana-key',
+    '--set',
+    'extauth.startStatsServer=true,graphql.startStatsServer=true,ratelimit.startStatsServer=true,controller.startStatsServer=true',
+  ];
+
+  it('is off by default, and each part renders when enabled: non-root, probes, resources, levels', () => {
+    const defaults = renderChart('legate-system').objects;
+    for (const name of ['observability', 'console', 'prometheus', 'redis']) expect(names(defaults, 'Deployment')).not.toContain(name);
+    const { objects } = renderChart('legate-obs', OBS_ON);
+    expect(names(objects, 'Deployment')).toEqual([
+      'console',
+      'controller',
+      'extauth',
+      'gateway-proxy',
+      'graphql',
+      'observability',
+      'prometheus',
+      'ratelimit',
+      'redis',
+    ]);
+    for (const name of ['observability', 'console', 'prometheus', 'redis']) {
+      const d = find(objects, 'Deployment', name);
+      const spec = podSpec(d);
+      expect(spec.securityContext?.runAsNonRoot, name).toBe(true);
+      expect(spec.securityContext?.runAsUser, name).toBeGreaterThan(0);
+      // only Prometheus reads the Kubernetes API (pod discovery)
+      if (name !== 'prometheus') expect(spec.automountServiceAccountToken, name).toBe(false);
+      const c = container(d);
+      expect(c.securityContext, name).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+      expect(Object.keys(c.resources?.requests ?? {}).sort(), name).toEqual(['cpu', 'memory']);
+      expect(c.readinessProbe, name).toBeDefined();
+      expect(c.livenessProbe, name).toBeDefined();
+      for (const m of c.volumeMounts ?? []) {
+        const v = spec.volumes?.find((x) => x.name === m.name);
+        expect(v?.emptyDir ?? v?.configMap, `${name} ${m.mountPath}`).toBeDefined();
+      }
+    }
+    const obs = container(find(objects, 'Deployment', 'observability'));
+    expect(obs.args).toEqual([
+      'observability',
+      `--controller=http://controller.legate-obs.svc.cluster.local:${DEFAULTS.apiPort}`,
+      '--host=0.0.0.0',
+      '--port=9096',
+      '--out=/tmp/dashboards',
+      '--grafana-url=http://grafana.monitoring:3000',
+    ]);
+    expect(env(obs, 'LOG_LEVEL')).toBe('debug');
+    expect(obs.env?.find((e) => e.name === 'GRAFANA_API_KEY')).toMatchObject({
+      valueFrom: { secretKeyRef: { name: 'grafana-key', key: 'apiKey' } },
+    });
+    expect(obs.readinessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
+
+    const con = container(find(objects, 'Deployment', 'console'));
+    expect(con.args?.[0]).toBe('console');
+    expect(con.args).toEqual(
+      expect.arrayContaining([
+        '--address=0.0.0.0',
+        '--port=8090',
+        `--api=http://controller.legate-obs.svc.cluster.local:${DEFAULTS.apiPort}`,
+        '--prometheus=http://prometheus.legate-obs.svc.cluster.local:9090',
+      ]),
+    );
+    expect(env(con, 'LOG_LEVEL')).toBe('warn');
+    // beyond loopback the console needs a token: the chart's own Secret unless one is named
+    expect(con.env?.find((e) => e.name === 'LEGATE_CONSOLE_TOKEN')).toMatchObject({
+      valueFrom: { secretKeyRef: { name: 'legate-console-token', key: 'token' } },
+    });
+    expect(Buffer.from(find(objects, 'Secret', 'legate-console-token').data?.['token'] ?? '', 'base64').length).toBe(40);
+
+    const prom = find(objects, 'Deployment', 'prometheus');
+    expect(container(prom).image).toBe('prom/prometheus:v3.16.0');
+    expect(container(prom).args).toContain('--log.level=warn');
+    expect(podSpec(prom).serviceAccountName).toBe('legate-prometheus');
+    const scrape = parse(find(objects, 'ConfigMap', 'prometheus-config').data?.['prometheus.yml'] ?? '') as {
+      scrape_configs: { kubernetes_sd_configs: { role: string; namespaces: { names: string[] } }[] }[];
+    };
+    expect(scrape.scrape_configs[0]?.kubernetes_sd_configs[0]).toEqual({ role: 'pod', namespaces: { names: ['legate-obs'] } });
+    expect((find(objects, 'Role', 'legate-prometheus') as unknown as { rules: { verbs: string[] }[] }).rules[0]?.verbs).toEqual([
+      'get',
+      'list',
+      'watch',
+    ]);
+
+    // Redis: the ratelimit service keeps its counters there
+    expect(container(find(objects, 'Deployment', 'redis')).args).toEqual(expect.arrayContaining(['--loglevel', 'warning']));
+    const rl = container(find(objects, 'Deployment', 'ratelimit'));
+    expect(rl.args).toContain('--redis=redis.legate-obs.svc.cluster.local:6379');
+    // a Redis of one's own wins over the chart's
+    const own = renderChart('legate-obs', [...OBS_ON, '--set', 'ratelimit.redis=cache:6379']).objects;
+    expect(container(find(own, 'Deployment', 'ratelimit')).args).toContain('--redis=cache:6379');
+    expect(container(find(own, 'Deployment', 'ratelimit')).args).not.toContain('--redis=redis.legate-obs.svc.cluster.local:6379');
+  });
+
+  it("puts every component's /metrics behind the scrape annotations Prometheus keeps", () => {
+    const { objects } = renderChart('legate-obs', OBS_ON);
+    const annotations = (d: KubeObject): Record<string, string> =>
+      (d.spec as { template: { metadata: { annotations?: Record<string, string> } } }).template.metadata.annotations ?? {};
+    for (const [name, port] of [
+      ['controller', DEFAULTS.stats.controller],
+      ['extauth', DEFAULTS.stats.extauth],
+      ['graphql', DEFAULTS.stats.graphql],
+      ['ratelimit', DEFAULTS.stats.ratelimit],
+      ['gateway-proxy', 8081],
+    ] as const) {
+      const d = find(objects, 'Deployment', name);
+      expect(annotations(d), name).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': String(port),
+        'prometheus.io/path': '/metrics',
+      });
+      const c = name === 'gateway-proxy' ? container(d, 'envoy') : container(d);
+      expect(c.ports?.find((p) => p.name === 'http-monitoring')?.containerPort, name).toBe(port);
+      if (name !== 'gateway-proxy' && name !== 'controller') {
+        expect(env(c, 'START_STATS_SERVER'), name).toBe('true');
+        expect(c.args, name).toEqual(expect.arrayContaining([`--stats-port=${port}`, '--admin-host=$(POD_IP)']));
+      }
+    }
+    // off: no annotations, no port
+    const off = renderChart('legate-system').objects;
+    expect(annotations(find(off, 'Deployment', 'extauth'))).toEqual({});
+  });
+
+  it('refuses bad values of the new parts, naming them', () => {
+    for (const [set, field] of [
+      ['prometheus.scrapeInterval=often', /scrapeInterval/],
+      ['redis.logLevel=loud', /logLevel/],
+      ['observability.grafana.url=grafana', /url/],
+      ['console.port=80', /port/],
+    ] as const) {
+      const r = helm(['template', 'legate', CHART, '--set', set], { check: false });
+      expect(r.status, set).not.toBe(0);
+      expect(r.stderr, set).toMatch(field);
+    }
+  });
+
+  it('applies to the API server with server-side apply, every object accepted', () => {
+    applyRendered(renderChart('legate-obs', OBS_ON, { includeCrds: true }).objects, 'legate-obs');
+  });
+});

@@ -4,6 +4,13 @@
 import { describe, expect, it } from 'vitest';
 import { dashboardUid, gatewayDashboard, upstreamDashboard, type DashboardModel } from '../../controller/observability/dashboards.js';
 import { configStatusSeries } from '../../controller/observability/config-status.js';
+import {
+  FOLDER_ANNOTATION,
+  activeObservabilityOptions,
+  generateDashboards,
+  type ListedSettings,
+  type ListedUpstream,
+} from '../../controller/observability/generate.js';
 import { checkGrafanaDashboard, grafanaDashboard } from '../../controller/observability/grafana.js';
 
 function selectors(d: DashboardModel): string[] {
@@ -113,5 +120,44 @@ describe('config status metrics (Settings observabilityOptions.configStatusMetri
       'settings.observabilityOptions.configStatusMetricLabels["w"]: not a resource type as Kind.version.group ' +
         '(e.g. VirtualService.v1.gateway.solo.io); no metric',
     ]);
+  });
+});
+
+describe('legate observability: what it generates from the controller API', () => {
+  const up = (name: string, annotations?: Record<string, string>): ListedUpstream => ({
+    metadata: { namespace: 'default', name, ...(annotations ? { annotations } : {}) },
+  });
+  it('one dashboard per Upstream and the gateway one, with the Settings grafanaIntegration and the folder annotation', () => {
+    const settings: ListedSettings[] = [
+      { metadata: { namespace: 'x', name: 'other' }, spec: { observabilityOptions: { grafanaIntegration: { dashboardPrefix: 'no-' } } } },
+      {
+        metadata: { namespace: 'x', name: 'default' },
+        spec: { observabilityOptions: { grafanaIntegration: { dashboardPrefix: 'p-', defaultDashboardFolderId: 3 } } },
+      },
+    ];
+    const g = generateDashboards(
+      [up('b'), up('a', { [FOLDER_ANNOTATION]: '9' }), up('c', { [FOLDER_ANNOTATION]: 'ops' })],
+      activeObservabilityOptions(settings),
+    );
+    expect(g.dashboards.map((d) => [d.model.uid, d.folderId])).toEqual([
+      ['p-legate-gateway', 3],
+      ['p-upstream-default-a', 9],
+      ['p-upstream-default-b', 3],
+      ['p-upstream-default-c', 3],
+    ]);
+    expect(g.warnings).toEqual([
+      'Upstream default/c: annotation observability.solo.io/dashboard_folder_id: "ops" is not a folder id (a number); ' +
+        'the default folder 3 is used',
+    ]);
+  });
+
+  it('a Rejected Settings is not applied', () => {
+    const rejected: ListedSettings = {
+      metadata: { namespace: 'x', name: 'default' },
+      spec: { observabilityOptions: { grafanaIntegration: { dashboardPrefix: 'p-' } } },
+      status: { statuses: { x: { state: 'Rejected' } } },
+    };
+    expect(activeObservabilityOptions([rejected])).toBeUndefined();
+    expect(generateDashboards([], undefined).dashboards.map((d) => d.model.uid)).toEqual(['legate-gateway']);
   });
 });
