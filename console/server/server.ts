@@ -145,6 +145,30 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     return cached.view;
   };
 
+  const readOverview = async (): Promise<unknown> => {
+    const [version, items, connections, source, server] = await Promise.all([
+      controller<{ version: string }>('/api/v1/version').catch(() => undefined),
+      view(),
+      controller<ConnectionJson[]>('/api/v1/connections').catch(() => []),
+      controller<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined),
+      options.envoyAdminUrl ? envoy<{ version?: string; state?: string }>('/server_info').catch(() => undefined) : undefined,
+    ]);
+    const counts: Record<string, Record<string, number>> = {};
+    for (const s of items.summaries) {
+      const byState = (counts[s.kind] ??= {});
+      byState[s.state] = (byState[s.state] ?? 0) + 1;
+    }
+    return {
+      console: { version: options.version, metrics: metrics?.name ?? 'none' },
+      controller: { healthy: version !== undefined, version: version?.version, source },
+      envoy: server ? { healthy: server.state === 'LIVE', state: server.state, version: server.version } : { healthy: false },
+      connections: connections.map((c) => ({ role: c.role, nodeId: c.nodeId, connectedAt: c.connectedAt })),
+      counts,
+    };
+  };
+  // like the resources: at most a second old, an older answer given at once while a new one is read
+  const overview = staleWhileRevalidate(readOverview, FRESH_MS, (err) => log.warn('cannot read the overview', { error: err }));
+
   const authorized = (req: http.IncomingMessage): boolean => {
     if (!options.token) return true;
     const header = req.headers.authorization;
@@ -160,27 +184,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> => {
     const q = url.searchParams;
     switch (url.pathname) {
-      case '/api/overview': {
-        const [version, items, connections, source, server] = await Promise.all([
-          controller<{ version: string }>('/api/v1/version').catch(() => undefined),
-          view(),
-          controller<ConnectionJson[]>('/api/v1/connections').catch(() => []),
-          controller<{ description: string; problems: string[] }>('/api/v1/source').catch(() => undefined),
-          options.envoyAdminUrl ? envoy<{ version?: string; state?: string }>('/server_info').catch(() => undefined) : undefined,
-        ]);
-        const counts: Record<string, Record<string, number>> = {};
-        for (const s of items.summaries) {
-          const byState = (counts[s.kind] ??= {});
-          byState[s.state] = (byState[s.state] ?? 0) + 1;
-        }
-        return sendOk(res, {
-          console: { version: options.version, metrics: metrics?.name ?? 'none' },
-          controller: { healthy: version !== undefined, version: version?.version, source },
-          envoy: server ? { healthy: server.state === 'LIVE', state: server.state, version: server.version } : { healthy: false },
-          connections: connections.map((c) => ({ role: c.role, nodeId: c.nodeId, connectedAt: c.connectedAt })),
-          counts,
-        });
-      }
+      case '/api/overview':
+        return sendOk(res, await overview());
       case '/api/resources': {
         const kind = q.get('kind');
         const ns = q.get('namespace');
@@ -363,6 +368,21 @@ export function graphqlEndpoints(items: readonly ApiItem[], ns: string, name: st
     }
   }
   return out;
+}
+
+/** `read`, remembered for `freshMs`; past that the remembered value answers while `read` runs again (once). */
+function staleWhileRevalidate<T>(read: () => Promise<T>, freshMs: number, onError: (err: unknown) => void): () => Promise<T> {
+  let last: { at: number; value: T } | undefined;
+  let running: Promise<T> | undefined;
+  const again = (): Promise<T> =>
+    (running ??= read()
+      .then((value) => ((last = { at: Date.now(), value }), value))
+      .finally(() => (running = undefined)));
+  return async () => {
+    if (!last) return again();
+    if (Date.now() - last.at > freshMs) again().catch(onError);
+    return last.value;
+  };
 }
 
 class HttpError extends Error {
