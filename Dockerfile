@@ -33,6 +33,8 @@ COPY bin/ ./bin/
 COPY --from=build /src/dist/legate.js /src/dist/legatectl.js ./dist/
 COPY --from=build /src/dist/chunks/ ./dist/chunks/
 COPY --from=build /src/dist/wasm/*.wasm ./dist/wasm/
+# the web console's pages (legate console)
+COPY --from=build /src/dist/console/ ./dist/console/
 # for `legatectl install` run from the image
 COPY install/helm/legate/ ./install/helm/legate/
 # not root; the chart runs it as the same user (securityContext.runAsUser)

@@ -22,6 +22,8 @@ import { runPipeline, type PipelineMemo, type PipelineOptions, type PipelineOutp
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
+import { StatusHistory } from './status/history.js';
+import { matchRequest } from './routetest/match.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { moduleSha256Reader } from './wasm-modules.js';
@@ -75,7 +77,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   });
   // statuses: the pipeline's, overlaid with NACKs; the API shows the latest
   const latestStatuses = new LatestStatuses();
-  const statuses = new StatusBook([latestStatuses, ...(options.statusSinks ?? [])]);
+  const history = new StatusHistory();
+  const statuses = new StatusBook([latestStatuses, history, ...(options.statusSinks ?? [])]);
   let output: PipelineOutput | undefined;
   let source: SourceSnapshot = { resources: [], errors: [] };
   let lastAccepted = options.acceptedFile ? loadAccepted(options.acceptedFile, log) : new Map<string, LegateResource>();
@@ -242,8 +245,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
     syncDevMode(out.devMode);
   };
 
+  // a new publication of the statuses is a new generation of the resource list (its ETag)
+  let published: ReturnType<LatestStatuses['get']> | undefined;
+  let generation = 0;
   const view = {
     version: VERSION,
+    generation: (): number => {
+      const now = latestStatuses.get();
+      if (now !== published) {
+        published = now;
+        generation++;
+      }
+      return generation;
+    },
     resources: (): ApiResource[] => {
       const { writeNamespace: ns, reports } = latestStatuses.get();
       return reports.map(({ resource, status: shown }) => {
@@ -275,6 +289,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       return result;
     },
     connections: () => ads.connections(),
+    routeTest: (req: Parameters<typeof matchRequest>[1]) => matchRequest(output?.proxies ?? [], req),
+    history: (filter: Parameters<StatusHistory['list']>[0]) => history.list(filter),
   };
 
   const { port: xdsPort } = await ads.start({

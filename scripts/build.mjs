@@ -1,5 +1,5 @@
 // Bundles each entry point with esbuild; node_modules stay external (loaded at runtime).
-import { readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -31,3 +31,36 @@ await build({
     js: "import { createRequire as __legateCreateRequire } from 'node:module'; const require = __legateCreateRequire(import.meta.url);",
   },
 });
+
+// The web console (console/web): a browser bundle in dist/console, everything in it (no CDN at run time).
+// GraphiQL (React and Monaco) is an entry of its own, loaded when an explorer opens; Monaco's language
+// workers are built next to it.
+const consoleOut = new URL('../dist/console/', import.meta.url);
+rmSync(consoleOut, { recursive: true, force: true });
+const browser = {
+  bundle: true,
+  platform: 'browser',
+  format: 'esm',
+  target: 'es2022',
+  minify: true,
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  define: { 'process.env.NODE_ENV': '"production"' },
+  loader: { '.ttf': 'file', '.woff': 'file', '.woff2': 'file' },
+};
+await Promise.all([
+  build({ ...browser, entryPoints: { app: 'console/web/main.ts' }, outdir: 'dist/console' }),
+  // GraphiQL, React and Monaco's maps would be ~20 MB: none
+  build({ ...browser, entryPoints: { explorer: 'console/web/graphiql.ts' }, outdir: 'dist/console', sourcemap: false }),
+  build({
+    ...browser,
+    entryPoints: {
+      'workers/editor.worker': 'monaco-editor/esm/vs/editor/editor.worker.js',
+      'workers/json.worker': 'monaco-editor/esm/vs/language/json/json.worker.js',
+      'workers/graphql.worker': 'monaco-graphql/esm/graphql.worker.js',
+    },
+    outdir: 'dist/console',
+    sourcemap: false,
+  }),
+]);
+copyFileSync(new URL('../console/web/index.html', import.meta.url), new URL('index.html', consoleOut));

@@ -5,6 +5,7 @@
 // chunks, scripts/build.mjs).
 import type { Command } from '../flags.js';
 import { bootstrapCommand } from './bootstrap.js';
+import { consoleCommand } from './console.js';
 import { controllerCommand } from './controller.js';
 import { crdsCommand } from './crds.js';
 import { extauthCommand, graphqlCommand } from './extensions.js';
@@ -17,6 +18,7 @@ import { versionCommand } from './version.js';
 export const COMMANDS: readonly Command[] = [
   runCommand,
   controllerCommand,
+  consoleCommand,
   graphqlCommand,
   extauthCommand,
   ratelimitCommand,

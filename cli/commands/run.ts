@@ -41,6 +41,18 @@ const runFlags = {
     max: 65535,
     description: "a listener serving Envoy's Prometheus metrics on GET /metrics (the chart's 8081, as Gloo's); 0: none",
   },
+  'console-port': { type: 'int', default: 0, min: 0, max: 65535, description: 'the web console (0: a free port, printed)' },
+  'console-address': {
+    type: 'string',
+    default: '127.0.0.1',
+    placeholder: 'HOST',
+    description: 'where the console listens; beyond loopback it needs --console-token',
+  },
+  'console-token': {
+    type: 'string',
+    placeholder: 'TOKEN',
+    description: "the console's bearer token (default LEGATE_CONSOLE_TOKEN); required beyond loopback",
+  },
   'xds-port': { type: 'port', default: DEFAULTS.xdsPort, description: "the controller's xDS server" },
   'api-port': { type: 'port', default: DEFAULTS.apiPort, description: 'the controller API, which legatectl reads' },
   'graphql-port': { type: 'port', default: DEFAULTS.graphqlPort, description: 'the graphql extension (ext_proc)' },
@@ -119,6 +131,13 @@ export const runCommand = command({
     // the components' /metrics are their admin interfaces
     if (flags.observability && !statsServerEnabled()) process.env['START_STATS_SERVER'] = '1';
     await refuseIfPortsTaken(flags, values);
+    const consoleToken = flags['console-token'] ?? process.env['LEGATE_CONSOLE_TOKEN'];
+    if (!isLoopback(flags['console-address']) && !consoleToken) {
+      throw new UsageError(
+        `--console-address ${flags['console-address']} is beyond loopback: set --console-token (or LEGATE_CONSOLE_TOKEN)`,
+      );
+    }
+    const consolePort = flags['console-port'] || (await freePort(flags['console-address']));
     const logDir = path.join(stateDir, 'logs');
     fs.mkdirSync(logDir, { recursive: true });
     const logger = createLogger('run');
@@ -130,6 +149,7 @@ export const runCommand = command({
       logDir,
       values,
       sup: new Supervisor(logDir, logger),
+      consolePort,
       ...(xdsTls ? { xdsTls } : {}),
     };
 
@@ -144,6 +164,7 @@ export const runCommand = command({
       const envoy = startEnvoy(gateway, role, envoyPath);
       startExtraProcesses(gateway);
       if (flags.observability) startObservability(gateway);
+      startConsole(gateway, consoleToken);
       await waitForHttp(`http://127.0.0.1:${flags['admin-port']}/ready`, 30_000, () => envoy.exitCode === null);
       const state = runState(gateway, role);
       const writeState = (): void => {
@@ -186,7 +207,7 @@ function refuseIfRunning(stateDir: string): void {
 async function refuseIfPortsTaken(flags: RunFlags, values: RunValues): Promise<void> {
   const taken: string[] = [];
   for (const [name, spec] of Object.entries(runFlags)) {
-    if (spec.type !== 'port' && name !== 'stats-listener-port') continue;
+    if (spec.type !== 'port' && name !== 'stats-listener-port' && name !== 'console-port') continue;
     if (name === 'prometheus-port' && !flags.observability) continue;
     const port = name === 'stats-listener-port' ? statsListenerPort(flags) : (flags[name as keyof RunFlags] as number);
     if (port === 0) continue;
@@ -222,6 +243,7 @@ interface Gateway {
   sup: Supervisor;
   /** with --xds-tls */
   xdsTls?: XdsTlsDirs;
+  consolePort: number;
   /** with --observability, when its binary was found */
   prometheus?: string;
 }
@@ -349,6 +371,46 @@ function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: nu
   });
 }
 
+/** The web console, on the controller API and Envoy's admin (its token, when any, passes in the environment). */
+function startConsole(g: Gateway, token: string | undefined): void {
+  const f = g.flags;
+  g.sup.start({
+    name: 'console',
+    command: process.execPath,
+    args: [
+      legateEntry(),
+      'console',
+      ...['--address', f['console-address'], '--port', String(g.consolePort)],
+      ...['--api', `http://127.0.0.1:${f['api-port']}`, '--envoy-admin', `http://127.0.0.1:${f['admin-port']}`],
+      ...['--gateway', `http://127.0.0.1:${f['http-port']}`],
+      // with --observability the charts read its Prometheus
+      ...(g.prometheus ? ['--prometheus', `http://127.0.0.1:${f['prometheus-port']}`] : []),
+    ],
+    env: { ...logLevelEnv(g.values.console?.logLevel), ...(token ? { LEGATE_CONSOLE_TOKEN: token } : {}) },
+  });
+}
+
+function consoleUrl(g: Gateway): string {
+  const host = g.flags['console-address'];
+  return `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${g.consolePort}/`;
+}
+
+/** A free port on `host`, for a component whose port was left to us. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
 /** The sample upstreams and whatever else DIR/legate.values.yaml lists. */
 function startExtraProcesses(g: Gateway): void {
   for (const p of g.values.processes ?? []) {
@@ -400,6 +462,7 @@ function runState(g: Gateway, role: string): RunState {
         grpc: `127.0.0.1:${f['ratelimit-port']}`,
         ...(stats ? { admin: `http://127.0.0.1:${f['ratelimit-stats-port']}` } : {}),
       }),
+      console: component('console', { http: consoleUrl(g) }),
       ...(g.prometheus ? { prometheus: component('prometheus', { http: `http://127.0.0.1:${f['prometheus-port']}` }) } : {}),
       ...(f.observability ? { observability: component('observability', {}) } : {}),
       ...Object.fromEntries((g.values.processes ?? []).map((p) => [p.name, component(p.name, {})])),
@@ -420,6 +483,7 @@ function banner(g: Gateway): string {
       : []),
     ...(f.observability ? [`  dashboards     ${path.join(g.stateDir, 'dashboards')}  (Grafana JSON)`] : []),
     `  controller API http://127.0.0.1:${f['api-port']}  (xDS on 127.0.0.1:${f['xds-port']})`,
+    `  console        ${consoleUrl(g)}`,
     `  logs           ${g.logDir}`,
     `Try: npx legatectl get virtualservices     Stop: Ctrl-C`,
     '',

@@ -220,6 +220,10 @@ export class FileBackend implements Backend {
           const info = await getJson(`${c.endpoints['admin']}/server_info`);
           h.version = String((info.body as { version?: string }).version ?? '').split('/')[1] ?? '';
           if (!h.ready) h.message = `Envoy is not ready (${(await ready.text()).trim()})`;
+        } else if (name === 'console' && c.endpoints['http']) {
+          h.ready = (await fetch(new URL('healthz', c.endpoints['http']), { signal: AbortSignal.timeout(3000) })).ok;
+          h.version = state.version;
+          if (!h.ready) h.message = `the console at ${c.endpoints['http']} does not answer`;
         } else if (c.endpoints['grpc']) {
           h.ready = await tcpOpen(c.endpoints['grpc']);
           h.version = state.version;

@@ -15,6 +15,7 @@ const ValuesSchema = z.strictObject({
   graphql: z.strictObject({ logLevel: Level.optional() }).optional(),
   extauth: z.strictObject({ logLevel: Level.optional() }).optional(),
   ratelimit: z.strictObject({ logLevel: Level.optional() }).optional(),
+  console: z.strictObject({ logLevel: Level.optional() }).optional(),
   proxy: z.strictObject({ logLevel: EnvoyLevel.optional() }).optional(),
   processes: z
     .array(

@@ -5,9 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { sendError, sendOk } from '../../common/envelope.js';
 import type { Logger } from '../../common/log.js';
 import { kindFromUserInput } from '../api/kinds.js';
+import type { RouteMatchResult, TestRequest } from '../routetest/match.js';
+import type { HistoryEvent } from '../status/history.js';
 
 export interface ControllerView {
   version: string;
+  /** Changes whenever the resources or their statuses do (the list's ETag). */
+  generation?(): number;
   /** Resources (user's, discovered, generated) with their status, in list form. */
   resources(): ApiResource[];
   loadErrors(): { origin: string; message: string }[];
@@ -16,6 +20,10 @@ export interface ControllerView {
   /** role -> type URL -> resources (Envoy JSON). */
   served(role?: string): Record<string, Record<string, unknown[]>>;
   connections(): unknown[];
+  /** the route tester, on the IR being served */
+  routeTest(req: TestRequest): RouteMatchResult;
+  /** the timeline of statuses (bounded, since the controller started) */
+  history(filter: { kind?: string; namespace?: string; name?: string }): HistoryEvent[];
 }
 
 export interface ApiResource {
@@ -58,6 +66,16 @@ export async function startApiServer(
           if (kindParam && !kind) return sendError(res, 400, `unknown kind ${JSON.stringify(kindParam)}`);
           const ns = url.searchParams.get('namespace');
           const name = url.searchParams.get('name');
+          // the console re-reads the whole list often: unchanged, it is a 304
+          if (view.generation) {
+            const etag = `"g${view.generation()}"`;
+            res.setHeader('etag', etag);
+            if (req.headers['if-none-match'] === etag) {
+              res.writeHead(304);
+              res.end();
+              return;
+            }
+          }
           const items = view
             .resources()
             .filter((r) => (!kind || r.kind === kind) && (!ns || r.metadata.namespace === ns) && (!name || r.metadata.name === name));
@@ -72,6 +90,36 @@ export async function startApiServer(
           return sendOk(res, view.served(url.searchParams.get('role') ?? undefined));
         case '/api/v1/connections':
           return sendOk(res, view.connections());
+        case '/api/v1/routetest': {
+          const q = url.searchParams;
+          const headers: Record<string, string> = {};
+          for (const h of q.getAll('header')) {
+            const colon = h.indexOf(':');
+            if (colon <= 0) return sendError(res, 400, `header ${JSON.stringify(h)}: expected NAME:VALUE`);
+            headers[h.slice(0, colon).trim()] = h.slice(colon + 1).trim();
+          }
+          const port = q.get('port');
+          if (port !== null && port !== '' && !/^\d+$/.test(port))
+            return sendError(res, 400, `port ${JSON.stringify(port)}: expected a number`);
+          return sendOk(
+            res,
+            view.routeTest({
+              method: q.get('method') || 'GET',
+              host: q.get('host') || 'localhost',
+              path: q.get('path') || '/',
+              headers,
+              ...(port ? { port: Number(port) } : {}),
+            }),
+          );
+        }
+        case '/api/v1/history': {
+          const kindParam = url.searchParams.get('kind');
+          const kind = kindParam ? kindFromUserInput(kindParam) : undefined;
+          if (kindParam && !kind) return sendError(res, 400, `unknown kind ${JSON.stringify(kindParam)}`);
+          const ns = url.searchParams.get('namespace');
+          const name = url.searchParams.get('name');
+          return sendOk(res, view.history({ ...(kind ? { kind } : {}), ...(ns ? { namespace: ns } : {}), ...(name ? { name } : {}) }));
+        }
         default:
           return sendError(res, 404, `no such endpoint ${url.pathname}`);
       }
