@@ -1,16 +1,10 @@
-// Which test files had a failing test (a setup file of the e2e project registers it), so the harness keeps the
-// logs of the processes a failed file started instead of deleting them with their directory.
+// Which test files had a failing test (failures-setup.ts, a setup file of the e2e project, counts them), so the
+// harness keeps the logs of the processes a failed file started instead of deleting them with their directory.
+// Free of vitest imports: the benchmarks use the harness outside vitest.
 import fs from 'node:fs';
 import path from 'node:path';
-import { beforeEach } from 'vitest';
 
 export const failures = { count: 0 };
-
-beforeEach(({ onTestFailed }) => {
-  onTestFailed(() => {
-    failures.count++;
-  });
-});
 
 /**
  * Moves `logDir` into `<repo>/.cache/e2e-failures/<name>-<time>/` when a test of this file failed, and says where;
