@@ -317,7 +317,7 @@ export const authCached = authScenario({
     'the first request bearer-check answers from its edge cache and ext_authz is skipped',
   route: '/cached',
   compareTo: ['auth-unprotected', 'legate-route', 'auth-cached-no-edge'],
-  aims: { 'auth-unprotected': 0.45 },
+  aims: { 'auth-unprotected': 0.9 },
   request: oneToken,
   notes: [],
 });
@@ -352,7 +352,7 @@ export const authJwt = authScenario({
     'extauth verifies it once and grants the edge cache until min(exp, cacheTimeout), so bearer-check skips ext_authz afterwards',
   route: '/jwt',
   compareTo: ['auth-unprotected', 'auth-jwt-no-edge'],
-  aims: { 'auth-unprotected': 0.8 },
+  aims: { 'auth-unprotected': 0.9 },
   request: oneJwtRequest,
   notes: [],
 });
