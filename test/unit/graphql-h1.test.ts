@@ -5,7 +5,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UpstreamPool } from '../../extensions/graphql/engine/upstream.js';
 import { CallError } from '../../extensions/graphql/engine/errors.js';
-import { encodeRequest, H1Error } from '../../extensions/graphql/engine/h1.js';
+import { encodeRequest, H1Endpoint, H1Error } from '../../extensions/graphql/engine/h1.js';
 
 /** Answers each request (one per head read) with the response for its path, written in the given pieces. */
 type Script = (path: string, socket: net.Socket, n: number) => void;
@@ -136,6 +136,25 @@ describe('resolver HTTP/1.1 client', () => {
     // a POST is not retried
     expect(await code(get(p, '/flaky', 'POST', '{}'))).toBe('UPSTREAM_UNAVAILABLE');
     p.destroy();
+  });
+
+  it('closes free connections idle past the timeout instead of reusing them', async () => {
+    const ep = new H1Endpoint({ host: '127.0.0.1', port, tls: undefined, idleTimeoutMs: 100, maxResponseBytes: 1 << 20 });
+    const before = connections;
+    const once = (): Promise<number> =>
+      new Promise((resolve, reject) =>
+        ep.send(encodeRequest('GET', '/length', { host: 'x' }, undefined) as string, undefined, {
+          response: (status) => resolve(status),
+          failure: (err) => reject(err),
+        }),
+      );
+    expect(await once()).toBe(200);
+    expect(await once()).toBe(200);
+    expect(connections - before).toBe(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await once()).toBe(200);
+    expect(ep.opened).toBe(2);
+    ep.close();
   });
 
   it('refuses paths and header values HTTP cannot carry before anything is sent', () => {

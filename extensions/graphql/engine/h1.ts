@@ -61,6 +61,7 @@ export function encodeRequest(method: string, path: string, headers: Record<stri
 export class H1Endpoint {
   private readonly idle: H1Connection[] = [];
   private closed = false;
+  private sweeper: NodeJS.Timeout | undefined;
   /** connections opened so far (for tests and stats) */
   opened = 0;
 
@@ -85,8 +86,27 @@ export class H1Endpoint {
   }
 
   /** @internal */ release(conn: H1Connection): void {
-    if (this.closed) conn.destroy();
-    else this.idle.push(conn);
+    if (this.closed) return conn.destroy();
+    this.idle.push(conn);
+    // free connections left idle past the timeout are closed by a sweep (not a timer per call)
+    if (this.sweeper === undefined) {
+      this.sweeper = setInterval(() => this.sweep(), Math.max(50, this.options.idleTimeoutMs / 2));
+      this.sweeper.unref();
+    }
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const conn = this.idle[i]!;
+      if (conn.usable(now)) continue;
+      this.idle.splice(i, 1);
+      conn.destroy();
+    }
+    if (this.idle.length === 0 && this.sweeper !== undefined) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    }
   }
 
   /** @internal */ forget(conn: H1Connection): void {
@@ -96,6 +116,8 @@ export class H1Endpoint {
 
   close(): void {
     this.closed = true;
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     for (const c of this.idle.splice(0)) c.destroy();
   }
 }
