@@ -160,14 +160,34 @@ interface AuthGateway {
 }
 
 /**
- * One `legate run` with the five routes (shared by auth-unprotected, auth-cached, auth-uncached,
- * auth-jwt, auth-jwt-verify), as shipped (bearer-check's edge cache on); `edge: false` is the same with
- * Settings wasmChecks.bearerCheck.cacheEntries 0, so every request goes through ext_authz
- * (auth-cached-no-edge, auth-jwt-no-edge).
+ * How a `legate run` of the auth scenarios is built: `shipped` as shipped (bearer-check's edge cache on,
+ * its table shared by the workers); `no-edge` with Settings wasmChecks.bearerCheck.cacheEntries 0, so
+ * every request goes through ext_authz; the `edge-*` ones are the auth-edge group's own instances
+ * (shipped, shipped, and with `sharedCache: false`: a table per worker).
  */
-function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: AuthGateway; release(): Promise<void> }> {
-  return acquire(ctx, edge ? 'auth-legate' : 'auth-legate-no-edge', async () => {
-    const up = await ctx.upstream();
+type AuthVariant = 'shipped' | 'no-edge' | 'edge-shared' | 'edge-per-worker' | 'edge-open';
+
+const PER_WORKER_SETTINGS = `apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec:
+  wasmChecks:
+    bearerCheck: { sharedCache: false }
+`;
+
+/**
+ * One `legate run` with the five routes (shared by auth-unprotected, auth-cached, auth-uncached,
+ * auth-jwt, auth-jwt-verify), built as `variant` says.
+ */
+function gateway(ctx: BenchContext, p: Provider, variant: AuthVariant): Promise<{ value: AuthGateway; release(): Promise<void> }> {
+  const name = variant === 'shipped' ? 'auth' : `auth-${variant}`;
+  return acquire(ctx, `${name}-legate`, async () => {
+    const edge = variant !== 'no-edge';
+    // the group's instances are measured at the same time: each charges an upstream process of its own
+    const own = variant.startsWith('edge-')
+      ? await startNodeServer<{ port: number; body: string }>(ctx, `upstream (${name})`, 'upstream.mjs')
+      : undefined;
+    const up: Upstream = own !== undefined ? { port: own.info.port, pid: own.pid, body: own.info.body } : await ctx.upstream();
     const url = `http://127.0.0.1:${p.server.info.port}/token/introspection`;
     const common = { url, clientId: INTROSPECTOR.id, secretName: 'bench-introspector', scopes: [SCOPE] };
     const jwt = await jwtSigner();
@@ -189,8 +209,9 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
         routeYaml('/jwt', 'bench-jwt'),
       ]),
       ...(edge ? {} : { 'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: true, graphqlCheck: true, cacheEntries: 0 }) }),
+      ...(variant === 'edge-per-worker' ? { 'settings.yaml': PER_WORKER_SETTINGS } : {}),
     };
-    const gw = await startLegate(ctx, edge ? 'auth' : 'auth-no-edge', files, ctx.settings.serverCpus);
+    const gw = await startLegate(ctx, name, files, ctx.settings.serverCpus);
     try {
       const dead = (): string | undefined => (gw.proc.alive() ? undefined : `legate run exited:\n${gw.proc.output().slice(-4000)}`);
       await untilServed(gw.ports.http, '/open/bench', undefined, up.body, 30_000, 100, dead);
@@ -209,9 +230,17 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
         const denied = await send(gw.ports.http, { path: route });
         if (denied.status !== 403) throw new Error(`${route} without a token answered ${denied.status}, expected 403`);
       }
-      return { gw, up, stop: () => gw.stop() };
+      return {
+        gw,
+        up,
+        stop: async () => {
+          await gw.stop();
+          await own?.stop();
+        },
+      };
     } catch (err) {
       await gw.stop();
+      await own?.stop();
       throw err;
     }
   });
@@ -225,8 +254,11 @@ function authScenario(o: {
   aims?: Record<string, number>;
   request: (p: Provider, jwt: string) => LoadRequest;
   notes: string[];
-  /** bearer-check's edge cache (default on, as shipped) */
-  edge?: boolean;
+  /** how its legate run is built (default: as shipped, shared by the scenarios that use it) */
+  variant?: AuthVariant;
+  /** measured at the same time as the other scenarios of the group, each on its own legate run */
+  group?: string;
+  connections?: number;
 }): LoadScenario {
   return {
     kind: 'load',
@@ -234,11 +266,13 @@ function authScenario(o: {
     description: o.description,
     compareTo: o.compareTo,
     ...(o.aims ? { aims: o.aims } : {}),
+    ...(o.group ? { group: o.group } : {}),
     async setup(ctx): Promise<LoadTarget> {
       const p = await provider(ctx);
       try {
-        const g = await gateway(ctx, p.value, o.edge ?? true);
+        const g = await gateway(ctx, p.value, o.variant ?? 'shipped');
         return {
+          ...(o.connections !== undefined ? { connections: o.connections } : {}),
           port: g.value.gw.ports.http,
           path: `${o.route}/bench`,
           request: o.request(p.value, await oneJwt()),
@@ -283,7 +317,7 @@ export const authCached = authScenario({
     'the first request bearer-check answers from its edge cache and ext_authz is skipped',
   route: '/cached',
   compareTo: ['auth-unprotected', 'legate-route', 'auth-cached-no-edge'],
-  aims: { 'auth-unprotected': 0.45 },
+  aims: { 'auth-unprotected': 0.9 },
   request: oneToken,
   notes: [],
 });
@@ -297,7 +331,7 @@ export const authCachedNoEdge = authScenario({
   compareTo: ['auth-unprotected'],
   request: oneToken,
   notes: [],
-  edge: false,
+  variant: 'no-edge',
 });
 
 export const authUncached = authScenario({
@@ -318,7 +352,7 @@ export const authJwt = authScenario({
     'extauth verifies it once and grants the edge cache until min(exp, cacheTimeout), so bearer-check skips ext_authz afterwards',
   route: '/jwt',
   compareTo: ['auth-unprotected', 'auth-jwt-no-edge'],
-  aims: { 'auth-unprotected': 0.8 },
+  aims: { 'auth-unprotected': 0.9 },
   request: oneJwtRequest,
   notes: [],
 });
@@ -333,7 +367,7 @@ export const authJwtNoEdge = authScenario({
   aims: { 'auth-unprotected': 0.4 },
   request: oneJwtRequest,
   notes: [],
-  edge: false,
+  variant: 'no-edge',
 });
 
 export const authJwtVerify = authScenario({
@@ -345,6 +379,50 @@ export const authJwtVerify = authScenario({
   compareTo: ['auth-unprotected', 'auth-jwt-no-edge'],
   request: oneJwtRequest,
   notes: [],
+});
+
+// ---- the edge-cache hit alone: shared table, per-worker table and no check, measured at the same time
+
+const EDGE_GROUP_CONNECTIONS = 12;
+
+export const authEdgeOpen = authScenario({
+  name: 'auth-edge-open',
+  description:
+    "group auth-edge: GET /open (no check: neither bearer-check nor ext_authz runs) on a legate run of its own built as auth-cached's, " +
+    'the same Authorization header; measured at the same time as auth-edge-shared and auth-edge-per-worker',
+  route: '/open',
+  compareTo: [],
+  request: oneToken,
+  notes: [],
+  variant: 'edge-open',
+  group: 'auth-edge',
+  connections: EDGE_GROUP_CONNECTIONS,
+});
+
+export const authEdgeShared = authScenario({
+  name: 'auth-edge-shared',
+  description: 'group auth-edge: auth-cached (edge cache on, table shared by the workers, as shipped) on a legate run of its own',
+  route: '/cached',
+  compareTo: ['auth-edge-open', 'auth-edge-per-worker'],
+  aims: { 'auth-edge-open': 0.9 },
+  request: oneToken,
+  notes: [],
+  variant: 'edge-shared',
+  group: 'auth-edge',
+  connections: EDGE_GROUP_CONNECTIONS,
+});
+
+export const authEdgePerWorker = authScenario({
+  name: 'auth-edge-per-worker',
+  description:
+    'group auth-edge: auth-cached with Settings bearerCheck.sharedCache: false (a table per Envoy worker) on a legate run of its own',
+  route: '/cached',
+  compareTo: ['auth-edge-open'],
+  request: oneToken,
+  notes: [],
+  variant: 'edge-per-worker',
+  group: 'auth-edge',
+  connections: EDGE_GROUP_CONNECTIONS,
 });
 
 // ---- a new token on a 2-worker Envoy

@@ -84,7 +84,7 @@ export const ratelimitLocal = loadScenario(
   'ratelimit-local',
   '/local',
   'a route with a localRatelimit token bucket never empty: Envoy alone (local_ratelimit)',
-  0.9,
+  0.95,
 );
 
 // ---- the service alone

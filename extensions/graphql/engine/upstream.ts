@@ -4,14 +4,15 @@
 // the pool linger a while (so an old engine closed just before its successor acquires does not drop the
 // connections) and then closes.
 //
-// Calls go through undici's low-level dispatch() with one handler object per call: no request/response
-// stream objects, the headers not read, the body collected as Buffers: less work per call than node:http's
-// ClientRequest/IncomingMessage (measured in the benchmark's flat query).
+// REST calls go through a minimal HTTP/1.1 client (h1.ts) with one connection set per endpoint; the remote
+// executor (remote.ts) uses the endpoint's undici Pool.
 
 import net from 'node:net';
-import { Pool, type Dispatcher } from 'undici';
+import type tls from 'node:tls';
+import { Pool } from 'undici';
 import type { ResolverUpstream, UpstreamEndpoint } from '../../../common/contract.js';
 import { CallError } from './errors.js';
+import { encodeRequest, H1Endpoint, H1Error, type H1Connection, type H1Handler } from './h1.js';
 
 export interface CallSpec {
   method: string;
@@ -34,7 +35,10 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 interface Endpoint {
   hostHeader: string;
+  /** for the remote executor */
   pool: Pool;
+  /** for REST calls */
+  h1: H1Endpoint;
 }
 
 export function poolKey(upstream: ResolverUpstream): string {
@@ -48,9 +52,6 @@ function hostHeader(e: UpstreamEndpoint, secure: boolean): string {
   const host = net.isIPv6(e.address) ? `[${e.address}]` : e.address;
   return (secure && e.port === 443) || (!secure && e.port === 80) ? host : `${host}:${e.port}`;
 }
-
-/** Errors of a connection that the server closed or reset under the request: an idempotent call is retried once. */
-const RETRYABLE = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 
 let nextPoolId = 0;
 
@@ -87,8 +88,16 @@ export class UpstreamPool {
       };
     }
     const scheme = this.secure ? 'https' : 'http';
+    const h1Tls = connect === undefined ? undefined : (connect as tls.ConnectionOptions);
     this.endpoints = (upstream.endpoints ?? []).map((e) => ({
       hostHeader: hostHeader(e, this.secure),
+      h1: new H1Endpoint({
+        host: e.address,
+        port: e.port,
+        tls: h1Tls,
+        idleTimeoutMs: FREE_SOCKET_TIMEOUT_MS,
+        maxResponseBytes: MAX_UPSTREAM_RESPONSE_BYTES,
+      }),
       pool: new Pool(`${scheme}://${net.isIPv6(e.address) ? `[${e.address}]` : e.address}:${e.port}`, {
         // idle connections close after this (or sooner if the server's Keep-Alive hint says so)
         keepAliveTimeout: FREE_SOCKET_TIMEOUT_MS,
@@ -103,7 +112,10 @@ export class UpstreamPool {
   }
 
   destroy(): void {
-    for (const e of this.endpoints) e.pool.destroy().catch(() => undefined);
+    for (const e of this.endpoints) {
+      e.h1.close();
+      e.pool.destroy().catch(() => undefined);
+    }
   }
 
   /** @internal the endpoint of the next call (round robin) */
@@ -121,23 +133,11 @@ export class UpstreamPool {
   }
 }
 
-function queueCompletion(call: UpstreamCall): void {
-  setImmediate(completeCall, call);
-}
-
-function completeCall(call: UpstreamCall): void {
-  call.complete();
-}
-
-/** One call: an undici dispatch handler (the controller interface of undici 7 and 8; the headers are not read). */
-class UpstreamCall implements Dispatcher.DispatchHandler {
+/** One call on the endpoint's HTTP/1.1 connections. */
+class UpstreamCall implements H1Handler {
   private settled = false;
   private retried = false;
-  private timedOut = false;
-  private controller: Dispatcher.DispatchController | undefined;
-  private status = 0;
-  private chunks: Buffer[] = [];
-  private size = 0;
+  private conn: H1Connection | undefined;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -149,18 +149,14 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.timer = setTimeout(() => this.onTimeout(), spec.timeoutMs);
   }
 
-  start(): void {
+  start(fresh = false): void {
     const spec = this.spec;
     const ep = this.pool.pick();
-    const headers = spec.headers['host'] === undefined ? { ...spec.headers, host: ep.hostHeader } : spec.headers;
-    const opts: Dispatcher.DispatchOptions & { servername?: string } = {
-      path: spec.path,
-      method: spec.method as Dispatcher.HttpMethod,
-      headers,
-      body: spec.body ?? null,
-    };
-    if (this.pool.servername !== undefined) opts.servername = this.pool.servername;
-    ep.pool.dispatch(opts, this);
+    const headers = spec.headers['host'] === undefined ? { host: ep.hostHeader, ...spec.headers } : spec.headers;
+    const head = encodeRequest(spec.method, spec.path, headers, spec.body);
+    // a header or path our templates rendered that HTTP cannot carry: an internal error, as node:http throws
+    if (head instanceof H1Error) return this.settle(head);
+    this.conn = ep.h1.send(head, spec.body, this, fresh);
   }
 
   private settle(err: unknown, value?: unknown): void {
@@ -173,81 +169,49 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   private onTimeout(): void {
     if (this.settled) return;
-    this.timedOut = true;
     this.settle(new CallError('UPSTREAM_TIMEOUT', `upstream ${this.pool.name} did not answer within ${this.spec.timeoutMs} ms`));
-    this.controller?.abort(new Error('timeout'));
+    // the response may still come: the connection cannot serve another call before it, so it goes
+    this.conn?.destroy();
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.timedOut) controller.abort(new Error('timeout'));
-  }
-
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
-    if (statusCode < 200) return; // informational: the final response follows
-    this.status = statusCode;
-    if (statusCode > 299) {
-      // the body is read and dropped, so the connection stays usable
-      this.settle(new CallError('UPSTREAM_HTTP_ERROR', `upstream ${this.pool.name} answered HTTP ${statusCode}`, statusCode));
-    }
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  response(status: number, body: Buffer | undefined): void {
     if (this.settled) return;
-    this.size += chunk.length;
-    if (this.size > MAX_UPSTREAM_RESPONSE_BYTES) {
-      this.settle(
-        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} response exceeds ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`),
-      );
-      controller.abort(new Error('response too large'));
+    if (status > 299) {
+      this.settle(new CallError('UPSTREAM_HTTP_ERROR', `upstream ${this.pool.name} answered HTTP ${status}`, status));
       return;
     }
-    this.chunks.push(chunk);
-  }
-
-  onResponseEnd(): void {
-    if (this.settled) return;
-    // undici hands the connection back to the pool on the next turn of the event loop (a setImmediate it
-    // queues after this returns): settling after that lets a call the result triggers (a nested resolver,
-    // the next request) reuse the connection rather than open another one
-    process.nextTick(queueCompletion, this);
-  }
-
-  /** @internal */ complete(): void {
-    if (this.settled) return;
-    if (this.size === 0) return this.settle(undefined, null);
-    const text = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks, this.size).toString('utf8');
+    if (body === undefined) return this.settle(undefined, null);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(body.toString('utf8'));
     } catch {
       return this.settle(
-        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} answered with a body that is not JSON`, this.status),
+        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} answered with a body that is not JSON`, status),
       );
     }
     this.settle(undefined, parsed);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error & { code?: string }): void {
+  failure(err: Error & { code?: string }, retryable: boolean): void {
     if (this.settled) return;
-    if (err.code === 'UND_ERR_INVALID_ARG') {
-      // a header or path our templates rendered that HTTP cannot carry: an internal error, as node:http throws
-      this.settle(err);
+    this.conn = undefined;
+    if (err.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+      this.settle(
+        new CallError('UPSTREAM_BAD_RESPONSE', `upstream ${this.pool.name} response exceeds ${MAX_UPSTREAM_RESPONSE_BYTES} bytes`),
+      );
       return;
     }
-    // a kept-alive connection closed by the server just as we reused it: try once more (on a new one)
-    if (!this.retried && this.status === 0 && err.code !== undefined && RETRYABLE.has(err.code) && IDEMPOTENT.has(this.spec.method)) {
+    // a kept-alive connection closed by the server just as we reused it: try once more, on a new one
+    if (retryable && !this.retried && IDEMPOTENT.has(this.spec.method)) {
       this.retried = true;
-      this.controller = undefined;
-      this.chunks = [];
-      this.size = 0;
-      this.start();
+      this.start(true);
       return;
     }
     const reason = err.code === 'UND_ERR_SOCKET' ? 'connection closed' : (err.code ?? err.message);
     this.settle(new CallError('UPSTREAM_UNAVAILABLE', `upstream ${this.pool.name} is unavailable (${reason})`, undefined, { cause: err }));
   }
 }
+
 /** A registry of pools shared across engines (and so across config versions). */
 export class UpstreamPools {
   private readonly pools = new Map<string, UpstreamPool>();

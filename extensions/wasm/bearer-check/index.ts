@@ -199,8 +199,12 @@ class BearerCheckStream extends StreamContext {
   onRequestHeaders(numHeaders: u32, endOfStream: bool): Action {
     const root = this.root;
     const cache = root.cache;
-    // only this filter may vouch for a request: whatever a client sent under that name goes
-    if (cache !== null) removeHeader(MapType.HttpRequestHeaders, root.verifiedHeader);
+    // only this filter may vouch for a request: whatever a client sent under that name goes. Looked up
+    // first: Envoy clears the route cache on every request-header mutation, and clients rarely send it
+    if (cache !== null && getHeader(MapType.HttpRequestHeaders, root.verifiedHeader, headerValue) != Status.NotFound) {
+      headerValue.release();
+      removeHeader(MapType.HttpRequestHeaders, root.verifiedHeader);
+    }
     const status = getHeader(MapType.HttpRequestHeaders, AUTHORIZATION, headerValue);
     if (status == Status.Ok) {
       const ok = checkBearer(headerValue.ptr, headerValue.len, root.maxTokenBytes);
