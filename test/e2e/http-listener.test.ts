@@ -40,7 +40,7 @@ ${extra}`;
 
 const everything = (port: number): string => `      httpLocalRatelimit:
         defaultLimit: { maxTokens: 2, tokensPerFill: 1, fillInterval: 100s }
-        enableRateLimitHeaders: true
+        enableXRatelimitHeaders: true
       grpcWeb: { disable: true }
       buffer: { maxRequestBytes: 65536 }
       csrf:

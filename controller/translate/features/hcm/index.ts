@@ -164,7 +164,7 @@ function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefin
         tokensPerFill: rl.defaultLimit.tokensPerFill ?? 1,
         fillInterval: parseDuration(rl.defaultLimit.fillInterval),
         perConnection: rl.localRateLimitPerDownstreamConnection ?? false,
-        rateLimitHeaders: rl.enableRateLimitHeaders ?? false,
+        rateLimitHeaders: rl.enableXRatelimitHeaders ?? false,
       };
     }
   }

@@ -152,7 +152,7 @@ export const hcmHttpListenerOptions = {
     .strictObject({
       defaultLimit: TokenBucketSchema.optional(),
       localRateLimitPerDownstreamConnection: z.boolean().optional(),
-      enableRateLimitHeaders: z.boolean().optional(),
+      enableXRatelimitHeaders: z.boolean().optional(),
     })
     .optional(),
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
