@@ -97,6 +97,26 @@ export const ApiKeyStepSchema = z.object({
 export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt', 'api-key'] as const;
 export const AuthStepConfigSchema = z.discriminatedUnion('type', [IntrospectionStepSchema, JwtStepSchema, ApiKeyStepSchema]);
 
+/** What a step reads of the request: the bearer token, and which other headers (`'*'`: every header). */
+export interface StepReads {
+  bearer: boolean;
+  headers: readonly string[] | '*';
+}
+
+/**
+ * Per step type: what it reads, so the controller asks Envoy to send those headers (ext_authz
+ * allowed_headers) and keeps the wasm bearer pre-check off configs that may allow without a token.
+ */
+export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extract<AuthStepConfig, { type: K }>) => StepReads } = {
+  'oauth2-introspection': () => ({ bearer: true, headers: [] }),
+  'oauth2-jwt': () => ({ bearer: true, headers: [] }),
+  'api-key': (s) => ({ bearer: false, headers: s.headerName === 'authorization' ? [] : [s.headerName] }),
+};
+
+export function stepReads(step: AuthStepConfig): StepReads {
+  return (STEP_READS[step.type] as (s: AuthStepConfig) => StepReads)(step);
+}
+
 export const AuthConfigConfigSchema = z
   .object({
     /** `<namespace>.<name>`: the `config_id` context extension of routes using it */
