@@ -126,6 +126,7 @@ export class Authorizer {
     invalid_api_key: 0,
     access_denied: 0,
     unavailable: 0,
+    redirect: 0,
   };
 
   constructor(options: AuthorizerOptions) {

@@ -72,6 +72,8 @@ export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challen
   invalid_api_key: { error: 'invalid_api_key', status: 'Unauthorized' },
   access_denied: { error: 'access_denied' },
   unavailable: { error: 'temporarily_unavailable' },
+  // (a redirect carries its own response; this is the fallback)
+  redirect: { error: 'access_denied' },
 };
 
 const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';

@@ -4,6 +4,7 @@
 import type { AuthStepConfig } from '../../../common/auth-config.js';
 import type { StepFactory } from '../step.js';
 import { apiKeyStep } from './api-key.js';
+import { codeFlowStep } from './oauth2-code.js';
 import { introspectionStep } from './oauth2-introspection.js';
 import { jwtStep } from './oauth2-jwt.js';
 
@@ -11,6 +12,7 @@ export const STEP_FACTORIES: { readonly [K in AuthStepConfig['type']]: StepFacto
   'oauth2-introspection': introspectionStep,
   'oauth2-jwt': jwtStep,
   'api-key': apiKeyStep,
+  'oauth2-code': codeFlowStep,
 };
 
 /** Builds the step of `config` with its kind's factory. */

@@ -5,6 +5,6 @@ import { resolveApiKeyAuth } from './api-key-auth.js';
 import { resolveOAuth2 } from './oauth2.js';
 
 export const STEP_RESOLVERS: Readonly<Record<string, { resolve: StepResolver; label: string }>> = {
-  oauth2: { resolve: resolveOAuth2, label: 'oauth2.accessTokenValidation' },
+  oauth2: { resolve: resolveOAuth2, label: 'oauth2' },
   apiKeyAuth: { resolve: resolveApiKeyAuth, label: 'apiKeyAuth' },
 };
