@@ -37,6 +37,8 @@ import {
 
 /** How long a login may take (the state cookie's lifetime). */
 const FLOW_TTL_SECONDS = 600;
+/** Longest sealed session a cookie may carry (browsers keep 4096 bytes per cookie, name and attributes included). */
+const MAX_COOKIE_VALUE = 3800;
 /** Least time between two discovery attempts after a failure. */
 const DISCOVERY_RETRY_MS = 1000;
 
@@ -682,7 +684,12 @@ export class CodeFlowStep implements AuthStep {
         'session redis',
       );
       if (id !== undefined && !isNew) return value; // the cookie already names it
-    } else value = seal(this.cookieKey!, s.cookieName, session);
+    } else {
+      value = seal(this.cookieKey!, s.cookieName, session);
+      // browsers drop a cookie over 4096 bytes without a word: the next request would log in again, forever
+      if (value.length > MAX_COOKIE_VALUE)
+        throw new Error(`the tokens need ${value.length} bytes, too many for a cookie: use session.redis`);
+    }
     const cookie = this.cookie(s.cookieName, value, s.cookie.maxAgeSeconds);
     if (cookies) cookies.push(cookie);
     else addResponseHeader(hold, 'set-cookie', cookie, true);
