@@ -115,6 +115,30 @@ describe('browser login step', () => {
     expect(grant.answer?.denial?.body).toBe('{"error":"login_required"}');
   });
 
+  it('plain OAuth2: the configured endpoints, no discovery, no openid scope or nonce', async () => {
+    const plain = new Authorizer({ logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }) });
+    try {
+      const s = step({
+        flow: 'oauth2',
+        authEndpoint: 'https://github.example/login/oauth/authorize',
+        tokenEndpoint: 'https://github.example/login/oauth/access_token',
+        scopes: ['read:user'],
+      });
+      delete s.issuerUrl;
+      expect(plain.apply([config('ns.plain', s)]).problems).toEqual([]);
+      const grant: EdgeGrant = { key: '', until: 0 };
+      const outcome = await plain.checkRequest(new PlainRequest({ configId: 'ns.plain', host: 'app.test', path: '/x' }), grant);
+      expect(outcome).toBe('redirect');
+      const location = new URL(header(grant, 'location')[0]!);
+      expect(`${location.origin}${location.pathname}`).toBe('https://github.example/login/oauth/authorize');
+      expect(location.searchParams.get('scope')).toBe('read:user');
+      expect(location.searchParams.get('nonce')).toBeNull();
+      expect(location.searchParams.get('code_challenge_method')).toBe('S256');
+    } finally {
+      plain.stop();
+    }
+  });
+
   it('denies as unavailable, with the reason logged, while the provider cannot be discovered', async () => {
     const down = new Authorizer({ logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }) });
     try {
