@@ -108,6 +108,12 @@ describe('browser login step', () => {
     expect(header(grant, 'set-cookie')[0]).toMatch(/^__session=; Path=\/; Max-Age=0/);
   });
 
+  it('marks cookies Secure on a request that came over TLS, even with notSecure', async () => {
+    const grant: EdgeGrant = { key: '', until: 0 };
+    await authz.checkRequest(new PlainRequest({ configId: 'ns.web', scheme: 'https', host: 'app.test', path: '/x' }), grant);
+    expect(header(grant, 'set-cookie')[0]).toContain('; Secure');
+  });
+
   it('answers 401 instead of redirecting with failOnRedirect', async () => {
     const { outcome, grant } = await check('ns.api', '/orders');
     expect(outcome).toBe('redirect');

@@ -467,7 +467,7 @@ export class CodeFlowStep implements AuthStep {
       stateValue = id;
     } else stateValue = seal(this.cookieKey!, this.stateCookie, { ...flow, at: Date.now() });
     hold.detail = 'no session: login';
-    redirect(hold, url.toString(), [this.cookie(this.stateCookie, stateValue, FLOW_TTL_SECONDS, 'lax')]);
+    redirect(hold, url.toString(), [this.cookie(hold, this.stateCookie, stateValue, FLOW_TTL_SECONDS, 'lax')]);
     return 'redirect';
   }
 
@@ -493,7 +493,7 @@ export class CodeFlowStep implements AuthStep {
       const at = (opened as { at?: unknown } | undefined)?.at;
       flow = isFlowState(opened) && typeof at === 'number' && Date.now() - at < FLOW_TTL_SECONDS * 1000 ? opened : undefined;
     }
-    const clearState = this.cookie(this.stateCookie, '', 0, 'lax', true);
+    const clearState = this.cookie(hold, this.stateCookie, '', 0, 'lax', true);
     if (query.get('error') !== null) {
       hold.detail = `the provider answered the login with error ${JSON.stringify(query.get('error')!.slice(0, 64))}`;
       denyWith(hold, {
@@ -636,7 +636,9 @@ export class CodeFlowStep implements AuthStep {
       );
     }
     hold.detail = 'logout';
-    redirect(hold, this.config.afterLogoutUrl ?? this.config.appUrl, [this.cookie(this.config.session.cookieName, '', 0, undefined, true)]);
+    redirect(hold, this.config.afterLogoutUrl ?? this.config.appUrl, [
+      this.cookie(hold, this.config.session.cookieName, '', 0, undefined, true),
+    ]);
     return 'redirect';
   }
 
@@ -690,14 +692,17 @@ export class CodeFlowStep implements AuthStep {
       if (value.length > MAX_COOKIE_VALUE)
         throw new Error(`the tokens need ${value.length} bytes, too many for a cookie: use session.redis`);
     }
-    const cookie = this.cookie(s.cookieName, value, s.cookie.maxAgeSeconds);
+    const cookie = this.cookie(hold, s.cookieName, value, s.cookie.maxAgeSeconds);
     if (cookies) cookies.push(cookie);
     else addResponseHeader(hold, 'set-cookie', cookie, true);
     return value;
   }
 
-  /** A Set-Cookie value with the configured attributes (`clear`: expire it). */
-  private cookie(name: string, value: string, maxAge: number, sameSite?: 'lax', clear = false): string {
+  /**
+   * A Set-Cookie value with the configured attributes (`clear`: expire it). Secure unless notSecure, and
+   * always when the request came over TLS.
+   */
+  private cookie(hold: Hold, name: string, value: string, maxAge: number, sameSite?: 'lax', clear = false): string {
     const o = this.config.session.cookie;
     const parts = [`${name}=${value}`];
     if (o.path !== '') parts.push(`Path=${o.path}`);
@@ -705,7 +710,7 @@ export class CodeFlowStep implements AuthStep {
     if (clear) parts.push('Max-Age=0');
     else if (maxAge > 0) parts.push(`Max-Age=${maxAge}`);
     if (o.httpOnly) parts.push('HttpOnly');
-    if (o.secure) parts.push('Secure');
+    if (o.secure || hold.request.scheme === 'https') parts.push('Secure');
     const site = sameSite ?? o.sameSite;
     if (site !== 'default') parts.push(`SameSite=${site[0]!.toUpperCase()}${site.slice(1)}`);
     return parts.join('; ');
