@@ -94,8 +94,144 @@ export const ApiKeyStepSchema = z.object({
   keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 digest (64 hex digits)')).min(1, 'no API keys'),
 });
 
-export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt', 'api-key'] as const;
-export const AuthStepConfigSchema = z.discriminatedUnion('type', [IntrospectionStepSchema, JwtStepSchema, ApiKeyStepSchema]);
+const CookieName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, 'must be a cookie name (an HTTP token)');
+const HeaderName = z.string().regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be a lower-case HTTP header name');
+
+/**
+ * oauth2.oidcAuthorizationCode (`flow: 'oidc'`) and oauth2.oauth2 (`flow: 'oauth2'`, plain OAuth2): a browser
+ * login by the authorization code grant with PKCE, a session (an encrypted cookie, or a random id in a cookie
+ * and the tokens in Redis), logout, refresh, and the tokens forwarded upstream in headers.
+ */
+export const CodeFlowStepSchema = z
+  .object({
+    type: z.literal('oauth2-code'),
+    name: StepName,
+    flow: z.enum(['oidc', 'oauth2']),
+    clientId: z.string().min(1),
+    /** absent: a public client (PKCE only, disableClientSecret) */
+    clientSecret: z.string().min(1).optional(),
+    /** oidc: `<issuerUrl>/.well-known/openid-configuration` is read (and re-read every discoveryPollIntervalMs) */
+    issuerUrl: HttpUrl.optional(),
+    discoveryPollIntervalMs: z
+      .number()
+      .int()
+      .min(1000)
+      .default(30 * 60_000),
+    /** explicit endpoints (plain OAuth2), or overrides of discovered ones */
+    authEndpoint: HttpUrl.optional(),
+    tokenEndpoint: HttpUrl.optional(),
+    jwksUri: HttpUrl.optional(),
+    revocationEndpoint: HttpUrl.optional(),
+    /** ID token algorithms accepted (default: every asymmetric one) */
+    idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
+    /** token endpoint client authentication: basic (default) or the secret in the form */
+    clientSecretPost: z.boolean().default(false),
+    appUrl: HttpUrl,
+    callbackPath: z.string().min(1),
+    callbackPathIsRegex: z.boolean().default(false),
+    logoutPath: z.string().startsWith('/').optional(),
+    afterLogoutUrl: HttpUrl.optional(),
+    scopes: Scopes.default([]),
+    authEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    tokenEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    /** a login redirect answers 401 instead (AuthConfig failOnRedirect) */
+    failOnRedirect: z.boolean().default(false),
+    session: z.object({
+      store: z.enum(['cookie', 'redis']),
+      /** the session cookie's name (keyPrefix included) */
+      cookieName: CookieName,
+      /** cookie store: the 32-byte AES-GCM key (base64) that encrypts and authenticates the cookie */
+      cookieKey: z.string().optional(),
+      redis: z
+        .object({
+          host: z.string().min(1),
+          port: z.number().int().min(1).max(65535),
+          db: z.number().int().min(0).default(0),
+          tls: z.boolean().default(false),
+          keyPrefix: z.string().default(''),
+          /** header carrying the session id on the code exchange (Gloo's headerName) */
+          sessionIdHeader: HeaderName.optional(),
+        })
+        .optional(),
+      allowRefreshing: z.boolean(),
+      preExpiryBufferMs: z.number().int().min(0).default(2000),
+      /** Redis unreachable: deny (true), or start a new login (false) */
+      failOnFetchFailure: z.boolean().default(false),
+      /** requests for other hosts are denied (RFC 6265 domain match) */
+      targetDomain: z.string().optional(),
+      cookie: z.object({
+        /** seconds; 0 = a browser-session cookie */
+        maxAgeSeconds: z.number().int().min(0).default(2_592_000),
+        secure: z.boolean().default(true),
+        httpOnly: z.boolean().default(true),
+        /** '' = no Path attribute */
+        path: z.string().default('/'),
+        sameSite: z.enum(['lax', 'strict', 'none', 'default']).default('lax'),
+        domain: z.string().optional(),
+      }),
+    }),
+    headers: z
+      .object({
+        idTokenHeader: HeaderName.optional(),
+        accessTokenHeader: HeaderName.optional(),
+        useBearerSchemaForAuthorization: z.boolean().default(false),
+      })
+      .default({ useBearerSchemaForAuthorization: false }),
+    /** ID token claims (oidc) copied to upstream request headers */
+    claimsToHeaders: z.array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) })).default([]),
+    /** dynamic metadata key -> ID token claim */
+    dynamicMetadataFromClaims: z.record(z.string(), z.string()).default({}),
+  })
+  .superRefine((s, ctx) => {
+    if (s.flow === 'oidc' && s.issuerUrl === undefined) ctx.addIssue({ code: 'custom', path: ['issuerUrl'], message: 'is required' });
+    if (s.flow === 'oauth2' && (s.authEndpoint === undefined || s.tokenEndpoint === undefined))
+      ctx.addIssue({ code: 'custom', path: ['authEndpoint'], message: 'authEndpoint and tokenEndpoint are required' });
+    if (s.session.store === 'redis' && s.session.redis === undefined)
+      ctx.addIssue({ code: 'custom', path: ['session', 'redis'], message: 'is required for a Redis session' });
+    if (s.session.store === 'cookie') {
+      const key = s.session.cookieKey === undefined ? undefined : Buffer.from(s.session.cookieKey, 'base64');
+      if (key?.length !== 32) ctx.addIssue({ code: 'custom', path: ['session', 'cookieKey'], message: 'must be 32 bytes (base64)' });
+    }
+    if (!s.callbackPathIsRegex && !s.callbackPath.startsWith('/'))
+      ctx.addIssue({ code: 'custom', path: ['callbackPath'], message: 'must start with /' });
+    if (s.callbackPathIsRegex) {
+      try {
+        new RegExp(s.callbackPath);
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['callbackPath'], message: 'is not a valid regular expression' });
+      }
+    }
+  });
+
+export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt', 'api-key', 'oauth2-code'] as const;
+export const AuthStepConfigSchema = z.discriminatedUnion('type', [
+  IntrospectionStepSchema,
+  JwtStepSchema,
+  ApiKeyStepSchema,
+  CodeFlowStepSchema,
+]);
+
+/** What a step reads of the request: the bearer token, and which other headers (`'*'`: every header). */
+export interface StepReads {
+  bearer: boolean;
+  headers: readonly string[] | '*';
+}
+
+/**
+ * Per step type: what it reads, so the controller asks Envoy to send those headers (ext_authz
+ * allowed_headers) and keeps the wasm bearer pre-check off configs that may allow without a token.
+ */
+export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extract<AuthStepConfig, { type: K }>) => StepReads } = {
+  'oauth2-introspection': () => ({ bearer: true, headers: [] }),
+  'oauth2-jwt': () => ({ bearer: true, headers: [] }),
+  'api-key': (s) => ({ bearer: false, headers: s.headerName === 'authorization' ? [] : [s.headerName] }),
+  // the session cookie, and the host and path (sent anyway)
+  'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
+};
+
+export function stepReads(step: AuthStepConfig): StepReads {
+  return (STEP_READS[step.type] as (s: AuthStepConfig) => StepReads)(step);
+}
 
 export const AuthConfigConfigSchema = z
   .object({
@@ -126,6 +262,7 @@ export const AuthConfigConfigSchema = z
 export type IntrospectionStepConfig = z.infer<typeof IntrospectionStepSchema>;
 export type JwtStepConfig = z.infer<typeof JwtStepSchema>;
 export type ApiKeyStepConfig = z.infer<typeof ApiKeyStepSchema>;
+export type CodeFlowStepConfig = z.infer<typeof CodeFlowStepSchema>;
 export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
 export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;
 

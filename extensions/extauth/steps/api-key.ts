@@ -3,9 +3,9 @@
 // hashed and compared with every digest in constant time (crypto.timingSafeEqual over equal-length
 // digests; no early exit, so the time does not tell which key, or how much of one, matched).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyStepConfig } from '../../common/auth-config.js';
-import type { Outcome } from './outcome.js';
-import type { AuthStep, Hold, StepSummary } from './step.js';
+import type { ApiKeyStepConfig } from '../../../common/auth-config.js';
+import type { Outcome } from '../outcome.js';
+import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
 
 /** Longest header value hashed; longer ones are denied without hashing. */
 const MAX_KEY_LENGTH = 4096;
@@ -24,7 +24,7 @@ export class ApiKeyStep implements AuthStep {
   }
 
   decideNow(_token: string, _hash: string, _now: number, hold: Hold): Outcome {
-    const value = hold.headers[this.headerName];
+    const value = hold.request.header(this.headerName);
     if (value === undefined || value === '') {
       hold.detail = `no ${this.headerName} header`;
       return 'missing_api_key';
@@ -44,3 +44,5 @@ export class ApiKeyStep implements AuthStep {
     return Promise.resolve(this.decideNow(token, hash, Date.now(), hold));
   }
 }
+
+export const apiKeyStep: StepFactory<ApiKeyStepConfig> = (config) => new ApiKeyStep(config);
