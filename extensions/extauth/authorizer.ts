@@ -213,6 +213,7 @@ export class Authorizer {
             introspectors.set(key, { introspector, cacheMs: Math.max(introspectors.get(key)?.cacheMs ?? 0, s.cacheTimeoutMs) });
             return new IntrospectionStep(s, introspector, stepLog);
           }
+          if (s.type !== 'oauth2-jwt') throw new Error(`${config.name}: step type ${s.type} is not enforced by this service`);
           let remote: RemoteJwks | undefined;
           if (s.remoteJwks) {
             const refreshMs = s.remoteJwks.refreshIntervalMs || DEFAULT_JWKS_REFRESH_MS;

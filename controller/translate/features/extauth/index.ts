@@ -28,7 +28,9 @@ export function extauthFeature(
     name: 'extauth',
     kinds: ['AuthConfig'],
     resolve(ctx) {
-      const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
+      const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) =>
+        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps),
+      );
       return {
         bindGateway(gw, ir, sink) {
           const own = gw.spec.httpGateway?.options?.extauth;
@@ -149,8 +151,9 @@ function authBinding(
     sourceName,
   };
   const headers = (config?.steps ?? []).flatMap((s) => (s.type === 'api-key' && s.headerName !== 'authorization' ? [s.headerName] : []));
-  // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
-  if (headers.length || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
+  // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`); other steps read other credentials
+  const bearerOnly = (config?.steps ?? []).every((s) => s.type === 'oauth2-introspection' || s.type === 'oauth2-jwt');
+  if (headers.length || config?.booleanExpr !== undefined || !bearerOnly) Object.assign(binding, { bearerOptional: true });
   if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
   return binding;
 }

@@ -17,12 +17,13 @@ import {
   type JwtStepConfig,
 } from '../../../../common/auth-config.js';
 import type { IntrospectionStepConfig } from '../../../../common/contract.js';
-import type { AuthConfig, Secret } from '../../../api/resources.js';
+import type { AuthConfig, ConfigMap, Secret } from '../../../api/resources.js';
 import { AUTH_STEP_KINDS, type AuthStep } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem } from '../../feature.js';
 import { nsName } from '../../names.js';
 import { secretValue } from '../../secrets.js';
+import { basicAuthStep, hmacStep, ldapStep, opaServerStep, opaStep, passThroughStep, type StepRefs } from './steps.js';
 
 export const DEFAULT_AUTH_CACHE_TIMEOUT = '10m';
 /** Keys of a Secret that may hold an OAuth2 client secret. */
@@ -55,6 +56,7 @@ const USER_FIELDS: Record<string, string> = {
   refreshIntervalMs: 'refreshInterval',
   requiredScopes: 'requiredScopes.scope',
   cacheTimeoutMs: 'cacheTimeout',
+  userIdAttributeName: 'introspection.userIdAttributeName',
 };
 
 /**
@@ -72,11 +74,13 @@ function checkStep(step: AuthStepConfig, where: string, problems: Problem[]): bo
 }
 
 /**
- * A short content hash of what decides a token's fate. Client secrets are left out: they only
- * authenticate the introspection call, and the version is visible in route metadata.
+ * A short content hash of what decides a token's fate. Secrets are left out (introspection client
+ * secrets, HMAC secrets, the LDAP service account's password): the version is visible in route metadata.
  */
 export function authConfigVersion(name: string, steps: readonly AuthStepConfig[], booleanExpr?: string): string {
   const judged = steps.map((s) => {
+    if (s.type === 'hmac') return { ...s, credentials: Object.keys(s.credentials).sort() };
+    if (s.type === 'ldap' && s.serviceAccount) return { ...s, serviceAccount: { ...s.serviceAccount, password: '' } };
     if (s.type !== 'oauth2-introspection') return s;
     const { clientSecret: _secret, ...rest } = s;
     return rest;
@@ -87,16 +91,45 @@ export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]
     .slice(0, 16);
 }
 
-export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
+/** Step kinds resolved by steps.ts, each by its own function. */
+const OTHER_STEPS = {
+  basicAuth: (s, w, _r, p) => basicAuthStep(s.basicAuth!, w, p),
+  ldap: (s, w, r, p) => ldapStep(s.ldap!, w, r, p),
+  opaAuth: (s, w, r, p) => opaStep(s.opaAuth!, w, r, p),
+  opaServerAuth: (s, w, _r, p) => opaServerStep(s.opaServerAuth!, w, p),
+  passThroughAuth: (s, w, _r, p) => passThroughStep(s.passThroughAuth!, w, p),
+  hmacAuth: (s, w, r, p) => hmacStep(s.hmacAuth!, w, r, p),
+} satisfies Record<string, (step: AuthStep, where: string, refs: StepRefs, problems: Problem[]) => AuthStepConfig | undefined>;
+
+/** The step kinds Legate enforces, for the reason given on the others. */
+const SUPPORTED_KINDS = `oauth2.accessTokenValidation, apiKeyAuth, ${Object.keys(OTHER_STEPS).join(', ')}`;
+
+export function translateAuthConfig(
+  ac: AuthConfig,
+  secrets: ReadonlyMap<string, Secret>,
+  configMaps: ReadonlyMap<string, ConfigMap> = new Map(),
+): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const ns = ac.metadata.namespace;
   const steps: AuthStepConfig[] = [];
+  const refs: StepRefs = { ns, secrets, configMaps };
   ac.spec.configs.forEach((step, i) => {
     const where = `configs[${i}]`;
     const record = step as Record<string, unknown>;
     const named = step.name !== undefined ? { name: step.name } : {};
-    const others = AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && k !== 'apiKeyAuth' && record[k] !== undefined);
+    const kinds = AUTH_STEP_KINDS.filter((k) => record[k] !== undefined);
+    if (kinds.length > 1) {
+      problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind, not ${kinds.join(' and ')}` });
+      return;
+    }
+    const other = kinds.find((k): k is keyof typeof OTHER_STEPS => Object.hasOwn(OTHER_STEPS, k));
+    if (other) {
+      const out = OTHER_STEPS[other](step, `${where}.${other}`, refs, problems);
+      if (out && checkStep({ ...out, ...named }, `${where}.${other}`, problems)) steps.push({ ...out, ...named });
+      return;
+    }
+    const others = kinds.filter((k) => k !== 'oauth2' && k !== 'apiKeyAuth');
     for (const kind of others) {
       problems.push({
         code: 'NotSupported',
@@ -108,12 +141,16 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
               `${where}.jwt: Gloo's jwt step only trusts Envoy's JWT filter (options.jwt), which Legate does not ` +
               'configure, so it would allow every request; verify the token with oauth2.accessTokenValidation.jwt ' +
               '{remoteJwks | localJwks, issuer, audiences} instead'
-            : `${where}.${kind}: ${kind} steps are not supported yet (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
+            : kind === 'pluginAuth'
+              ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
+                'auth server and call it with passThroughAuth (grpc or http)'
+              : kind === 'ldapInternal'
+                ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+                : `${where}.${kind}: ${kind} steps are not supported (supported: ${SUPPORTED_KINDS})`,
       });
     }
     if (step.apiKeyAuth) {
-      if (step.oauth2) problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind, not both oauth2 and apiKeyAuth` });
-      const out = apiKeyStep(step.apiKeyAuth, `${where}.apiKeyAuth`, ns, secrets, problems);
+      const out = apiKeyStep(step.apiKeyAuth, `${where}.apiKeyAuth`, ns, secrets, problems, warnings);
       if (out && checkStep({ ...out, ...named }, `${where}.apiKeyAuth`, problems)) steps.push({ ...out, ...named });
       return;
     }
@@ -122,7 +159,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       if (!others.length)
         problems.push({
           code: 'InvalidSpec',
-          message: `${where}: set one step kind (supported: oauth2.accessTokenValidation, apiKeyAuth)`,
+          message: `${where}: set one step kind (supported: ${SUPPORTED_KINDS})`,
         });
       return;
     }
@@ -135,6 +172,14 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       problems.push({ code: 'InvalidSpec', message: `${where}.oauth2: set accessTokenValidation` });
       return;
     }
+    const w0 = `${where}.oauth2.accessTokenValidation`;
+    if (atv.userinfoUrl !== undefined) checkUrl(atv.userinfoUrl, `${w0}.userinfoUrl`, problems);
+    const claims = {
+      ...(atv.userinfoUrl !== undefined ? { userinfoUrl: atv.userinfoUrl } : {}),
+      ...(atv.dynamicMetadataFromClaims && Object.keys(atv.dynamicMetadataFromClaims).length
+        ? { dynamicMetadataFromClaims: atv.dynamicMetadataFromClaims }
+        : {}),
+    };
     if (atv.jwt) {
       const jwt = atv.jwt;
       const out: JwtStepConfig = {
@@ -155,6 +200,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
         // as for introspection: how long a verified token's allow is reused (extauth's verification
         // cache, Envoy's edge cache), never past its `exp`; 0s = verify every request
         cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
+        ...claims,
       };
       if (checkStep(out, `${where}.oauth2.accessTokenValidation`, problems)) steps.push(out);
       return;
@@ -165,7 +211,9 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       introspectionUrl: '',
       cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
       requiredScopes: atv.requiredScopes?.scope ?? [],
+      ...claims,
     };
+    if (atv.introspection?.userIdAttributeName) out.userIdAttributeName = atv.introspection.userIdAttributeName;
     if (atv.introspectionUrl !== undefined) {
       checkUrl(atv.introspectionUrl, `${where}.oauth2.accessTokenValidation.introspectionUrl`, problems);
       out.introspectionUrl = atv.introspectionUrl;
@@ -244,44 +292,90 @@ function apiKeyStep(
   ns: string,
   secrets: ReadonlyMap<string, Secret>,
   problems: Problem[],
+  warnings: Problem[],
 ): ApiKeyStepConfig | undefined {
-  const bySelector = spec.labelSelector !== undefined && Object.keys(spec.labelSelector).length > 0;
-  const byRefs = (spec.apiKeySecretRefs?.length ?? 0) > 0;
+  // Gloo 1.17's storage form wins over the deprecated top-level fields (its proto says they are overwritten)
+  const storage = spec.k8sSecretApikeyStorage;
+  if (storage && (spec.labelSelector !== undefined || spec.apiKeySecretRefs !== undefined))
+    warnings.push({
+      code: 'InvalidSpec',
+      message: `${where}: labelSelector/apiKeySecretRefs are ignored because k8sSecretApikeyStorage is set (Gloo's precedence)`,
+    });
+  const form = storage ?? spec;
+  const at = storage ? `${where}.k8sSecretApikeyStorage` : where;
+  const bySelector = form.labelSelector !== undefined && Object.keys(form.labelSelector).length > 0;
+  const byRefs = (form.apiKeySecretRefs?.length ?? 0) > 0;
   if (bySelector === byRefs) {
-    problems.push({ code: 'InvalidSpec', message: `${where}: set exactly one of labelSelector, apiKeySecretRefs` });
+    problems.push({ code: 'InvalidSpec', message: `${at}: set exactly one of labelSelector, apiKeySecretRefs` });
     return undefined;
+  }
+  if (spec.headersFromMetadata && spec.headersFromMetadataEntry)
+    problems.push({ code: 'InvalidSpec', message: `${where}: set one of headersFromMetadataEntry, headersFromMetadata (deprecated)` });
+  const fromMeta = spec.headersFromMetadataEntry ?? spec.headersFromMetadata ?? {};
+  const metaWhere = spec.headersFromMetadataEntry ? `${where}.headersFromMetadataEntry` : `${where}.headersFromMetadata`;
+  const headersFromMetadata: Record<string, string> = {};
+  for (const [header, entry] of Object.entries(fromMeta)) {
+    const h = header.toLowerCase();
+    if (!/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/.test(h) || h.startsWith(':') || h === 'host')
+      problems.push({ code: 'InvalidSpec', message: `${metaWhere}.${header}: not a header that can be set` });
+    else headersFromMetadata[h] = entry.name;
   }
   const before = problems.length;
   const chosen: { secret: Secret; label: string; where: string }[] = [];
   if (byRefs) {
-    spec.apiKeySecretRefs!.forEach((ref, i) => {
+    form.apiKeySecretRefs!.forEach((ref, i) => {
       const secretNs = ref.namespace ?? ns;
       const secret = secrets.get(nsName(secretNs, ref.name));
       if (!secret)
-        problems.push({ code: 'SecretNotFound', message: `${where}.apiKeySecretRefs[${i}]: Secret ${secretNs}.${ref.name} not found` });
-      else chosen.push({ secret, label: `${secretNs}.${ref.name}`, where: `${where}.apiKeySecretRefs[${i}]` });
+        problems.push({ code: 'SecretNotFound', message: `${at}.apiKeySecretRefs[${i}]: Secret ${secretNs}.${ref.name} not found` });
+      else chosen.push({ secret, label: `${secretNs}.${ref.name}`, where: `${at}.apiKeySecretRefs[${i}]` });
     });
   } else {
     for (const secret of secrets.values()) {
-      if (labelsMatch(secret.metadata.labels, spec.labelSelector!))
-        chosen.push({ secret, label: `${secret.metadata.namespace}.${secret.metadata.name}`, where: `${where}.labelSelector` });
+      if (labelsMatch(secret.metadata.labels, form.labelSelector!))
+        chosen.push({ secret, label: `${secret.metadata.namespace}.${secret.metadata.name}`, where: `${at}.labelSelector` });
     }
     chosen.sort((a, b) => a.label.localeCompare(b.label));
-    if (chosen.length === 0) problems.push({ code: 'SecretNotFound', message: `${where}.labelSelector: no Secret matches` });
+    if (chosen.length === 0) problems.push({ code: 'SecretNotFound', message: `${at}.labelSelector: no Secret matches` });
   }
   const digests = new Set<string>();
+  const keyMetadata: Record<string, Record<string, string>> = {};
   for (const c of chosen) {
     const key = secretValue(c.secret, API_KEY_SECRET_KEY);
     if (key === undefined || key === '') {
       problems.push({ code: 'InvalidSpec', message: `${c.where}: Secret ${c.label} has no ${API_KEY_SECRET_KEY} key` });
       continue;
     }
-    digests.add(createHash('sha256').update(key, 'utf8').digest('hex'));
+    // only the entries a header names leave the controller; a key missing a required one is refused (as Gloo)
+    const meta: Record<string, string> = {};
+    const missing: string[] = [];
+    for (const [header, entry] of Object.entries(fromMeta)) {
+      const value = secretValue(c.secret, entry.name);
+      if (value !== undefined) meta[entry.name] = value;
+      else if (entry.required) missing.push(`${entry.name} (for ${header})`);
+    }
+    if (missing.length) {
+      warnings.push({
+        code: 'InvalidSpec',
+        message: `${c.where}: Secret ${c.label} lacks the required metadata ${missing.join(', ')}; its key is not accepted`,
+      });
+      continue;
+    }
+    const digest = createHash('sha256').update(key, 'utf8').digest('hex');
+    digests.add(digest);
+    if (Object.keys(meta).length) keyMetadata[digest] = meta;
   }
   if (problems.length > before) return undefined;
+  if (digests.size === 0) {
+    problems.push({ code: 'InvalidSpec', message: `${at}: no usable API key (see the warnings)` });
+    return undefined;
+  }
+  const hasMeta = Object.keys(headersFromMetadata).length > 0;
   return {
     type: 'api-key',
     headerName: (spec.headerName ?? DEFAULT_API_KEY_HEADER).toLowerCase(),
     keySha256: [...digests].sort(),
+    ...(hasMeta ? { headersFromMetadata } : {}),
+    ...(hasMeta && Object.keys(keyMetadata).length ? { keyMetadata } : {}),
   };
 }
