@@ -58,6 +58,9 @@ export const PassThroughAuthSchema = z.strictObject({
       address: Name,
       connectionTimeout: Duration.optional(),
       tlsConfig: notSupported('TLS to the passthrough server is not supported; the connection is plaintext'),
+      retryPolicy: notSupported(
+        'a failed call to the passthrough server is not retried: the step denies (or allows with failureModeAllow)',
+      ),
     })
     .optional(),
   http: z
