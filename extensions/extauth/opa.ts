@@ -1,7 +1,7 @@
 // Open Policy Agent for the opaAuth and opaServerAuth steps.
 //
 // opaAuth (Rego modules + a query, evaluated inside extauth): the modules and a generated module wrapping the
-// query (`allow { <query> }`) are compiled to WebAssembly by the `opa` binary (`opa build -t wasm`; the binary
+// query (`allow { r := (<query>); r == true }`: only a `true` value allows, as Gloo) are compiled to WebAssembly by the `opa` binary (`opa build -t wasm`; the binary
 // is found at $LEGATE_OPA, else `opa` on PATH) when the config loads, and evaluated in-process with
 // @open-policy-agent/opa-wasm: no network hop per decision. docs/decisions.md has the measurement against
 // asking an OPA server. Modules in Rego v1 compile as they are; Gloo's examples are Rego v0 (`allow { … }`),
@@ -46,9 +46,10 @@ function opaBinary(): string {
 
 function run(bin: string, args: string[], cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(bin, args, { cwd, timeout: BUILD_TIMEOUT_MS, maxBuffer: 4 << 20 }, (err, _stdout, stderr) => {
+    execFile(bin, args, { cwd, timeout: BUILD_TIMEOUT_MS, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
       if (!err) return resolve();
-      const why = (stderr || err.message).trim().split('\n').slice(0, 6).join(' | ');
+      // opa prints compile errors on stdout
+      const why = (stderr.trim() || stdout.trim() || err.message).split('\n').slice(0, 6).join(' | ');
       reject(new Error((err as NodeJS.ErrnoException).code === 'ENOENT' ? `no opa binary at ${bin} (set LEGATE_OPA)` : why));
     });
   });
@@ -69,11 +70,15 @@ function tarEntry(tar: Buffer, name: string): Buffer | undefined {
   return undefined;
 }
 
-/** The generated module around the query; v0 syntax unless `v1`. */
-function queryModule(query: string, v1: boolean): string {
+/**
+ * The generated module around the query; v0 syntax unless `v1`. `strict`: the query's value must be `true`
+ * (Gloo's rule); otherwise the query must succeed (for queries of several expressions, which cannot be a value).
+ */
+function queryModule(query: string, v1: boolean, strict: boolean): string {
+  const body = strict ? `__legate_result := (${query})\n__legate_result == true` : query;
   return v1
-    ? `package ${QUERY_PACKAGE}\n\ndefault allow := false\n\nallow if {\n${query}\n}\n`
-    : `package ${QUERY_PACKAGE}\n\ndefault allow = false\n\nallow {\n${query}\n}\n`;
+    ? `package ${QUERY_PACKAGE}\n\ndefault allow := false\n\nallow if {\n${body}\n}\n`
+    : `package ${QUERY_PACKAGE}\n\ndefault allow = false\n\nallow {\n${body}\n}\n`;
 }
 
 const compiled = new Map<string, Promise<Buffer>>();
@@ -100,8 +105,8 @@ async function build(modules: Readonly<Record<string, string>>, query: string): 
   try {
     const names = Object.keys(modules).map((_, i) => `m${i}.rego`);
     await Promise.all(Object.values(modules).map((text, i) => fs.writeFile(path.join(dir, names[i]!), text)));
-    const attempt = async (v1: boolean): Promise<Buffer> => {
-      await fs.writeFile(path.join(dir, 'query.rego'), queryModule(query, v1));
+    const attempt = async (v1: boolean, strict: boolean): Promise<Buffer> => {
+      await fs.writeFile(path.join(dir, 'query.rego'), queryModule(query, v1, strict));
       const out = path.join(dir, 'bundle.tar.gz');
       const args = ['build', '-t', 'wasm', '-e', ENTRYPOINT, '-o', out, ...(v1 ? [] : ['--v0-compatible']), ...names, 'query.rego'];
       await run(opaBinary(), args, dir);
@@ -109,16 +114,24 @@ async function build(modules: Readonly<Record<string, string>>, query: string): 
       if (!wasm) throw new Error('opa build made no policy.wasm');
       return Buffer.from(wasm);
     };
-    try {
-      return await attempt(true);
-    } catch (v1Error) {
-      if (v1Error instanceof Error && v1Error.message.startsWith('no opa binary')) throw v1Error;
+    // Rego v1 first, then v0 (Gloo's examples); in each, the strict form first, then the plain one
+    // (only a query that cannot be a value falls back to the plain form: a non-boolean value never allows)
+    let first: unknown;
+    for (const v1 of [true, false]) {
       try {
-        return await attempt(false);
+        return await attempt(v1, true);
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith('no opa binary')) throw err;
+        first ??= err;
+        if (!(err instanceof Error) || !err.message.includes('query.rego') || !/rego_parse_error/.test(err.message)) continue;
+      }
+      try {
+        return await attempt(v1, false);
       } catch {
-        throw v1Error;
+        // the strict form's error says more
       }
     }
+    throw first;
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }

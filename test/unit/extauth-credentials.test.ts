@@ -1,10 +1,14 @@
-// The credential checks of the basicAuth, hmacAuth and ldap steps: apr1 and sha1 hashes against
-// htpasswd's and Gloo's documented values, HMAC signatures, and the LDAP client against a real slapd.
+// The credential checks of the basicAuth, hmacAuth, ldap and opaAuth steps: apr1 and sha1 hashes against
+// htpasswd's and Gloo's documented values, HMAC signatures, the LDAP client against a real slapd, and Rego
+// compiled by the real opa to wasm.
 import { createHmac } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LdapStepSchema } from '../../common/auth-config.js';
 import { verifyHmac } from '../../extensions/extauth/hmac.js';
 import { LdapAuthenticator, LdapPool, escapeDnValue } from '../../extensions/extauth/ldap.js';
+import { OpaWasmPolicy, opaInput } from '../../extensions/extauth/opa.js';
 import { apr1Hash, parseBasic, sha1Hash, verifyPassword } from '../../extensions/extauth/passwords.js';
 import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../e2e/harness/ldap.js';
 
@@ -116,5 +120,45 @@ describe.skipIf(!SLAPD)('ldap client against slapd', () => {
     await server.start();
     expect((await auth.authenticate('rick', 'rickpwd')).verdict).toBe('allow');
     pool.close();
+  }, 60_000);
+});
+
+const OPA_BIN = process.env['LEGATE_OPA'] || path.join(process.cwd(), '.cache/opa/bin/opa');
+describe.skipIf(!fs.existsSync(OPA_BIN))('opaAuth policies compiled to wasm', () => {
+  beforeAll(() => {
+    process.env['LEGATE_OPA'] = OPA_BIN;
+  });
+  const guide = `package test
+
+default allow = false
+allow {
+    startswith(input.http_request.path, "/api/pets")
+    input.http_request.method == "GET"
+}
+`;
+  const req = (method: string, p: string) => opaInput({ method, path: p, host: 'h', scheme: 'http', headers: { 'x-team': 'shop' } });
+
+  it("evaluates Gloo's guide policy (Rego v0) with its query", async () => {
+    const policy = await OpaWasmPolicy.load({ 'policy.rego': guide }, 'data.test.allow == true');
+    expect(policy.evaluate(req('GET', '/api/pets/1'))).toBe(true);
+    expect(policy.evaluate(req('DELETE', '/api/pets/1'))).toBe(false);
+    expect(policy.evaluate(req('GET', '/other'))).toBe(false);
+  }, 60_000);
+
+  it('takes Rego v1 and a query over headers; only a true result allows', async () => {
+    const v1 = 'package team\n\nallow if input.http_request.headers["x-team"] == "shop"\n\nlabel := "yes"\n';
+    expect((await OpaWasmPolicy.load({ 'team.rego': v1 }, 'data.team.allow')).evaluate(req('GET', '/'))).toBe(true);
+    // a query whose value cannot be `true` never allows: opa's type check refuses it
+    await expect(OpaWasmPolicy.load({ 'team.rego': v1 }, 'data.team.label')).rejects.toThrow(/rego_type_error/);
+    // several expressions: allowed when they all hold
+    const many = await OpaWasmPolicy.load({ 'team.rego': v1 }, 'x := input.http_request.method\nx == "GET"');
+    expect(many.evaluate(req('GET', '/'))).toBe(true);
+    expect(many.evaluate(req('PUT', '/'))).toBe(false);
+  }, 60_000);
+
+  it('refuses Rego that does not compile, with opa’s reason', async () => {
+    await expect(OpaWasmPolicy.load({ 'bad.rego': 'package bad\n\nallow {{ nope' }, 'data.bad.allow')).rejects.toThrow(
+      /rego_parse_error|parse/,
+    );
   }, 60_000);
 });
