@@ -1,8 +1,9 @@
 // Open Policy Agent for the opaAuth and opaServerAuth steps.
 //
 // opaAuth (Rego modules + a query, evaluated inside extauth): the modules and a generated module wrapping the
-// query (`allow { r := (<query>); r == true }`: only a `true` value allows, as Gloo) are compiled to WebAssembly by the `opa` binary (`opa build -t wasm`; the binary
-// is found at $LEGATE_OPA, else `opa` on PATH) when the config loads, and evaluated in-process with
+// query (`allow { r := (<query>); r == true }`: only a `true` value allows, as Gloo) are compiled to
+// WebAssembly by the `opa` binary (`opa build -t wasm`; the binary is found at $LEGATE_OPA, else `opa` on
+// PATH) when the config loads, and evaluated in-process with
 // @open-policy-agent/opa-wasm: no network hop per decision. docs/decisions.md has the measurement against
 // asking an OPA server. Modules in Rego v1 compile as they are; Gloo's examples are Rego v0 (`allow { … }`),
 // so a module set that does not compile as v1 is compiled again with --v0-compatible.
