@@ -43,14 +43,6 @@ const Scopes = z.array(z.string().regex(/^[^ ]+$/, 'a scope name is one non-empt
 /** `configs[].name`: what booleanExpr refers to */
 const StepName = z.string().regex(STEP_NAME, 'a step name is 1-64 characters [A-Za-z0-9_.-]').optional();
 
-/** What an access-token step may add from the token's claims (or its introspection response). */
-const claimFields = {
-  /** an OIDC userinfo endpoint asked with the token (after it validated); its answer joins the claims */
-  userinfoUrl: HttpUrl.optional(),
-  /** dynamic metadata key (namespace envoy.filters.http.ext_authz) -> claim name */
-  dynamicMetadataFromClaims: z.record(z.string().min(1), z.string().regex(/^[A-Za-z0-9_-]+$/, 'a claim name is [A-Za-z0-9_-]')).optional(),
-};
-
 export const IntrospectionStepSchema = z.object({
   type: z.literal('oauth2-introspection'),
   name: StepName,
@@ -62,9 +54,6 @@ export const IntrospectionStepSchema = z.object({
   cacheTimeoutMs: z.number().finite().min(0).default(0),
   /** every one of these must be in the token's space-separated `scope` */
   requiredScopes: Scopes.default([]),
-  /** the introspection response's attribute naming the user (sent upstream); a token without it is denied */
-  userIdAttributeName: z.string().min(1).optional(),
-  ...claimFields,
 });
 
 export const JwtStepSchema = z
@@ -87,7 +76,6 @@ export const JwtStepSchema = z
      * older controller) = every check verifies, and no edge grant
      */
     cacheTimeoutMs: z.number().finite().min(0).default(0),
-    ...claimFields,
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
 
@@ -225,6 +213,35 @@ export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   PassThroughHttpStepSchema,
   HmacStepSchema,
 ]);
+
+/** What a step reads of the request: the bearer token, and which other headers (`'*'`: every header). */
+export interface StepReads {
+  bearer: boolean;
+  headers: readonly string[] | '*';
+}
+
+/**
+ * Per step type: what it reads, so the controller asks Envoy to send those headers (ext_authz
+ * allowed_headers) and keeps the wasm bearer pre-check off configs that may allow without a token.
+ */
+export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extract<AuthStepConfig, { type: K }>) => StepReads } = {
+  'oauth2-introspection': () => ({ bearer: true, headers: [] }),
+  'oauth2-jwt': () => ({ bearer: true, headers: [] }),
+  'api-key': (s) => ({ bearer: false, headers: s.headerName === 'authorization' ? [] : [s.headerName] }),
+  // Gloo's extended basicAuth also reads Proxy-Authorization
+  'basic-auth': () => ({ bearer: false, headers: ['proxy-authorization'] }),
+  ldap: () => ({ bearer: false, headers: [] }),
+  // policies and the user's own servers may read any header; HMAC signs chosen ones
+  opa: () => ({ bearer: false, headers: '*' }),
+  'opa-server': () => ({ bearer: false, headers: '*' }),
+  'passthrough-grpc': () => ({ bearer: false, headers: '*' }),
+  'passthrough-http': () => ({ bearer: false, headers: '*' }),
+  hmac: () => ({ bearer: false, headers: '*' }),
+};
+
+export function stepReads(step: AuthStepConfig): StepReads {
+  return (STEP_READS[step.type] as (s: AuthStepConfig) => StepReads)(step);
+}
 
 export const AuthConfigConfigSchema = z
   .object({

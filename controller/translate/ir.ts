@@ -99,6 +99,8 @@ export type AuthBindingIR =
       bearerOptional?: true;
       /** request headers its steps read besides `authorization` (API key headers), which ext_authz must send */
       headers?: string[];
+      /** its steps read every request header (ext_authz must send them all) */
+      allHeaders?: true;
       sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }

@@ -1,29 +1,23 @@
 // The decision, independent of gRPC: AuthConfigs (as the controller resolved them, validated by the
-// shared schema in common/auth-config.ts) compiled into steps (step.ts: introspection-step.ts, jwt.ts),
-// and check(configId, authorizationHeader, headers) -> outcome. Every step must pass, in order, unless
-// the config has a booleanExpr over its steps' names: then the expression decides (short-circuit).
+// shared schema in common/auth-config.ts) compiled into steps by their kinds' factories (steps/index.ts),
+// and check(request) -> outcome (+ what the steps add to the answer). Every step must pass, in order,
+// unless the config has a booleanExpr over its steps' names: then the expression decides (short-circuit).
+// Clients the steps share (introspection endpoints, JWK sets, agents) live in a reference-counted pool.
 //
 // Hot path: for a cached introspection, check() is synchronous and returns a string constant; the only
 // allocations are the token slice and its sha256. Anything that is not a clear "allow" is a denial,
 // including every error (fail closed).
-import http from 'node:http';
-import https from 'node:https';
 import { createHash } from 'node:crypto';
-import {
-  DEFAULT_JWKS_REFRESH_MS,
-  parseAuthConfigConfig,
-  parseBooleanExpr,
-  type AuthConfigConfig,
-  type BoolExpr,
-} from '../../common/auth-config.js';
+import { parseAuthConfigConfig, parseBooleanExpr, type AuthConfigConfig, type BoolExpr } from '../../common/auth-config.js';
 import type { Logger } from '../../common/log.js';
-import { ApiKeyStep } from './api-key.js';
 import { parseBearer } from './token.js';
 import { Introspector, tokenHash, tokenRef } from './introspect.js';
-import { IntrospectionStep } from './introspection-step.js';
-import { JwtStep, RemoteJwks } from './jwt.js';
 import type { DenyReason, Outcome } from './outcome.js';
-import type { AuthStep, Hold, StepSummary } from './step.js';
+import { PoolLease, SharedPool } from './pool.js';
+import { PlainRequest, type AuthRequest } from './request.js';
+import type { Answer, AuthStep, Hold, StepSettings, StepSummary } from './step.js';
+import { buildStep } from './steps/index.js';
+import { RemoteJwks } from './steps/oauth2-jwt.js';
 
 export { DENY_REASONS, type DenyReason, type Outcome } from './outcome.js';
 
@@ -79,49 +73,48 @@ interface CompiledConfig {
   readonly bearer: boolean;
   /** the parsed booleanExpr, when set */
   readonly expr: BoolExpr | undefined;
-  /** the shared resources its steps use (pool keys), kept while some config uses them */
-  readonly introspectors: ReadonlyMap<string, { introspector: Introspector; cacheMs: number }>;
-  readonly jwks: ReadonlyMap<string, RemoteJwks>;
-  readonly jwtSteps: readonly JwtStep[];
+  /** the shared clients its steps use, held while the config is loaded */
+  readonly lease: PoolLease;
   readonly summary: AuthConfigSummary;
 }
 
 /** Validates the shape of one config from the controller (the shared schema); throws with a reason. */
 export const validateAuthConfig: (raw: unknown) => AuthConfigConfig = parseAuthConfigConfig;
 
-/** What an allow may tell Envoy's edge cache (docs/wasm.md): filled in by Authorizer.check. */
+/** What an allow may tell Envoy's edge cache (docs/wasm.md), and what the steps add: filled in by Authorizer.check. */
 export interface EdgeGrant {
   /** `<name>@<version>` of the config that allowed; '' when none */
   key: string;
   /** epoch ms until which every step's answer holds (cache timeout and `exp`); 0 = do not cache */
   until: number;
+  /** headers, metadata or a denial's own response the steps set; undefined when none (the usual case) */
+  answer?: Answer | undefined;
 }
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+const isIntrospector = (v: unknown): v is Introspector => v instanceof Introspector;
+const isJwks = (v: unknown): v is RemoteJwks => v instanceof RemoteJwks;
+
 export class Authorizer {
   private configs = new Map<string, CompiledConfig>();
-  private readonly introspectors = new Map<string, Introspector>();
-  private readonly jwksSources = new Map<string, RemoteJwks>();
-  private readonly agents = new Map<string, http.Agent>();
+  private readonly pool = new SharedPool();
   private readonly log: Logger;
-  private readonly timeoutMs: number;
-  private readonly cacheMaxEntries: number;
-  private readonly jwksTimeoutMs: number;
-  private readonly jwksCooldownMs: number;
-  private readonly jwtCacheMaxEntries: number;
+  private readonly settings: StepSettings;
   private readonly sweepTimer: NodeJS.Timeout;
   /** reused by check() on its synchronous path (nothing else runs meanwhile) */
-  private readonly syncHold: Hold = { until: Infinity, detail: '', headers: NO_HEADERS };
+  private readonly syncHold: Hold;
+  /** the request of check(configId, authorization, …): refilled per call, copied when a check goes async */
+  private readonly scratch = new PlainRequest({}, true);
   /** per config and reason: when a denial was last logged, and how many since were not */
   private readonly denialLog = new Map<string, { at: number; held: number }>();
   private lastUnknownLogAt = 0;
   private suppressedUnknown = 0;
   private readonly counts = { checks: 0, allowed: 0 };
-  /** counters of JWT steps no longer loaded (so the totals never go down) */
-  private readonly retiredJwt = { verifications: 0, cacheHits: 0 };
+  /** counters of steps no longer loaded (so the totals never go down) */
+  private readonly retired = { jwtVerifications: 0, jwtCacheHits: 0 };
   private readonly denied: Record<DenyReason, number> = {
     unknown_config: 0,
     malformed_request: 0,
@@ -131,21 +124,25 @@ export class Authorizer {
     insufficient_scope: 0,
     missing_api_key: 0,
     invalid_api_key: 0,
+    invalid_credentials: 0,
     access_denied: 0,
     unavailable: 0,
   };
 
   constructor(options: AuthorizerOptions) {
     this.log = options.logger;
-    this.timeoutMs = options.introspectionTimeoutMs ?? 2000;
-    this.cacheMaxEntries = options.cacheMaxEntries ?? 10_000;
-    this.jwksTimeoutMs = options.jwksTimeoutMs ?? 2000;
-    this.jwksCooldownMs = options.jwksCooldownMs ?? 10_000;
-    this.jwtCacheMaxEntries = options.jwtCacheMaxEntries ?? 10_000;
+    this.settings = {
+      introspectionTimeoutMs: options.introspectionTimeoutMs ?? 2000,
+      cacheMaxEntries: options.cacheMaxEntries ?? 10_000,
+      jwksTimeoutMs: options.jwksTimeoutMs ?? 2000,
+      jwksCooldownMs: options.jwksCooldownMs ?? 10_000,
+      jwtCacheMaxEntries: options.jwtCacheMaxEntries ?? 10_000,
+    };
+    this.syncHold = { until: Infinity, detail: '', request: this.scratch, answer: undefined };
     this.sweepTimer = setInterval(() => {
       const now = Date.now();
-      for (const i of this.introspectors.values()) i.sweep(now);
-      for (const c of this.configs.values()) for (const j of c.jwtSteps) j.sweep(now);
+      for (const i of this.pool.values('introspector:', isIntrospector)) i.sweep(now);
+      for (const c of this.configs.values()) for (const st of c.steps) st.sweep?.(now);
     }, 30_000);
     this.sweepTimer.unref();
   }
@@ -153,23 +150,15 @@ export class Authorizer {
   /**
    * Replaces the loaded configs with `raw` (the full set). A config that fails validation keeps its
    * previous version if there is one (otherwise it is absent, so its routes deny); the reasons are
-   * returned. Introspectors (their caches and connections) and JWK sets are kept for unchanged endpoints.
+   * returned. Shared clients (introspectors with their caches and connections, JWK sets) are kept for
+   * what the new configs still use, and closed when nothing does.
    */
   apply(raw: readonly unknown[]): { problems: string[] } {
     const problems: string[] = [];
     const next = new Map<string, CompiledConfig>();
-    const usedIntrospectors = new Map<string, Introspector>();
-    const usedJwks = new Map<string, RemoteJwks>();
-    const cacheMs = new Map<Introspector, number>();
     const keep = (c: CompiledConfig): void => {
       next.set(c.name, c);
-      for (const [key, { introspector, cacheMs: ms }] of c.introspectors) {
-        usedIntrospectors.set(key, introspector);
-        cacheMs.set(introspector, Math.max(cacheMs.get(introspector) ?? 0, ms));
-      }
-      for (const [key, jwks] of c.jwks) usedJwks.set(key, jwks);
     };
-    const created: RemoteJwks[] = [];
     for (const item of raw) {
       let config: AuthConfigConfig;
       try {
@@ -191,49 +180,10 @@ export class Authorizer {
         keep(current);
         continue;
       }
+      const lease = new PoolLease(this.pool);
       try {
-        const introspectors = new Map<string, { introspector: Introspector; cacheMs: number }>();
-        const jwks = new Map<string, RemoteJwks>();
-        const stepLog = this.log;
-        const steps = config.steps.map((s): AuthStep => {
-          if (s.type === 'api-key') return new ApiKeyStep(s);
-          if (s.type === 'oauth2-introspection') {
-            const key = sha256(JSON.stringify([s.introspectionUrl, s.clientId ?? '', s.clientSecret ?? '']));
-            let introspector = usedIntrospectors.get(key) ?? introspectors.get(key)?.introspector ?? this.introspectors.get(key);
-            if (!introspector) {
-              introspector = new Introspector({
-                url: s.introspectionUrl,
-                clientId: s.clientId,
-                clientSecret: s.clientSecret,
-                timeoutMs: this.timeoutMs,
-                maxEntries: this.cacheMaxEntries,
-                agent: this.agentFor(s.introspectionUrl),
-              });
-            }
-            introspectors.set(key, { introspector, cacheMs: Math.max(introspectors.get(key)?.cacheMs ?? 0, s.cacheTimeoutMs) });
-            return new IntrospectionStep(s, introspector, stepLog);
-          }
-          if (s.type !== 'oauth2-jwt') throw new Error(`${config.name}: step type ${s.type} is not enforced by this service`);
-          let remote: RemoteJwks | undefined;
-          if (s.remoteJwks) {
-            const refreshMs = s.remoteJwks.refreshIntervalMs || DEFAULT_JWKS_REFRESH_MS;
-            const key = JSON.stringify([s.remoteJwks.url, refreshMs]);
-            remote = usedJwks.get(key) ?? jwks.get(key) ?? this.jwksSources.get(key);
-            if (!remote) {
-              remote = new RemoteJwks({
-                url: s.remoteJwks.url,
-                refreshMs,
-                cooldownMs: this.jwksCooldownMs,
-                timeoutMs: this.jwksTimeoutMs,
-                logger: stepLog,
-              });
-              created.push(remote);
-            }
-            jwks.set(key, remote);
-          }
-          return new JwtStep(s, remote, stepLog, this.jwtCacheMaxEntries);
-        });
-        const jwtSteps = steps.filter((st): st is JwtStep => st instanceof JwtStep);
+        const ctx = { configName: config.name, log: this.log, settings: this.settings, pool: lease };
+        const steps = config.steps.map((s): AuthStep => buildStep(s, ctx));
         const expr =
           config.booleanExpr !== undefined
             ? parseBooleanExpr(
@@ -251,45 +201,28 @@ export class Authorizer {
           steps: steps.map((st, i) => (config.steps[i]?.name !== undefined ? { ...st.summary, name: config.steps[i].name } : st.summary)),
           ...(config.booleanExpr !== undefined ? { booleanExpr: config.booleanExpr } : {}),
         };
-        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, introspectors, jwks, jwtSteps, summary });
+        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, lease, summary });
       } catch (err) {
+        lease.releaseAll();
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
         if (current) keep(current);
       }
     }
-    // swap, then retire what is no longer used
-    for (const [intro, ms] of cacheMs) intro.cacheMs = ms;
-    const kept = new Set([...next.values()].flatMap((c) => c.jwtSteps));
-    for (const c of this.configs.values()) {
-      for (const j of c.jwtSteps) {
-        if (kept.has(j)) continue;
-        this.retiredJwt.verifications += j.counters.verifications;
-        this.retiredJwt.cacheHits += j.counters.cacheHits;
-      }
-    }
+    // swap, then retire what is no longer used (the new configs hold their references already)
+    const previous = this.configs;
     this.configs = next;
-    for (const [key, intro] of this.introspectors) {
-      if (!usedIntrospectors.has(key)) {
-        intro.clear();
-        this.introspectors.delete(key);
+    const live = new Set(next.values());
+    for (const c of previous.values()) {
+      if (live.has(c)) continue;
+      for (const st of c.steps) {
+        this.retired.jwtVerifications += st.counters?.jwtVerifications ?? 0;
+        this.retired.jwtCacheHits += st.counters?.jwtCacheHits ?? 0;
+        st.close?.();
       }
+      c.lease.releaseAll();
     }
-    for (const [key, intro] of usedIntrospectors) this.introspectors.set(key, intro);
-    for (const [key, source] of this.jwksSources) {
-      if (!usedJwks.has(key)) {
-        source.stop();
-        this.jwksSources.delete(key);
-      }
-    }
-    for (const source of created) if (![...usedJwks.values()].includes(source)) source.stop();
-    for (const [key, source] of usedJwks) this.jwksSources.set(key, source);
-    const origins = new Set([...this.introspectors.values()].map((i) => i.url.origin));
-    for (const [origin, agent] of this.agents) {
-      if (!origins.has(origin)) {
-        agent.destroy();
-        this.agents.delete(origin);
-      }
-    }
+    for (const i of this.pool.values('introspector:', isIntrospector)) i.cacheMs = 0;
+    for (const c of next.values()) for (const st of c.steps) st.applied?.();
     return { problems };
   }
 
@@ -306,7 +239,7 @@ export class Authorizer {
     let errors = 0;
     let hits = 0;
     let entries = 0;
-    for (const i of this.introspectors.values()) {
+    for (const i of this.pool.values('introspector:', isIntrospector)) {
       introspections += i.counters.calls;
       joined += i.counters.joined;
       errors += i.counters.errors;
@@ -315,18 +248,19 @@ export class Authorizer {
     }
     let jwksFetches = 0;
     let jwksFetchErrors = 0;
-    for (const j of this.jwksSources.values()) {
+    for (const j of this.pool.values('jwks:', isJwks)) {
       jwksFetches += j.counters.fetches;
       jwksFetchErrors += j.counters.errors;
     }
-    let jwtVerifications = this.retiredJwt.verifications;
-    let jwtCacheHits = this.retiredJwt.cacheHits;
+    let jwtVerifications = this.retired.jwtVerifications;
+    let jwtCacheHits = this.retired.jwtCacheHits;
     let jwtCacheEntries = 0;
     for (const c of this.configs.values()) {
-      for (const j of c.jwtSteps) {
-        jwtVerifications += j.counters.verifications;
-        jwtCacheHits += j.counters.cacheHits;
-        jwtCacheEntries += j.cacheSize;
+      for (const st of c.steps) {
+        if (st.counters === undefined) continue;
+        jwtVerifications += st.counters.jwtVerifications ?? 0;
+        jwtCacheHits += st.counters.jwtCacheHits ?? 0;
+        if (st.counters.jwtVerifications !== undefined) jwtCacheEntries += st.cacheSize ?? 0;
       }
     }
     return {
@@ -355,8 +289,8 @@ export class Authorizer {
   }
 
   /**
-   * Decides one request. Synchronous when every step answers without I/O (cached introspections, or
-   * a denial before any call); a Promise otherwise. Never rejects.
+   * Decides one request from its bearer header and the other headers sent (check(request) with plain
+   * values). Synchronous when every step answers without I/O; a Promise otherwise. Never rejects.
    */
   check(
     configId: string,
@@ -365,6 +299,16 @@ export class Authorizer {
     grant?: EdgeGrant,
     headers: Readonly<Record<string, string>> = NO_HEADERS,
   ): Outcome | Promise<Outcome> {
+    return this.checkRequest(this.scratch.reset(configId, authorization, ambiguous, headers), grant);
+  }
+
+  /**
+   * Decides one request. Synchronous when every step answers without I/O (cached introspections, or
+   * a denial before any call); a Promise otherwise. Never rejects. `grant` receives the edge grant of
+   * an allow and what the steps add to the answer (headers, metadata, a denial's own response).
+   */
+  checkRequest(request: AuthRequest, grant?: EdgeGrant): Outcome | Promise<Outcome> {
+    const configId = request.configId;
     const config = this.configs.get(configId);
     if (config === undefined) {
       this.logUnknownConfig(configId);
@@ -374,50 +318,47 @@ export class Authorizer {
     let hash = '';
     let tokenProblem: DenyReason | undefined;
     if (config.bearer) {
-      const parsed = authorization === undefined || ambiguous ? undefined : parseBearer(authorization);
+      const authorization = request.authorization;
+      const parsed = authorization === undefined || request.ambiguous ? undefined : parseBearer(authorization);
       if (parsed === undefined) tokenProblem = authorization === undefined ? 'missing_token' : 'invalid_request';
       else {
         token = parsed;
         hash = tokenHash(parsed);
       }
     }
-    if (config.expr !== undefined) return this.checkExpr(config, token, hash, tokenProblem, headers);
+    if (config.expr !== undefined) return this.checkExpr(config, token, hash, tokenProblem, request.stable(), grant);
     if (tokenProblem !== undefined) return this.deny(config, tokenProblem, undefined, '');
     const now = Date.now();
     const steps = config.steps;
     const hold = this.syncHold;
     hold.until = Infinity;
     hold.detail = '';
-    hold.headers = headers;
+    hold.request = request;
+    hold.answer = undefined;
     for (let i = 0; i < steps.length; i++) {
       const verdict = steps[i]!.decideNow(token, hash, now, hold);
-      if (verdict === undefined) return this.checkFrom(config, i, token, hash, { until: hold.until, detail: '', headers }, grant);
-      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail);
+      if (verdict === undefined) {
+        const later: Hold = { until: hold.until, detail: '', request: request.stable(), answer: hold.answer };
+        hold.answer = undefined;
+        return this.checkFrom(config, i, token, hash, later, grant);
+      }
+      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail, hold, grant);
     }
-    if (grant !== undefined) grantEdge(grant, config, hold.until);
+    if (grant !== undefined) {
+      grantEdge(grant, config, hold.until);
+      if (hold.answer !== undefined) grant.answer = hold.answer;
+    }
+    hold.answer = undefined;
     return this.record('allow');
   }
 
   stop(): void {
     clearInterval(this.sweepTimer);
-    for (const i of this.introspectors.values()) i.clear();
-    for (const j of this.jwksSources.values()) j.stop();
-    for (const a of this.agents.values()) a.destroy();
-    this.agents.clear();
+    for (const c of this.configs.values()) for (const st of c.steps) st.close?.();
+    this.pool.clear();
   }
 
   // ---- internals
-
-  private agentFor(url: string): http.Agent {
-    const origin = new URL(url).origin;
-    let agent = this.agents.get(origin);
-    if (!agent) {
-      const options: http.AgentOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 64, scheduling: 'lifo' };
-      agent = origin.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
-      this.agents.set(origin, agent);
-    }
-    return agent;
-  }
 
   private async checkFrom(
     config: CompiledConfig,
@@ -432,9 +373,12 @@ export class Authorizer {
       const step = steps[i]!;
       let verdict = i === from ? undefined : step.decideNow(token, hash, Date.now(), hold);
       verdict ??= await step.decide(token, hash, hold, config.name);
-      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail);
+      if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail, hold, grant);
     }
-    if (grant !== undefined) grantEdge(grant, config, hold.until);
+    if (grant !== undefined) {
+      grantEdge(grant, config, hold.until);
+      if (hold.answer !== undefined) grant.answer = hold.answer;
+    }
     return this.record('allow');
   }
 
@@ -449,9 +393,10 @@ export class Authorizer {
     token: string,
     hash: string,
     tokenProblem: DenyReason | undefined,
-    headers: Readonly<Record<string, string>>,
+    request: AuthRequest,
+    grant: EdgeGrant | undefined,
   ): Promise<Outcome> {
-    const hold: Hold = { until: 0, detail: '', headers };
+    const hold: Hold = { until: 0, detail: '', request, answer: undefined };
     let lastDenial: DenyReason = 'access_denied';
     let lastDetail = '';
     const evaluate = async (e: BoolExpr): Promise<boolean> => {
@@ -472,6 +417,8 @@ export class Authorizer {
           const step = config.steps[e.step]!;
           let verdict: Outcome;
           hold.detail = '';
+          // a denial's own response is the deciding step's: an earlier step's does not outlive it
+          if (hold.answer?.denial !== undefined) delete hold.answer.denial;
           if (step.bearer && tokenProblem !== undefined) verdict = tokenProblem;
           else verdict = step.decideNow(token, hash, Date.now(), hold) ?? (await step.decide(token, hash, hold, config.name));
           if (verdict === 'allow') return true;
@@ -481,11 +428,26 @@ export class Authorizer {
         }
       }
     };
-    if (await evaluate(config.expr!)) return this.record('allow');
-    return this.deny(config, lastDenial, hash || undefined, lastDetail);
+    if (await evaluate(config.expr!)) {
+      if (grant !== undefined && hold.answer !== undefined) grant.answer = hold.answer;
+      return this.record('allow');
+    }
+    return this.deny(config, lastDenial, hash || undefined, lastDetail, hold, grant);
   }
 
-  private deny(config: CompiledConfig, reason: DenyReason, hash: string | undefined, detail: string): DenyReason {
+  /** Counts and logs a denial; hands the steps' answer (a denial's own response) to the grant. */
+  private deny(
+    config: CompiledConfig,
+    reason: DenyReason,
+    hash: string | undefined,
+    detail: string,
+    hold?: Hold,
+    grant?: EdgeGrant,
+  ): DenyReason {
+    if (hold !== undefined) {
+      if (grant !== undefined && hold.answer !== undefined) grant.answer = hold.answer;
+      hold.answer = undefined;
+    }
     this.logDenial(config.name, reason, hash, detail);
     this.record(reason);
     return reason;

@@ -4,7 +4,9 @@
 // `config_id` context extension.
 //
 // Every answer is an explicit CheckResponse: allowed (status OK + ok_response) or denied (status
-// PERMISSION_DENIED + denied_response 403 with a small JSON body). Failures (unknown config, provider
+// PERMISSION_DENIED + denied_response 403 with a small JSON body). A step may shape the answer (step.ts
+// Answer): headers for the upstream request or the client's response and dynamic metadata on an allow, its
+// own status, headers and body on a denial (a 302 to a login page); those answers are encoded per call. Failures (unknown config, provider
 // down, internal errors) are denials too, never gRPC errors, so a filter configured with
 // failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why), the
 // gRPC server by ./check-server.ts (node:http2, not grpc-js: see ../common/unary-server.ts for why).
@@ -22,6 +24,7 @@ import {
   type EdgeGrant,
   type Outcome,
 } from './authorizer.js';
+import type { Answer, AnswerHeader } from './step.js';
 import { encodeAllowWithEdgeGrant, parseCheckRequest, type CheckInput } from './wire.js';
 import { framePrefix, frameMessage, startCheckServer, type CheckServer } from './check-server.js';
 
@@ -67,6 +70,7 @@ export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challen
   insufficient_scope: { error: 'insufficient_scope', challenge: 'Bearer error="insufficient_scope"' },
   missing_api_key: { error: 'missing_api_key', status: 'Unauthorized' },
   invalid_api_key: { error: 'invalid_api_key', status: 'Unauthorized' },
+  invalid_credentials: { error: 'invalid_credentials', status: 'Unauthorized' },
   access_denied: { error: 'access_denied' },
   unavailable: { error: 'temporarily_unavailable' },
 };
@@ -77,6 +81,53 @@ const CHECK_SPAN = `${AUTHORIZATION_SERVICE}/Check`;
 /** google.rpc.Code */
 const RPC_OK = 0;
 const RPC_PERMISSION_DENIED = 7;
+
+/** google.protobuf.Value of a JSON value (dynamic metadata; protobufjs names the well-known types in camelCase). */
+function structValue(v: unknown): object {
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(structValue) } };
+  if (typeof v === 'object') return { structValue: toStruct(v as Record<string, unknown>) };
+  return { stringValue: String(v) };
+}
+
+function toStruct(o: Readonly<Record<string, unknown>>): object {
+  return { fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, structValue(v)])) };
+}
+
+function headerOptions(headers: readonly AnswerHeader[] | undefined): object[] {
+  return (headers ?? []).map((h) => ({
+    header: { key: h.name, value: h.value },
+    append_action: h.append ? 'APPEND_IF_EXISTS_OR_ADD' : 'OVERWRITE_IF_EXISTS_OR_ADD',
+  }));
+}
+
+/**
+ * The CheckResponse of an outcome whose steps shaped the answer (encoded per call: not the hot path). An
+ * allow carries its headers and metadata; a denial its own response, or the reason's default when the
+ * step set none (then the answer's allow parts are dropped).
+ */
+export function encodeAnswer(serialize: (value: object) => Buffer, outcome: Outcome, answer: Answer): Buffer | undefined {
+  if (outcome === 'allow') {
+    return serialize({
+      status: { code: RPC_OK },
+      ok_response: {
+        headers: headerOptions(answer.upstreamHeaders),
+        headers_to_remove: answer.removeHeaders ?? [],
+        response_headers_to_add: headerOptions(answer.responseHeaders),
+      },
+      ...(answer.metadata !== undefined ? { dynamic_metadata: toStruct(answer.metadata) } : {}),
+    });
+  }
+  const d = answer.denial;
+  if (d === undefined) return undefined;
+  return serialize({
+    status: { code: RPC_PERMISSION_DENIED },
+    denied_response: { status: { code: d.status }, headers: headerOptions(d.headers), body: d.body },
+  });
+}
 
 /** The CheckResponse of every outcome, as the proto-loader definition encodes it (once). */
 export function encodeResponses(serialize: (value: object) => Buffer): Record<Outcome, Buffer> {
@@ -129,7 +180,8 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
   const definition = lookupService(pkg, AUTHORIZATION_SERVICE).service;
   const check = definition['Check'];
   if (!check) throw new Error(`${AUTHORIZATION_SERVICE}/Check missing from the loaded protos`);
-  const responses = encodeResponses(check.responseSerialize as (value: object) => Buffer);
+  const serialize = check.responseSerialize as (value: object) => Buffer;
+  const responses = encodeResponses(serialize);
 
   const observe = options.observe;
   let lastMalformedLogAt = 0;
@@ -138,12 +190,6 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     const t0 = observe ? performance.now() : 0;
     // an allow may carry how long Envoy's edge cache may reuse it (docs/wasm.md)
     const grant: EdgeGrant = { key: '', until: 0 };
-    const done = observe
-      ? (o: Outcome): void => {
-          observe(o, input.configId, (performance.now() - t0) / 1000);
-          answer(o, grant);
-        }
-      : (o: Outcome): void => answer(o, grant);
     let outcome: Outcome | Promise<Outcome>;
     if (input.malformed) {
       const now = Date.now();
@@ -154,19 +200,25 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
       outcome = authorizer.record('malformed_request');
     } else {
       try {
-        outcome = authorizer.check(input.configId, input.authorization, input.ambiguous, grant, input.headers);
+        outcome = authorizer.checkRequest(input, grant);
       } catch (err) {
         log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
         outcome = authorizer.record('unavailable');
       }
     }
     if (typeof outcome === 'string') {
-      done(outcome);
+      if (observe) observe(outcome, input.configId, (performance.now() - t0) / 1000);
+      answer(outcome, grant);
       return;
     }
-    outcome.then(done, (err: unknown) => {
+    // a closure only on the asynchronous path: the synchronous one (the usual) answers directly
+    const finish = (o: Outcome): void => {
+      if (observe) observe(o, input.configId, (performance.now() - t0) / 1000);
+      answer(o, grant);
+    };
+    outcome.then(finish, (err: unknown) => {
       log.error('check failed; denying', { config_id: input.configId, error: err instanceof Error ? err.message : 'unknown error' });
-      done(authorizer.record('unavailable'));
+      finish(authorizer.record('unavailable'));
     });
   };
 
@@ -182,9 +234,24 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
         const span = tracer?.startServerSpan(CHECK_SPAN, call)?.set('legate.extauth.config_id', input.configId);
         decide(input, (o, grant) => {
           span?.set('legate.extauth.outcome', o).end(o === 'unavailable' || o === 'malformed_request' ? o : undefined);
-          if (o !== 'allow' || grant.until === 0) return reply(framed[o]);
+          let shaped: Buffer | undefined;
+          if (grant.answer !== undefined) {
+            try {
+              shaped = encodeAnswer(serialize, o, grant.answer);
+            } catch (err) {
+              // a step's answer that cannot be encoded is a denial, never an allow without its headers
+              log.error('cannot encode a step answer; denying', {
+                config_id: input.configId,
+                error: err instanceof Error ? err.message : 'unknown error',
+              });
+              return reply(framed.unavailable);
+            }
+          }
+          if (o !== 'allow') return reply(shaped !== undefined ? frameMessage(shaped) : framed[o]);
+          if (grant.until === 0) return reply(shaped !== undefined ? frameMessage(shaped) : framed.allow);
           const ms = Math.floor(grant.until - Date.now());
-          reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(responses.allow, grant.key, ms, 5)) : framed.allow);
+          const allow = shaped ?? responses.allow;
+          reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(allow, grant.key, ms, 5)) : frameMessage(allow));
         });
       },
       onError: (what, err) => log.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),

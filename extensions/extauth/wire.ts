@@ -1,12 +1,13 @@
 // The wire side of envoy.service.auth.v3.Authorization/Check, kept off the hot path's allocations:
 //
-// - Requests: a CheckRequest carries the whole request (peers, every header, metadata, TLS info), but a
-//   decision needs two strings: the `authorization` header and the `config_id` context extension (and
-//   an API key header, for apiKeyAuth). Rather than materialising the message with protobufjs (tens of
-//   objects per call), parseCheckRequest walks the protobuf wire format once and copies out only those
-//   values: the filter's allowed_headers limits what Envoy sends to `authorization` and the API key
-//   headers, and other non-pseudo headers land in `headers` (no object when there are none). Everything else is skipped by
-//   wire type. It never throws: a malformed message comes back with `malformed: true` (and is denied).
+// - Requests: a CheckRequest carries the whole request (peers, every header, metadata, TLS info), but the
+//   hot path needs a few strings: the `authorization` header, the `config_id` context extension and the
+//   other headers sent (the filter's allowed_headers limits them to what the bound configs read, e.g. API
+//   key headers). Rather than materialising the message with protobufjs (tens of objects per call),
+//   parseCheckRequest walks the protobuf wire format once and copies out only those values, noting where
+//   the HttpRequest and the source peer are: method, path, host, scheme, body and peer address are decoded
+//   from the bytes only when a step asks (CheckInput). It never throws: a malformed message comes back
+//   with `malformed: true` (and is denied).
 // - Responses: there are only a handful of distinct CheckResponses (allow, and one per denial reason),
 //   so they are encoded once at startup with the regular (proto-loader) serializer and the handler
 //   hands grpc-js the ready bytes.
@@ -20,21 +21,163 @@
 //   HeaderMap.headers = 1 (HeaderValue{key = 1, value = 2, raw_value = 3})
 //   map entries: key = 1, value = 2
 import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
+import { withAuthorization, type AuthRequest } from './request.js';
 
 /** Dynamic metadata keys of an allow (namespace `envoy.filters.http.ext_authz`), read by bearer-check. */
 export const EDGE_METADATA = { key: 'legate_auth_key', cacheMs: 'legate_cache_ms' } as const;
 
-export interface CheckInput {
+/**
+ * One Check's request. The fast path's fields are copied out by parseCheckRequest; the rest (method, path,
+ * host, scheme, body, peer) is decoded from the message bytes only when a step asks (AuthRequest), and is
+ * kept in private fields, so tests comparing the parsed fields see only these.
+ */
+export class CheckInput implements AuthRequest {
   /** `config_id` context extension; '' when absent */
-  configId: string;
+  configId = '';
   /** the `authorization` request header; undefined when absent */
-  authorization: string | undefined;
+  authorization: string | undefined = undefined;
   /** more than one `authorization` header (header_map form), or an unparsable message */
-  ambiguous: boolean;
-  malformed: boolean;
+  ambiguous = false;
+  malformed = false;
   /** other headers sent (not `authorization`, not pseudo-headers), lower-case names; a repeated one is
    * joined with ',' (so it matches no key); undefined when there are none */
-  headers?: Record<string, string>;
+  declare headers?: Record<string, string>;
+  /** the message bytes until a step asks for more than the fast path's fields, then what was decoded */
+  #lazy: Buffer | Decoded | undefined;
+
+  /** Keeps the message for lazy decoding (set once by the parser; one field, so the hot path's object stays small). */
+  keep(message: Buffer): void {
+    this.#lazy = message;
+  }
+
+  header(name: string): string | undefined {
+    if (name === 'authorization') return this.authorization;
+    const h = this.headers;
+    return h !== undefined && Object.hasOwn(h, name) ? h[name] : undefined;
+  }
+
+  get allHeaders(): Readonly<Record<string, string>> {
+    return withAuthorization(this.headers ?? {}, this.authorization);
+  }
+
+  get method(): string {
+    return this.decoded().method;
+  }
+
+  get scheme(): string {
+    return this.decoded().scheme;
+  }
+
+  get host(): string {
+    return this.decoded().host;
+  }
+
+  get path(): string {
+    return this.decoded().path;
+  }
+
+  get body(): string | undefined {
+    return this.decoded().body;
+  }
+
+  get rawBody(): Buffer | undefined {
+    return this.decoded().rawBody;
+  }
+
+  get sourceAddress(): string {
+    return this.decoded().sourceAddress;
+  }
+
+  stable(): AuthRequest {
+    return this;
+  }
+
+  private decoded(): Decoded {
+    const lazy = this.#lazy;
+    if (lazy === undefined) return NOTHING;
+    if (!Buffer.isBuffer(lazy)) return lazy;
+    const d = decode(lazy);
+    this.#lazy = d;
+    return d;
+  }
+}
+
+/** What the slow path decodes of a CheckRequest. */
+interface Decoded {
+  method: string;
+  scheme: string;
+  host: string;
+  path: string;
+  body: string | undefined;
+  rawBody: Buffer | undefined;
+  sourceAddress: string;
+}
+const NOTHING: Decoded = Object.freeze({
+  method: '',
+  scheme: '',
+  host: '',
+  path: '',
+  body: undefined,
+  rawBody: undefined,
+  sourceAddress: '',
+});
+
+/**
+ * The slow path: CheckRequest.attributes = 1 -> AttributeContext.source = 1 (Peer.address = 1 ->
+ * Address.socket_address = 1 -> SocketAddress.address = 2) and .request = 4 -> Request.http = 2 ->
+ * HttpRequest.method = 2, path = 4, host = 5, scheme = 6, body = 11, raw_body = 12.
+ */
+function decode(message: Buffer): Decoded {
+  const out: Decoded = { method: '', scheme: '', host: '', path: '', body: undefined, rawBody: undefined, sourceAddress: '' };
+  const rd = new ProtoReader();
+  rd.reset(message);
+  /** the [start, end) of the first length-delimited field `wanted` within [from, to) */
+  const field = (from: number, to: number, wanted: number): [number, number] | undefined => {
+    rd.pos = from;
+    while (rd.pos < to) {
+      const tag = rd.varint(to);
+      if (tag === ((wanted << 3) | 2)) {
+        const e = rd.delimited(to);
+        return [rd.pos, e];
+      }
+      rd.skip(tag & 7, to);
+    }
+    return undefined;
+  };
+  try {
+    const attributes = field(0, message.length, 1);
+    if (attributes === undefined) return out;
+    const source = field(attributes[0], attributes[1], 1);
+    const address = source && field(source[0], source[1], 1);
+    const socket = address && field(address[0], address[1], 1);
+    const ip = socket && field(socket[0], socket[1], 2);
+    if (ip) out.sourceAddress = message.toString('latin1', ip[0], ip[1]);
+    const request = field(attributes[0], attributes[1], 4);
+    const http = request && field(request[0], request[1], 2);
+    if (!http) return out;
+    const end = http[1];
+    rd.pos = http[0];
+    while (rd.pos < end) {
+      const tag = rd.varint(end);
+      const n = Math.floor(tag / 8);
+      if ((tag & 7) !== 2) {
+        rd.skip(tag & 7, end);
+        continue;
+      }
+      const e = rd.delimited(end);
+      const text = (): string => message.toString('utf8', rd.pos, e);
+      if (n === 2) out.method = text();
+      else if (n === 4) out.path = text();
+      else if (n === 5) out.host = text();
+      else if (n === 6) out.scheme = text();
+      else if (n === 11) out.body = text();
+      else if (n === 12) out.rawBody = Buffer.from(message.subarray(rd.pos, e)); // a copy: the message is not ours to keep
+      rd.pos = e;
+    }
+  } catch (err) {
+    if (!(err instanceof MalformedProtobuf)) throw err;
+  }
+  return out;
 }
 
 const AUTHORIZATION = Buffer.from('authorization', 'latin1');
@@ -42,7 +185,7 @@ const CONFIG_ID = Buffer.from('config_id', 'latin1');
 
 // One reader for every parse: module-level so a walk allocates nothing but what it returns.
 const r = new ProtoReader();
-let out: CheckInput = { configId: '', authorization: undefined, ambiguous: false, malformed: false };
+let out: CheckInput = new CheckInput();
 
 function bytesEqual(start: number, end: number, expected: Buffer): boolean {
   if (end - start !== expected.length) return false;
@@ -163,9 +306,12 @@ function attributes(end: number): void {
   }
 }
 
-/** Extracts the `authorization` header and the `config_id` context extension from a serialized CheckRequest. */
+/**
+ * Extracts the `authorization` header, the `config_id` context extension and the other headers sent from a
+ * serialized CheckRequest; the rest stays in the bytes until a step asks (CheckInput).
+ */
 export function parseCheckRequest(bytes: Buffer): CheckInput {
-  const result: CheckInput = { configId: '', authorization: undefined, ambiguous: false, malformed: false };
+  const result = new CheckInput();
   r.reset(bytes);
   out = result;
   try {
@@ -178,6 +324,7 @@ export function parseCheckRequest(bytes: Buffer): CheckInput {
         r.pos = e;
       } else r.skip(tag & 7, end);
     }
+    result.keep(bytes);
   } catch (err) {
     if (!(err instanceof MalformedProtobuf)) throw err;
     result.malformed = true;

@@ -1,6 +1,7 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
 // `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, which of the user's own
 // servers of Settings namedExtauth, or none).
+import { stepReads } from '../../../../common/auth-config.js';
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
 import type { ListenerExtauth } from '../../../api/schemas.js';
@@ -150,10 +151,11 @@ function authBinding(
     sourceType,
     sourceName,
   };
-  const headers = (config?.steps ?? []).flatMap((s) => (s.type === 'api-key' && s.headerName !== 'authorization' ? [s.headerName] : []));
-  // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`); other steps read other credentials
-  const bearerOnly = (config?.steps ?? []).every((s) => s.type === 'oauth2-introspection' || s.type === 'oauth2-jwt');
-  if (headers.length || config?.booleanExpr !== undefined || !bearerOnly) Object.assign(binding, { bearerOptional: true });
+  const reads = (config?.steps ?? []).map(stepReads);
+  const headers = reads.flatMap((r) => (r.headers === '*' ? [] : r.headers));
+  // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
+  if (reads.some((r) => !r.bearer) || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
   if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
+  if (reads.some((r) => r.headers === '*')) Object.assign(binding, { allHeaders: true });
   return binding;
 }

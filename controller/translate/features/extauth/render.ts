@@ -213,11 +213,22 @@ function skippable(filter: HttpFilter, skip: { header: string; value: string }):
   };
 }
 
-/** The headers the AuthConfigs bound on the proxy read besides `authorization` (API keys), sorted. */
-function extraHeaders(proxy: ProxyIR): string[] {
+/** The headers the AuthConfigs bound on the proxy read besides `authorization` (API keys), sorted; '*' = all. */
+function extraHeaders(proxy: ProxyIR): string[] | '*' {
   const names = new Set<string>();
-  for (const auth of allAuthBindings(proxy)) if ('configId' in auth) for (const h of auth.headers ?? []) names.add(h);
+  for (const auth of allAuthBindings(proxy)) {
+    if (!('configId' in auth)) continue;
+    if (auth.allHeaders) return '*';
+    for (const h of auth.headers ?? []) names.add(h);
+  }
   return [...names].sort();
+}
+
+/** ext_authz allowed_headers: `authorization` and the headers the bound configs read; none (every header) for '*'. */
+function allowedHeaders(proxy: ProxyIR): object {
+  const extra = extraHeaders(proxy);
+  if (extra === '*') return {};
+  return { allowed_headers: { patterns: [{ exact: 'authorization' }, ...extra.map((h) => ({ exact: h }))] } };
 }
 
 /** `skip`: the wasm edge cache's verified header (docs/wasm.md); requests carrying it skip the check. */
@@ -263,9 +274,7 @@ export function extauthRender(
           ...(o.statPrefix ? { stat_prefix: o.statPrefix } : {}),
           // Legate's service reads only the bearer token (and API key headers): sending those instead of all
           // headers halves what Envoy encodes and the service decodes per check; another server gets them all
-          ...(o.server
-            ? {}
-            : { allowed_headers: { patterns: [{ exact: 'authorization' }, ...extraHeaders(proxy).map((h) => ({ exact: h }))] } }),
+          ...(o.server ? {} : allowedHeaders(proxy)),
         }),
       };
       return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }, ...custom];

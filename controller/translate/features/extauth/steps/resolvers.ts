@@ -1,5 +1,5 @@
-// Stage 1 for the AuthConfig steps besides oauth2 and apiKeyAuth: basicAuth, ldap, opaAuth,
-// opaServerAuth, passThroughAuth and hmacAuth -> the step the extauth service applies
+// The checks of the basicAuth, ldap, opaAuth, opaServerAuth, passThroughAuth and hmacAuth resolvers (one file
+// per kind beside this one registers each): Gloo's step -> the step the extauth service applies
 // (common/auth-config.ts). References are read here (LDAP service account and HMAC credentials from
 // Secrets, Rego modules from ConfigMaps), so the extauth service never reads the cluster.
 import type {
@@ -10,13 +10,13 @@ import type {
   OpaStepConfig,
   PassThroughGrpcStepConfig,
   PassThroughHttpStepConfig,
-} from '../../../../common/auth-config.js';
-import type { ConfigMap, Secret } from '../../../api/resources.js';
-import type { AuthStep } from '../../../api/schemas.js';
-import { parseDuration } from '../../duration.js';
-import type { Problem } from '../../feature.js';
-import { nsName } from '../../names.js';
-import { secretValue } from '../../secrets.js';
+} from '../../../../../common/auth-config.js';
+import type { ConfigMap, Secret } from '../../../../api/resources.js';
+import type { AuthStep } from '../../../../api/schemas.js';
+import type { Problem } from '../../../feature.js';
+import { nsName } from '../../../names.js';
+import { secretValue } from '../../../secrets.js';
+import { durationMs, type StepResolveContext } from './common.js';
 
 export interface StepRefs {
   ns: string;
@@ -24,9 +24,8 @@ export interface StepRefs {
   configMaps: ReadonlyMap<string, ConfigMap>;
 }
 
-function durationMs(text: string): number {
-  const d = parseDuration(text);
-  return Math.round(d.seconds * 1000 + (d.nanos ?? 0) / 1e6);
+export function refsOf(ctx: StepResolveContext): StepRefs {
+  return { ns: ctx.namespace, secrets: ctx.secrets, configMaps: ctx.configMaps };
 }
 
 function invalid(problems: Problem[], message: string): undefined {

@@ -1,12 +1,16 @@
 // oauth2.accessTokenValidation by introspection (RFC 7662) as an AuthStep: the token's introspection
 // result, from the shared Introspector's cache or from a call, then `active`, `exp` and the scopes.
 // The Introspector (endpoint + client identity, cache, single-flight) is shared by every step that
-// names the same endpoint and client; the Authorizer owns and retires it.
-import type { IntrospectionStepConfig } from '../../common/contract.js';
-import type { Logger } from '../../common/log.js';
-import { IntrospectionError, redactUrl, tokenRef, type ActiveToken, type Introspection, type Introspector } from './introspect.js';
-import type { Outcome } from './outcome.js';
-import type { AuthStep, Hold, StepSummary } from './step.js';
+// names the same endpoint and client, and its keep-alive agent by every introspector of the origin
+// (both from the SharedPool, so an update that keeps the endpoint keeps its cache and connections).
+import http from 'node:http';
+import https from 'node:https';
+import { createHash } from 'node:crypto';
+import type { IntrospectionStepConfig } from '../../../common/contract.js';
+import type { Logger } from '../../../common/log.js';
+import { IntrospectionError, Introspector, redactUrl, tokenRef, type ActiveToken, type Introspection } from '../introspect.js';
+import type { Outcome } from '../outcome.js';
+import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
 
 export class IntrospectionStep implements AuthStep {
   readonly bearer = true;
@@ -32,6 +36,11 @@ export class IntrospectionStep implements AuthStep {
 
   get cacheMs(): number {
     return this.cacheTimeoutMs;
+  }
+
+  /** The shared introspector keeps results as long as the longest cache timeout of its steps asks. */
+  applied(): void {
+    if (this.cacheTimeoutMs > this.introspector.cacheMs) this.introspector.cacheMs = this.cacheTimeoutMs;
   }
 
   decideNow(_token: string, hash: string, now: number, hold: Hold): Outcome | undefined {
@@ -76,3 +85,35 @@ export class IntrospectionStep implements AuthStep {
     });
   }
 }
+
+/** A keep-alive agent per origin, shared by the introspectors there. */
+function agentFor(origin: string): http.Agent {
+  const options: http.AgentOptions = { keepAlive: true, maxSockets: 64, maxFreeSockets: 64, scheduling: 'lifo' };
+  return origin.startsWith('https:') ? new https.Agent(options) : new http.Agent(options);
+}
+
+export const introspectionStep: StepFactory<IntrospectionStepConfig> = (config, ctx) => {
+  const origin = new URL(config.introspectionUrl).origin;
+  const agent = ctx.pool.get(
+    `agent:${origin}`,
+    () => agentFor(origin),
+    (a) => a.destroy(),
+  );
+  const key = createHash('sha256')
+    .update(JSON.stringify([config.introspectionUrl, config.clientId ?? '', config.clientSecret ?? '']))
+    .digest('hex');
+  const introspector = ctx.pool.get(
+    `introspector:${key}`,
+    () =>
+      new Introspector({
+        url: config.introspectionUrl,
+        clientId: config.clientId,
+        clientSecret: config.clientSecret,
+        timeoutMs: ctx.settings.introspectionTimeoutMs,
+        maxEntries: ctx.settings.cacheMaxEntries,
+        agent,
+      }),
+    (i) => i.clear(),
+  );
+  return new IntrospectionStep(config, introspector, ctx.log);
+};

@@ -17,12 +17,12 @@
 // as without the cache. An allow also grants Envoy's edge cache the same deadline (docs/wasm.md).
 import { createHash, type KeyObject } from 'node:crypto';
 import { createLocalJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions } from 'jose';
-import { JWT_ALGORITHMS, parseLocalKeys, unusableJwk, type JwtStepConfig } from '../../common/auth-config.js';
-import type { Logger } from '../../common/log.js';
-import { ExpiringCache } from './cache.js';
-import { redactUrl, tokenRef } from './introspect.js';
-import type { Outcome } from './outcome.js';
-import type { AuthStep, Hold, StepSummary } from './step.js';
+import { DEFAULT_JWKS_REFRESH_MS, JWT_ALGORITHMS, parseLocalKeys, unusableJwk, type JwtStepConfig } from '../../../common/auth-config.js';
+import type { Logger } from '../../../common/log.js';
+import { ExpiringCache } from '../cache.js';
+import { redactUrl, tokenRef } from '../introspect.js';
+import type { Outcome } from '../outcome.js';
+import type { AuthStep, Hold, StepCounters, StepFactory, StepSummary } from '../step.js';
 
 /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
 export const JWT_CLOCK_SKEW_SECONDS = 30;
@@ -183,7 +183,7 @@ interface Verified {
 export class JwtStep implements AuthStep {
   readonly bearer = true;
   readonly summary: StepSummary;
-  readonly counters = { verifications: 0, cacheHits: 0 };
+  readonly counters: Required<StepCounters> = { jwtVerifications: 0, jwtCacheHits: 0 };
   private readonly key: JWTVerifyGetKey | KeyObject;
   private readonly verifyOptions: JWTVerifyOptions;
   private readonly requiredScopes: readonly string[];
@@ -247,7 +247,7 @@ export class JwtStep implements AuthStep {
       const hit = verified.get(hash, now);
       if (hit !== undefined) {
         if (hit.generation === (this.remote?.generation ?? 0)) {
-          this.counters.cacheHits++;
+          this.counters.jwtCacheHits++;
           return this.judge(hit.payload, hit.deadAt, hold);
         }
         verified.delete(hash); // verified with a key set that has changed since
@@ -267,7 +267,7 @@ export class JwtStep implements AuthStep {
     let payload: JWTPayload;
     // the generation before the verification: a set that changes meanwhile makes the entry stale, not wrong
     const generation = this.remote?.generation ?? 0;
-    this.counters.verifications++;
+    this.counters.jwtVerifications++;
     try {
       ({ payload } = await jwtVerify(token, this.key, this.verifyOptions));
     } catch (err) {
@@ -348,3 +348,18 @@ function hasScopes(payload: JWTPayload, required: readonly string[]): boolean {
   } else add(scp);
   return required.every((r) => have.has(r));
 }
+
+export const jwtStep: StepFactory<JwtStepConfig> = (config, ctx) => {
+  let remote: RemoteJwks | undefined;
+  if (config.remoteJwks) {
+    const { url } = config.remoteJwks;
+    const refreshMs = config.remoteJwks.refreshIntervalMs || DEFAULT_JWKS_REFRESH_MS;
+    remote = ctx.pool.get(
+      `jwks:${JSON.stringify([url, refreshMs])}`,
+      () =>
+        new RemoteJwks({ url, refreshMs, cooldownMs: ctx.settings.jwksCooldownMs, timeoutMs: ctx.settings.jwksTimeoutMs, logger: ctx.log }),
+      (j) => j.stop(),
+    );
+  }
+  return new JwtStep(config, remote, ctx.log, ctx.settings.jwtCacheMaxEntries);
+};
