@@ -152,14 +152,14 @@ function headerValue(h: HeaderOption): [string, string] | undefined {
 
 const HTTP_STATUS: Record<string, number> = { Unauthorized: 401, Forbidden: 403, BadRequest: 400, TooManyRequests: 429 };
 
-/** A JSON value as google.protobuf.Value (proto-loader object form). */
+/** A JSON value as google.protobuf.Value (protobufjs's own well-known types: camelCase field names). */
 function toValue(v: unknown): object {
-  if (v === null || v === undefined) return { null_value: 'NULL_VALUE' };
-  if (typeof v === 'boolean') return { bool_value: v };
-  if (typeof v === 'number') return { number_value: v };
-  if (typeof v === 'string') return { string_value: v };
-  if (Array.isArray(v)) return { list_value: { values: v.map(toValue) } };
-  return { struct_value: toStruct(v as Record<string, unknown>) };
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toValue) } };
+  return { structValue: toStruct(v as Record<string, unknown>) };
 }
 
 function toStruct(o: Record<string, unknown>): object {
@@ -168,11 +168,11 @@ function toStruct(o: Record<string, unknown>): object {
 
 function fromValue(v: unknown): unknown {
   const x = (v ?? {}) as Record<string, unknown>;
-  if ('string_value' in x) return x['string_value'];
-  if ('number_value' in x) return x['number_value'];
-  if ('bool_value' in x) return x['bool_value'];
-  if ('struct_value' in x) return fromStruct(x['struct_value']);
-  if ('list_value' in x) return ((x['list_value'] as { values?: unknown[] }).values ?? []).map(fromValue);
+  if ('stringValue' in x) return x['stringValue'];
+  if ('numberValue' in x) return x['numberValue'];
+  if ('boolValue' in x) return x['boolValue'];
+  if ('structValue' in x) return fromStruct(x['structValue']);
+  if ('listValue' in x) return ((x['listValue'] as { values?: unknown[] }).values ?? []).map(fromValue);
   return null;
 }
 
