@@ -1,5 +1,5 @@
 // oauth2.accessTokenValidation.jwt as an AuthStep: the token is a JWS verified with jose against a
-// JWK set (fetched from remoteJwks.url, or given inline as localJwks), then `exp` (required), `nbf`,
+// JWK set (fetched from remoteJwks.url, or given inline as localJwks), then `exp` (when present, as Gloo), `nbf`,
 // `iss` and `aud` with a small clock skew, then the required scopes from `scope` (space-separated) or
 // `scp` (an array, or a space-separated string). Only asymmetric algorithms are accepted
 // (JWT_ALGORITHMS): never `none`, never HS*, so a public key can never serve as an HMAC secret.
@@ -215,7 +215,6 @@ export class JwtStep implements AuthStep {
       // a JWK set picks keys by the token's alg; a single PEM key only takes the algorithms of its type
       algorithms: 'asymmetricKeyType' in this.key ? algorithmsFor(this.key) : [...JWT_ALGORITHMS],
       clockTolerance: JWT_CLOCK_SKEW_SECONDS,
-      requiredClaims: ['exp'],
       ...(config.issuer !== undefined ? { issuer: config.issuer } : {}),
       ...(config.audiences.length ? { audience: [...config.audiences] } : {}),
     };
@@ -273,9 +272,10 @@ export class JwtStep implements AuthStep {
     } catch (err) {
       return this.refused(err, hash, hold, configId);
     }
-    // reusable until `exp` (required, so a number), never past cacheTimeoutMs from now
+    // reusable until `exp` (a token without one: cacheTimeoutMs alone), never past cacheTimeoutMs from now
     const now = Date.now();
-    let deadAt = this.cacheTimeoutMs <= 0 ? 0 : Math.min(now + this.cacheTimeoutMs, (payload.exp ?? 0) * 1000);
+    const expMs = typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
+    let deadAt = this.cacheTimeoutMs <= 0 ? 0 : Math.min(now + this.cacheTimeoutMs, expMs);
     if (deadAt <= now)
       deadAt = 0; // past `exp` but within the clock skew: allowed, never reused
     else if (this.verified !== undefined) this.verified.set(hash, { deadAt, payload, generation });
