@@ -43,6 +43,11 @@ const Scopes = z.array(z.string().regex(/^[^ ]+$/, 'a scope name is one non-empt
 /** `configs[].name`: what booleanExpr refers to */
 const StepName = z.string().regex(STEP_NAME, 'a step name is 1-64 characters [A-Za-z0-9_.-]').optional();
 
+/** dynamicMetadataFromClaims: dynamic metadata key (namespace envoy.filters.http.ext_authz) -> claim name. */
+const MetadataFromClaims = z
+  .record(z.string().min(1), z.string().regex(/^[A-Za-z0-9_-]+$/, 'a claim name is alphanumeric with - or _'))
+  .optional();
+
 export const IntrospectionStepSchema = z.object({
   type: z.literal('oauth2-introspection'),
   name: StepName,
@@ -54,6 +59,9 @@ export const IntrospectionStepSchema = z.object({
   cacheTimeoutMs: z.number().finite().min(0).default(0),
   /** every one of these must be in the token's space-separated `scope` */
   requiredScopes: Scopes.default([]),
+  /** the introspection response's attribute naming the user: a token whose answer lacks it is denied */
+  userIdAttributeName: z.string().min(1).optional(),
+  dynamicMetadataFromClaims: MetadataFromClaims,
 });
 
 export const JwtStepSchema = z
@@ -76,6 +84,7 @@ export const JwtStepSchema = z
      * older controller) = every check verifies, and no edge grant
      */
     cacheTimeoutMs: z.number().finite().min(0).default(0),
+    dynamicMetadataFromClaims: MetadataFromClaims,
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
 

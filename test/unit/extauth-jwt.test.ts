@@ -324,6 +324,18 @@ describe('JWT step: bad tokens are invalid_token, with the reason logged', () =>
     expect(await decide('ns.jwt', await sign(rs, { exp: null }))).toBe('allow');
   });
 
+  it('dynamicMetadataFromClaims: the claims as dynamic metadata, and no edge grant (it would skip them)', async () => {
+    await load(remote('ns.meta', { dynamicMetadataFromClaims: { issuer: 'iss', who: 'sub', nothing: 'absent' }, cacheTimeoutMs: 60_000 }));
+    const token = await sign(rs);
+    for (let i = 0; i < 2; i++) {
+      // the second answer comes from the step's cache of verified tokens
+      const grant: EdgeGrant = { key: '', until: 0 };
+      expect(await authz.check('ns.meta', `Bearer ${token}`, false, grant)).toBe('allow');
+      expect(grant.answer?.metadata).toEqual({ issuer: ISSUER, who: 'user-1' });
+      expect(grant.until).toBe(0);
+    }
+  });
+
   it('denies what is no JWT at all without any fetch', async () => {
     await load(remote('ns.jwt'));
     const before = fetches;

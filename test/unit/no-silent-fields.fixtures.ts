@@ -404,12 +404,8 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
-  'AuthConfig configs[].oauth2.accessTokenValidation.introspection.userIdAttributeName':
-    'it names the user ID for Settings extauth userIdHeader, which Legate refuses',
   'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':
-    'it fetches user info for later steps (OPA, headers) Legate does not have; no decision depends on it',
-  'AuthConfig configs[].oauth2.accessTokenValidation.dynamicMetadataFromClaims.*':
-    'Envoy dynamic metadata for other filters; nothing in Legate reads it (rate-limit dynamicMetadata actions are refused)',
+    "its answer goes to the state Gloo's later steps (plugins) read; Legate's steps share no state, so no decision depends on it",
   'AuthConfig failOnRedirect': "Legate's auth steps never redirect (oidcAuthorizationCode is refused)",
   'GraphQLApi statPrefix': 'the GraphQL service keeps no per-API stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.statPrefix': 'the GraphQL service keeps no per-resolver stats',

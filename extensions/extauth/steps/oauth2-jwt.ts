@@ -22,7 +22,8 @@ import type { Logger } from '../../../common/log.js';
 import { ExpiringCache } from '../cache.js';
 import { redactUrl, tokenRef } from '../introspect.js';
 import type { Outcome } from '../outcome.js';
-import type { AuthStep, Hold, StepCounters, StepFactory, StepSummary } from '../step.js';
+import { claimsMetadata } from '../claims.js';
+import { addMetadata, type AuthStep, type Hold, type StepCounters, type StepFactory, type StepSummary } from '../step.js';
 
 /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
 export const JWT_CLOCK_SKEW_SECONDS = 30;
@@ -187,6 +188,7 @@ export class JwtStep implements AuthStep {
   private readonly key: JWTVerifyGetKey | KeyObject;
   private readonly verifyOptions: JWTVerifyOptions;
   private readonly requiredScopes: readonly string[];
+  private readonly metadataFromClaims: readonly (readonly [key: string, claim: string])[];
   private readonly cacheTimeoutMs: number;
   /** verified tokens by hash; undefined when off (cacheTimeoutMs 0 or no entries allowed) */
   private readonly verified: ExpiringCache<Verified> | undefined;
@@ -209,6 +211,7 @@ export class JwtStep implements AuthStep {
       this.key = local.kind === 'pem' ? local.key : createLocalJWKSet(local.jwks as Parameters<typeof createLocalJWKSet>[0]);
     }
     this.requiredScopes = [...config.requiredScopes];
+    this.metadataFromClaims = Object.entries(config.dynamicMetadataFromClaims ?? {});
     this.cacheTimeoutMs = config.cacheTimeoutMs;
     this.verified = config.cacheTimeoutMs > 0 && cacheMaxEntries > 0 ? new ExpiringCache<Verified>(cacheMaxEntries) : undefined;
     this.verifyOptions = {
@@ -289,6 +292,10 @@ export class JwtStep implements AuthStep {
       return 'insufficient_scope';
     }
     if (deadAt < hold.until) hold.until = deadAt;
+    if (this.metadataFromClaims.length) {
+      addMetadata(hold, claimsMetadata(payload, this.metadataFromClaims));
+      hold.until = 0; // the edge cache would skip ext_authz, and with it the metadata
+    }
     return 'allow';
   }
 
