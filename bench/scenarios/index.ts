@@ -14,6 +14,7 @@ import {
   authUnprotected,
   providerIntrospection,
 } from './auth.js';
+import { authBasic, authLdap, authOpa, authStepsUnprotected } from './auth-steps.js';
 import { accessLogJson, accessLogJson17, accessLogOff } from './access-log.js';
 import { ACCESS_LOG_VARIANTS } from './access-log-variants.js';
 import { tracingOff, tracingSampled } from './tracing.js';
@@ -73,6 +74,10 @@ export const SCENARIOS: readonly Scenario[] = [
   authJwtNoEdge,
   authJwtVerify,
   providerIntrospection,
+  authStepsUnprotected,
+  authLdap,
+  authOpa,
+  authBasic,
   missingTokenWasm,
   missingTokenExtauth,
   wasmAuthOn,
