@@ -198,6 +198,114 @@ export const HmacStepSchema = z.object({
   credentials: z.record(z.string().min(1), z.string().min(1)).refine((c) => Object.keys(c).length > 0, 'no credentials'),
 });
 
+const CookieName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, 'must be a cookie name (an HTTP token)');
+
+/**
+ * oauth2.oidcAuthorizationCode (`flow: 'oidc'`) and oauth2.oauth2 (`flow: 'oauth2'`, plain OAuth2): a browser
+ * login by the authorization code grant with PKCE, a session (an encrypted cookie, or a random id in a cookie
+ * and the tokens in Redis), logout, refresh, and the tokens forwarded upstream in headers.
+ */
+export const CodeFlowStepSchema = z
+  .object({
+    type: z.literal('oauth2-code'),
+    name: StepName,
+    flow: z.enum(['oidc', 'oauth2']),
+    clientId: z.string().min(1),
+    /** absent: a public client (PKCE only, disableClientSecret) */
+    clientSecret: z.string().min(1).optional(),
+    /** oidc: `<issuerUrl>/.well-known/openid-configuration` is read (and re-read every discoveryPollIntervalMs) */
+    issuerUrl: HttpUrl.optional(),
+    discoveryPollIntervalMs: z
+      .number()
+      .int()
+      .min(1000)
+      .default(30 * 60_000),
+    /** explicit endpoints (plain OAuth2), or overrides of discovered ones */
+    authEndpoint: HttpUrl.optional(),
+    tokenEndpoint: HttpUrl.optional(),
+    jwksUri: HttpUrl.optional(),
+    revocationEndpoint: HttpUrl.optional(),
+    /** ID token algorithms accepted (default: every asymmetric one) */
+    idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
+    /** token endpoint client authentication: basic (default) or the secret in the form */
+    clientSecretPost: z.boolean().default(false),
+    appUrl: HttpUrl,
+    callbackPath: z.string().min(1),
+    callbackPathIsRegex: z.boolean().default(false),
+    logoutPath: z.string().startsWith('/').optional(),
+    afterLogoutUrl: HttpUrl.optional(),
+    scopes: Scopes.default([]),
+    authEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    tokenEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    /** a login redirect answers 401 instead (AuthConfig failOnRedirect) */
+    failOnRedirect: z.boolean().default(false),
+    session: z.object({
+      store: z.enum(['cookie', 'redis']),
+      /** the session cookie's name (keyPrefix included) */
+      cookieName: CookieName,
+      /** cookie store: the 32-byte AES-GCM key (base64) that encrypts and authenticates the cookie */
+      cookieKey: z.string().optional(),
+      redis: z
+        .object({
+          host: z.string().min(1),
+          port: z.number().int().min(1).max(65535),
+          db: z.number().int().min(0).default(0),
+          tls: z.boolean().default(false),
+          keyPrefix: z.string().default(''),
+          /** header carrying the session id on the code exchange (Gloo's headerName) */
+          sessionIdHeader: HeaderName.optional(),
+        })
+        .optional(),
+      allowRefreshing: z.boolean(),
+      preExpiryBufferMs: z.number().int().min(0).default(2000),
+      /** Redis unreachable: deny (true), or start a new login (false) */
+      failOnFetchFailure: z.boolean().default(false),
+      /** requests for other hosts are denied (RFC 6265 domain match) */
+      targetDomain: z.string().optional(),
+      cookie: z.object({
+        /** seconds; 0 = a browser-session cookie */
+        maxAgeSeconds: z.number().int().min(0).default(2_592_000),
+        secure: z.boolean().default(true),
+        httpOnly: z.boolean().default(true),
+        /** '' = no Path attribute */
+        path: z.string().default('/'),
+        sameSite: z.enum(['lax', 'strict', 'none', 'default']).default('lax'),
+        domain: z.string().optional(),
+      }),
+    }),
+    headers: z
+      .object({
+        idTokenHeader: HeaderName.optional(),
+        accessTokenHeader: HeaderName.optional(),
+        useBearerSchemaForAuthorization: z.boolean().default(false),
+      })
+      .default({ useBearerSchemaForAuthorization: false }),
+    /** ID token claims (oidc) copied to upstream request headers */
+    claimsToHeaders: z.array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) })).default([]),
+    /** dynamic metadata key -> ID token claim */
+    dynamicMetadataFromClaims: z.record(z.string(), z.string()).default({}),
+  })
+  .superRefine((s, ctx) => {
+    if (s.flow === 'oidc' && s.issuerUrl === undefined) ctx.addIssue({ code: 'custom', path: ['issuerUrl'], message: 'is required' });
+    if (s.flow === 'oauth2' && (s.authEndpoint === undefined || s.tokenEndpoint === undefined))
+      ctx.addIssue({ code: 'custom', path: ['authEndpoint'], message: 'authEndpoint and tokenEndpoint are required' });
+    if (s.session.store === 'redis' && s.session.redis === undefined)
+      ctx.addIssue({ code: 'custom', path: ['session', 'redis'], message: 'is required for a Redis session' });
+    if (s.session.store === 'cookie') {
+      const key = s.session.cookieKey === undefined ? undefined : Buffer.from(s.session.cookieKey, 'base64');
+      if (key?.length !== 32) ctx.addIssue({ code: 'custom', path: ['session', 'cookieKey'], message: 'must be 32 bytes (base64)' });
+    }
+    if (!s.callbackPathIsRegex && !s.callbackPath.startsWith('/'))
+      ctx.addIssue({ code: 'custom', path: ['callbackPath'], message: 'must start with /' });
+    if (s.callbackPathIsRegex) {
+      try {
+        new RegExp(s.callbackPath);
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['callbackPath'], message: 'is not a valid regular expression' });
+      }
+    }
+  });
+
 export const STEP_TYPES = [
   'oauth2-introspection',
   'oauth2-jwt',
@@ -209,6 +317,7 @@ export const STEP_TYPES = [
   'passthrough-grpc',
   'passthrough-http',
   'hmac',
+  'oauth2-code',
 ] as const;
 export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   IntrospectionStepSchema,
@@ -221,6 +330,7 @@ export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   PassThroughGrpcStepSchema,
   PassThroughHttpStepSchema,
   HmacStepSchema,
+  CodeFlowStepSchema,
 ]);
 
 /** What a step reads of the request: the bearer token, and which other headers (`'*'`: every header). */
@@ -246,6 +356,8 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   'passthrough-grpc': () => ({ bearer: false, headers: '*' }),
   'passthrough-http': () => ({ bearer: false, headers: '*' }),
   hmac: () => ({ bearer: false, headers: '*' }),
+  // the session cookie, and the host and path (sent anyway)
+  'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
 };
 
 export function stepReads(step: AuthStepConfig): StepReads {
@@ -288,6 +400,7 @@ export type OpaServerStepConfig = z.infer<typeof OpaServerStepSchema>;
 export type PassThroughGrpcStepConfig = z.infer<typeof PassThroughGrpcStepSchema>;
 export type PassThroughHttpStepConfig = z.infer<typeof PassThroughHttpStepSchema>;
 export type HmacStepConfig = z.infer<typeof HmacStepSchema>;
+export type CodeFlowStepConfig = z.infer<typeof CodeFlowStepSchema>;
 export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
 export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;
 

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { sealCookieSession } from '../../extensions/extauth/steps/oauth2-code.js';
 import { envoyConcurrency, envoyPath, envoyStats, legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { getJson, send, waitFor } from '../lib/net.js';
 import {
@@ -139,6 +140,40 @@ spec:
 `;
 }
 
+/** The OIDC route's session key (a Secret the AuthConfig's cipherConfig names) and a logged-in session cookie. */
+const OIDC_KEY = '0123456789abcdef0123456789abcdef';
+const OIDC_COOKIE = `__session=${sealCookieSession(Buffer.from(OIDC_KEY).toString('base64'), '__session', {
+  idToken: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJiZW5jaCJ9.c2ln',
+  accessToken: 'bench-access-token',
+  expiresAt: Date.now() + 365 * 86_400_000,
+})}`;
+
+/** A browser-login AuthConfig (the demo provider's web client) whose sessions are sealed with OIDC_KEY. */
+function oidcAuthConfigYaml(providerPort: number): string {
+  return `apiVersion: v1
+kind: Secret
+metadata: { name: bench-oidc-key, namespace: legate-system }
+stringData: { key: ${OIDC_KEY} }
+---
+apiVersion: enterprise.legate.dev/v1
+kind: AuthConfig
+metadata: { name: bench-oidc, namespace: legate-system }
+spec:
+  configs:
+    - oauth2:
+        oidcAuthorizationCode:
+          appUrl: http://localhost:8080/
+          callbackPath: /oidc/callback
+          clientId: legate-web
+          disableClientSecret: true
+          issuerUrl: http://127.0.0.1:${providerPort}
+          headers: { idTokenHeader: x-id-token }
+          session:
+            cookieOptions: { notSecure: true }
+            cipherConfig: { keyRef: { name: bench-oidc-key, namespace: legate-system } }
+`;
+}
+
 const EXT_AUTHZ_CALLS = 'cluster.legate-extauth.upstream_rq_total';
 
 /** What the server side did per request: introspections at the provider, ext_authz checks Envoy made. */
@@ -179,6 +214,7 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
         introspectionAuthConfigYaml({ ...common, name: 'bench-nocache', cacheTimeout: '0s' }),
         jwtAuthConfigYaml('bench-jwt', jwt.jwks),
         jwtAuthConfigYaml('bench-jwt-verify', jwt.jwks, '0s'),
+        oidcAuthConfigYaml(p.server.info.port),
       ].join('---\n'),
       'vs.yaml': vsWithRoutesYaml('auth', [
         routeYaml('/open'),
@@ -187,6 +223,7 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
         // before /jwt, which is its prefix
         routeYaml('/jwt-verify', 'bench-jwt-verify'),
         routeYaml('/jwt', 'bench-jwt'),
+        routeYaml('/oidc', 'bench-oidc'),
       ]),
       ...(edge ? {} : { 'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: true, graphqlCheck: true, cacheEntries: 0 }) }),
     };
@@ -209,6 +246,16 @@ function gateway(ctx: BenchContext, p: Provider, edge = true): Promise<{ value: 
         const denied = await send(gw.ports.http, { path: route });
         if (denied.status !== 403) throw new Error(`${route} without a token answered ${denied.status}, expected 403`);
       }
+      await waitFor(
+        '/oidc to let a session cookie through',
+        async () => {
+          const r = await send(gw.ports.http, { path: '/oidc/bench', headers: { cookie: OIDC_COOKIE } });
+          return r.status === 200 && r.text === up.body ? true : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
+      );
+      const login = await send(gw.ports.http, { path: '/oidc/bench' });
+      if (login.status !== 302) throw new Error(`/oidc without a session answered ${login.status}, expected 302 (the login)`);
       return { gw, up, stop: () => gw.stop() };
     } catch (err) {
       await gw.stop();
@@ -286,6 +333,17 @@ export const authCached = authScenario({
   aims: { 'auth-unprotected': 0.45 },
   request: oneToken,
   notes: [],
+});
+
+export const authOidcSession = authScenario({
+  name: 'auth-oidc-session',
+  description:
+    'GET on a route protected by oidcAuthorizationCode, logged in: a sealed session cookie, opened by the extauth service on every ' +
+    'request (an ext_authz Check, no provider call), the ID token forwarded in a header: the pair of auth-unprotected',
+  route: '/oidc',
+  compareTo: ['auth-unprotected', 'auth-cached-no-edge'],
+  request: () => ({ headers: { cookie: OIDC_COOKIE } }),
+  notes: ['the cookie is sealed by the bench with the AuthConfig cipher key (no browser login)'],
 });
 
 export const authCachedNoEdge = authScenario({

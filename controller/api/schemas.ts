@@ -737,6 +737,123 @@ const AccessTokenValidationSchema = z
     message: 'set exactly one validation method: introspectionUrl, introspection or jwt',
   });
 
+/** `oauth2.*.session` (Gloo's UserSession). */
+const UserSessionSchema = z.strictObject({
+  failOnFetchFailure: z.boolean().optional(),
+  cookieOptions: z
+    .strictObject({
+      maxAge: z.number().int().min(0).optional(),
+      notSecure: z.boolean().optional(),
+      httpOnly: z.boolean().optional(),
+      path: z.string().optional(),
+      sameSite: z.enum(['DefaultMode', 'LaxMode', 'StrictMode', 'NoneMode']).optional(),
+      domain: z.string().optional(),
+    })
+    .optional(),
+  cookie: z
+    .strictObject({ allowRefreshing: z.boolean().optional(), keyPrefix: z.string().optional(), targetDomain: z.string().optional() })
+    .optional(),
+  redis: z
+    .strictObject({
+      options: z
+        .strictObject({
+          host: z.string().min(1),
+          db: z.number().int().min(0).optional(),
+          poolSize: z.number().int().min(0).optional(),
+          tlsCertMountPath: notSupported('Legate does not read certificates from mounted files; use socketType TLS with a public CA'),
+          socketType: z.enum(['TCP', 'TLS']).optional(),
+        })
+        .optional(),
+      keyPrefix: z.string().optional(),
+      cookieName: z.string().optional(),
+      allowRefreshing: z.boolean().optional(),
+      preExpiryBuffer: Duration.optional(),
+      targetDomain: z.string().optional(),
+      headerName: z.string().optional(),
+    })
+    .optional(),
+  cipherConfig: z.strictObject({ keyRef: ResourceRefSchema.optional() }).optional(),
+});
+
+const ClaimToHeaderSchema = z.strictObject({ claim: z.string().min(1), header: z.string().min(1), append: z.boolean().optional() });
+
+/** `oauth2.oidcAuthorizationCode` (Gloo's OidcAuthorizationCode). */
+const OidcAuthorizationCodeSchema = z.strictObject({
+  clientId: z.string().min(1),
+  clientSecretRef: ResourceRefSchema.optional(),
+  issuerUrl: z.string().min(1),
+  authEndpointQueryParams: z.record(z.string(), z.string()).optional(),
+  tokenEndpointQueryParams: z.record(z.string(), z.string()).optional(),
+  appUrl: z.string().min(1),
+  callbackPath: z.string().min(1),
+  logoutPath: z.string().optional(),
+  afterLogoutUrl: z.string().optional(),
+  scopes: z.array(z.string().min(1)).optional(),
+  session: UserSessionSchema.optional(),
+  headers: z
+    .strictObject({
+      idTokenHeader: z.string().optional(),
+      accessTokenHeader: z.string().optional(),
+      useBearerSchemaForAuthorization: z.boolean().optional(),
+    })
+    .optional(),
+  discoveryOverride: z
+    .strictObject({
+      authEndpoint: z.string().optional(),
+      tokenEndpoint: z.string().optional(),
+      jwksUri: z.string().optional(),
+      revocationEndpoint: z.string().optional(),
+      idTokenAlgs: z.array(z.string()).optional(),
+      authMethods: z.array(z.string()).optional(),
+      scopes: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
+      responseTypes: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
+      subjects: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
+      claims: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
+      endSessionEndpoint: notSupported("logout ends Legate's session and redirects to afterLogoutUrl; it does not call the provider"),
+    })
+    .optional(),
+  discoveryPollInterval: Duration.optional(),
+  jwksCacheRefreshPolicy: notSupported(
+    "the provider's JWK set is refetched on an unknown kid at most every 10s; the policy is not configurable",
+  ),
+  sessionIdHeaderName: z.string().optional(),
+  parseCallbackPathAsRegex: z.boolean().optional(),
+  autoMapFromMetadata: notSupported('query parameters from dynamic metadata are not implemented'),
+  endSessionProperties: notSupported("logout ends Legate's session and redirects to afterLogoutUrl; it does not call the provider"),
+  dynamicMetadataFromClaims: z.record(z.string(), z.string()).optional(),
+  disableClientSecret: z.boolean().optional(),
+  accessToken: z.strictObject({ claimsToHeaders: z.array(ClaimToHeaderSchema).optional() }).optional(),
+  identityToken: z.strictObject({ claimsToHeaders: z.array(ClaimToHeaderSchema).optional() }).optional(),
+  clientAuthentication: z
+    .strictObject({
+      clientSecret: z
+        .strictObject({ clientSecretRef: ResourceRefSchema.optional(), disableClientSecret: z.boolean().optional() })
+        .optional(),
+      privateKeyJwt: notSupported('private_key_jwt client authentication is not implemented; use clientSecret'),
+    })
+    .optional(),
+});
+export type OidcAuthorizationCode = z.infer<typeof OidcAuthorizationCodeSchema>;
+
+/** `oauth2.oauth2` (Gloo's PlainOAuth2). */
+const PlainOAuth2Schema = z.strictObject({
+  clientId: z.string().min(1),
+  clientSecretRef: ResourceRefSchema.optional(),
+  authEndpointQueryParams: z.record(z.string(), z.string()).optional(),
+  appUrl: z.string().min(1),
+  callbackPath: z.string().min(1),
+  scopes: z.array(z.string().min(1)).optional(),
+  session: UserSessionSchema.optional(),
+  logoutPath: z.string().optional(),
+  tokenEndpointQueryParams: z.record(z.string(), z.string()).optional(),
+  afterLogoutUrl: z.string().optional(),
+  authEndpoint: z.string().min(1),
+  tokenEndpoint: z.string().min(1),
+  revocationEndpoint: z.string().optional(),
+  disableClientSecret: z.boolean().optional(),
+});
+export type PlainOAuth2 = z.infer<typeof PlainOAuth2Schema>;
+
 /** The step kinds Gloo knows; those without a schema below are reported as not supported. */
 export const AUTH_STEP_KINDS = [
   'basicAuth',
@@ -769,8 +886,8 @@ const AuthStepSchema = z.strictObject({
   oauth2: z
     .strictObject({
       accessTokenValidation: AccessTokenValidationSchema.optional(),
-      oidcAuthorizationCode: z.record(z.string(), z.unknown()).optional(),
-      oauth2: z.record(z.string(), z.unknown()).optional(),
+      oidcAuthorizationCode: OidcAuthorizationCodeSchema.optional(),
+      oauth2: PlainOAuth2Schema.optional(),
     })
     .optional(),
   apiKeyAuth: ApiKeyAuthSchema.optional(),
@@ -783,7 +900,11 @@ const AuthStepSchema = z.strictObject({
   ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => !Object.hasOwn(TYPED_STEP_KINDS, k)).map((k) => [k, z.unknown().optional()])),
 });
 export type AuthStep = z.infer<typeof AuthStepSchema> & {
-  oauth2?: { accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema> };
+  oauth2?: {
+    accessTokenValidation?: z.infer<typeof AccessTokenValidationSchema>;
+    oidcAuthorizationCode?: OidcAuthorizationCode;
+    oauth2?: PlainOAuth2;
+  };
   apiKeyAuth?: z.infer<typeof ApiKeyAuthSchema>;
   basicAuth?: z.infer<typeof BasicAuthSchema>;
   ldap?: z.infer<typeof LdapSchema>;

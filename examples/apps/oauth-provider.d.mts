@@ -9,7 +9,16 @@ export interface ProviderClient {
   scope?: string;
   /** a resource server: may introspect and revoke any client's tokens */
   introspector?: boolean;
+  /** a browser app: authorization code and refresh tokens, to these redirect URIs */
+  web?: boolean;
+  redirectUris?: string[];
 }
+
+/** The browser app's client (authorization code, refresh tokens); default id legate-web, secret legate-web-secret. */
+export declare function webClient(redirectUris: string[], clientSecret?: string, clientId?: string): ProviderClient;
+
+/** A fresh RS256 signing key set (pass the same one to a restarted provider so its tokens still verify). */
+export declare function signingKeys(): { keys: object[] };
 
 export declare const DEFAULT_CLIENTS: ProviderClient[];
 
@@ -26,6 +35,8 @@ export interface StartProviderOptions {
   clients?: ProviderClient[];
   /** lifetime of client-credentials tokens. Default 300 */
   ttlSeconds?: number;
+  /** lifetime of the browser login's ID and access tokens. Default 300 */
+  idTokenTtlSeconds?: number;
   issuer?: string;
   store?: ProviderStore;
   extraScopes?: string[];
@@ -37,7 +48,7 @@ export interface StartProviderOptions {
 export interface RunningProvider {
   port: number;
   issuer: string;
-  urls: { token: string; introspection: string; revocation: string };
+  urls: { discovery: string; authorization: string; token: string; introspection: string; revocation: string };
   store: ProviderStore;
   /** the oidc-provider instance */
   provider: unknown;

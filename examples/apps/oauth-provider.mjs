@@ -4,11 +4,17 @@
 //
 //   node examples/apps/oauth-provider.mjs        # listens on 127.0.0.1:$PORT (default 9010)
 //
+// Browser login (authorization code + PKCE, refresh tokens, an OIDC ID token): the web client below, a
+// login form (oidc-provider's dev interactions: any user name, any password; `alice` is the demo user) and
+// no consent screen for it (the demo grants its scopes). Its redirect URI: WEB_REDIRECT_URI
+// (http://localhost:8080/callback). ID_TOKEN_TTL_SECONDS (300) sets ID and access token lifetimes.
+//
 // Clients (override the secrets with the env vars in brackets):
 //   legate-demo / legate-demo-secret      [DEMO_CLIENT_SECRET]     the demo app: gets tokens with
 //                                                                   scopes products:read products:write
 //   legate-extauth / legate-extauth-secret [EXTAUTH_CLIENT_SECRET] the resource server (Legate's extauth):
 //                                                                   may introspect and revoke any token
+//   legate-web / legate-web-secret        [WEB_CLIENT_SECRET]      the browser app (authorization code)
 // Other env: HOST (127.0.0.1), TOKEN_TTL_SECONDS (300: lifetime of client-credentials tokens), ISSUER.
 //
 // Get a token and use it:
@@ -39,7 +45,16 @@ export const DEFAULT_CLIENTS = [
     clientSecret: process.env.EXTAUTH_CLIENT_SECRET || 'legate-extauth-secret',
     introspector: true,
   },
+  webClient(process.env.WEB_REDIRECT_URI ? [process.env.WEB_REDIRECT_URI] : ['http://localhost:8080/callback']),
 ];
+
+/** The browser app's client (authorization code, refresh tokens) with these redirect URIs. */
+export function webClient(redirectUris, clientSecret = process.env.WEB_CLIENT_SECRET || 'legate-web-secret', clientId = 'legate-web') {
+  return { clientId, clientSecret, web: true, redirectUris, scope: 'openid email profile offline_access' };
+}
+
+/** The demo's users: any name logs in; these have claims. */
+const USERS = { alice: { email: 'alice@example.com', name: 'Alice Example' } };
 
 /** A token store that outlives a provider instance (see startProvider's `store`). */
 export function createStore() {
@@ -114,7 +129,7 @@ function adapterFor(store) {
   };
 }
 
-function signingKeys() {
+export function signingKeys() {
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   return { keys: [{ ...privateKey.export({ format: 'jwk' }), use: 'sig', alg: 'RS256', kid: crypto.randomUUID() }] };
 }
@@ -124,7 +139,8 @@ const log = (level, msg, fields = {}) =>
 
 /**
  * Starts the provider. Options: port (0 = any; default 9010), host (127.0.0.1), clients (see
- * DEFAULT_CLIENTS), ttlSeconds (client-credentials token lifetime, default 300), issuer (default
+ * DEFAULT_CLIENTS and webClient()), ttlSeconds (client-credentials token lifetime, default 300),
+ * idTokenTtlSeconds (ID and access tokens of the browser login, default 300), issuer (default
  * http://host:port), store (createStore(); default a fresh one), quiet (no log lines).
  */
 export async function startProvider(options = {}) {
@@ -134,6 +150,8 @@ export async function startProvider(options = {}) {
   const store = options.store ?? createStore();
   const quiet = options.quiet ?? false;
   const introspectors = new Set(clients.filter((c) => c.introspector).map((c) => c.clientId));
+  const webIds = new Set(clients.filter((c) => c.web).map((c) => c.clientId));
+  const idTokenTtlSeconds = options.idTokenTtlSeconds ?? 300;
 
   let handler = (_req, res) => {
     res.writeHead(503).end();
@@ -156,20 +174,47 @@ export async function startProvider(options = {}) {
     clients: clients.map((c) => ({
       client_id: c.clientId,
       client_secret: c.clientSecret,
-      grant_types: c.introspector ? [] : ['client_credentials'],
-      response_types: [],
-      redirect_uris: [],
+      grant_types: c.web ? ['authorization_code', 'refresh_token'] : c.introspector ? [] : ['client_credentials'],
+      response_types: c.web ? ['code'] : [],
+      redirect_uris: c.web ? c.redirectUris : [],
       token_endpoint_auth_method: 'client_secret_basic',
       ...(c.scope ? { scope: c.scope } : {}),
     })),
-    scopes: [...SCOPES, ...(options.extraScopes ?? [])],
+    scopes: ['openid', 'offline_access', 'email', 'profile', ...SCOPES, ...(options.extraScopes ?? [])],
+    claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+    findAccount: async (_ctx, id) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, ...(USERS[id] ?? { email: `${id}@example.com`, name: id }) }),
+    }),
+    // the demo's web client is first-party: its scopes are granted without a consent screen
+    loadExistingGrant: async (ctx) => {
+      const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+      if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+      if (!webIds.has(ctx.oidc.client.clientId)) return undefined;
+      const grant = new ctx.oidc.provider.Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
+      grant.addOIDCScope('openid email profile offline_access');
+      grant.addOIDCClaims(['sub', 'email', 'name']);
+      await grant.save();
+      return grant;
+    },
+    // refresh tokens for the web client whether or not it asked for offline_access
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     features: {
-      devInteractions: { enabled: false },
+      // the login form (any user name and password)
+      devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
       introspection: { enabled: true, allowedPolicy: allowed },
       revocation: { enabled: true, allowedPolicy: allowed },
     },
-    ttl: { ClientCredentials: ttlSeconds },
+    ttl: {
+      ClientCredentials: ttlSeconds,
+      AccessToken: idTokenTtlSeconds,
+      IdToken: idTokenTtlSeconds,
+      RefreshToken: 86_400,
+      Grant: 86_400,
+      Session: 86_400,
+      Interaction: 600,
+    },
     adapter: adapterFor(store),
     jwks: options.jwks ?? signingKeys(),
     cookies: { keys: [crypto.randomBytes(32).toString('base64url')] },
@@ -178,6 +223,8 @@ export async function startProvider(options = {}) {
   handler = provider.callback();
 
   const urls = {
+    discovery: `${issuer}/.well-known/openid-configuration`,
+    authorization: `${issuer}/auth`,
     token: `${issuer}/token`,
     introspection: `${issuer}/token/introspection`,
     revocation: `${issuer}/token/revocation`,
@@ -215,6 +262,7 @@ if (isMain) {
     port: Number(process.env.PORT ?? 9010),
     host: process.env.HOST ?? '127.0.0.1',
     ttlSeconds: Number(process.env.TOKEN_TTL_SECONDS ?? 300),
+    idTokenTtlSeconds: Number(process.env.ID_TOKEN_TTL_SECONDS ?? 300),
     ...(process.env.ISSUER ? { issuer: process.env.ISSUER } : {}),
   });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => running.stop().then(() => process.exit(0)));

@@ -127,6 +127,7 @@ export class Authorizer {
     invalid_credentials: 0,
     access_denied: 0,
     unavailable: 0,
+    redirect: 0,
   };
 
   constructor(options: AuthorizerOptions) {

@@ -22,7 +22,9 @@ export type DenyReason =
   /** booleanExpr is false without a failing step to name (a `!step` whose step allowed) */
   | 'access_denied'
   /** the provider (introspection or JWKS endpoint) is unreachable, too slow, or answered garbage */
-  | 'unavailable';
+  | 'unavailable'
+  /** a browser login step answered with a redirect: to the login page, back to the app after the callback, after logout */
+  | 'redirect';
 
 export type Outcome = 'allow' | DenyReason;
 
@@ -38,4 +40,5 @@ export const DENY_REASONS: readonly DenyReason[] = [
   'invalid_credentials',
   'access_denied',
   'unavailable',
+  'redirect',
 ];

@@ -73,6 +73,8 @@ export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challen
   invalid_credentials: { error: 'invalid_credentials', status: 'Unauthorized' },
   access_denied: { error: 'access_denied' },
   unavailable: { error: 'temporarily_unavailable' },
+  // (a redirect carries its own response; this is the fallback)
+  redirect: { error: 'access_denied' },
 };
 
 const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';

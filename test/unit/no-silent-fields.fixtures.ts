@@ -7,6 +7,7 @@ export const WORLD_NAMESPACE = 'default';
 
 const REF = { name: WORLD_NAME, namespace: WORLD_NAMESPACE };
 const API_KEY_SECRET = 'w-api-key';
+const OAUTH_SECRET = 'w-oauth';
 const TO_WORLD = { single: { upstream: REF } };
 
 // a self-signed server certificate (secure.example.com) and a client CA, as in the ssl-mtls translate golden
@@ -329,6 +330,35 @@ export const SPECS: Record<string, unknown> = {
     matcher: {},
     httpGateway: { options: { wasm: WASM_STRUCT } },
   },
+  ...Object.fromEntries(
+    (
+      [
+        ['oidcAuthorizationCode.authEndpointQueryParams.*', { authEndpointQueryParams: { prompt: 'login' } }],
+        ['oidcAuthorizationCode.tokenEndpointQueryParams.*', { tokenEndpointQueryParams: { audience: 'api' } }],
+        ['oidcAuthorizationCode.scopes[]', { scopes: ['email'] }],
+        ['oidcAuthorizationCode.discoveryOverride.idTokenAlgs[]', { discoveryOverride: { idTokenAlgs: ['ES256'] } }],
+        ['oidcAuthorizationCode.dynamicMetadataFromClaims.*', { dynamicMetadataFromClaims: { email: 'email' } }],
+        ['oauth2.authEndpointQueryParams.*', { authEndpointQueryParams: { prompt: 'login' } }],
+        ['oauth2.scopes[]', { scopes: ['read'] }],
+        ['oauth2.tokenEndpointQueryParams.*', { tokenEndpointQueryParams: { audience: 'api' } }],
+      ] as const
+    ).map(([path, fields]) => {
+      const [kind] = path.split('.') as ['oidcAuthorizationCode' | 'oauth2'];
+      const base =
+        kind === 'oidcAuthorizationCode'
+          ? { issuerUrl: 'http://127.0.0.1:9010/' }
+          : { authEndpoint: 'http://127.0.0.1:9010/auth', tokenEndpoint: 'http://127.0.0.1:9010/token' };
+      const step = {
+        clientId: 'gloo',
+        clientSecretRef: { name: OAUTH_SECRET, namespace: WORLD_NAMESPACE },
+        appUrl: 'http://127.0.0.1:8080/',
+        callbackPath: '/callback',
+        ...base,
+        ...fields,
+      };
+      return [`AuthConfig configs[].oauth2.${path}`, { configs: [{ oauth2: { [kind]: step } }] }];
+    }),
+  ),
   'AuthConfig configs[].apiKeyAuth.headerName': {
     configs: [{ apiKeyAuth: { headerName: 'x-api-key', apiKeySecretRefs: [{ name: API_KEY_SECRET, namespace: WORLD_NAMESPACE }] } }],
   },
@@ -358,6 +388,11 @@ export const EXTRA_WORLD: { kind: string; name: string; spec: unknown; onlyFor?:
     name: 'w-opa',
     onlyFor: ['ConfigMap'],
     spec: { configs: [{ opaAuth: { modules: [REF], query: `data.${WORLD_NAME}.allow` } }] },
+  },
+  {
+    kind: 'Secret',
+    name: OAUTH_SECRET,
+    spec: { type: 'extauth.solo.io/oauth', stringData: { 'client-secret': 'no-silent-fields-secret' } },
   },
 ];
 
@@ -406,7 +441,6 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':
     "its answer goes to the state Gloo's later steps (plugins) read; Legate's steps share no state, so no decision depends on it",
-  'AuthConfig failOnRedirect': "Legate's auth steps never redirect (oidcAuthorizationCode is refused)",
   'GraphQLApi statPrefix': 'the GraphQL service keeps no per-API stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.statPrefix': 'the GraphQL service keeps no per-resolver stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.restResolver.spanName': 'the GraphQL service makes no per-resolver spans',

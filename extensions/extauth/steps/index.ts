@@ -4,6 +4,7 @@
 import type { AuthStepConfig } from '../../../common/auth-config.js';
 import type { StepFactory } from '../step.js';
 import { apiKeyStep } from './api-key.js';
+import { codeFlowStep } from './oauth2-code.js';
 import { introspectionStep } from './oauth2-introspection.js';
 import { jwtStep } from './oauth2-jwt.js';
 import { basicAuthStep } from './basic-auth.js';
@@ -23,6 +24,7 @@ export const STEP_FACTORIES: { readonly [K in AuthStepConfig['type']]: StepFacto
   'passthrough-grpc': passThroughStep,
   'passthrough-http': passThroughStep,
   hmac: hmacStep,
+  'oauth2-code': codeFlowStep,
 };
 
 /** Builds the step of `config` with its kind's factory. */

@@ -15,10 +15,21 @@ import { STEP_RESOLVERS } from './steps/index.js';
  * A short content hash of what decides a token's fate. Secrets are left out (introspection client
  * secrets, HMAC secrets, the LDAP service account's password): the version is visible in route metadata.
  */
+/** A digest of secret material: a changed secret gives a new version without showing the secret. */
+function sha256(text: string): string {
+  return createHash('sha256').update(`legate auth config|${text}`).digest('hex');
+}
+
 export function authConfigVersion(name: string, steps: readonly AuthStepConfig[], booleanExpr?: string): string {
   const judged = steps.map((s) => {
     if (s.type === 'hmac') return { ...s, credentials: Object.keys(s.credentials).sort() };
     if (s.type === 'ldap' && s.serviceAccount) return { ...s, serviceAccount: { ...s.serviceAccount, password: '' } };
+    if (s.type === 'oauth2-code') {
+      // the cookie key is derived from the client secret: neither goes into the (visible) version
+      const { clientSecret: _secret, session, ...rest } = s;
+      const { cookieKey: _key, ...sessionRest } = session;
+      return { ...rest, session: sessionRest, secrets: sha256(`${s.clientSecret ?? ''}|${session.cookieKey ?? ''}`) };
+    }
     if (s.type !== 'oauth2-introspection') return s;
     const { clientSecret: _secret, ...rest } = s;
     return rest;
@@ -76,7 +87,16 @@ export function translateAuthConfig(
       if (!kinds.length) problems.push({ code: 'InvalidSpec', message: `${where}: set one step kind (supported: ${supported})` });
       return;
     }
-    const out = STEP_RESOLVERS[kind]!.resolve(record[kind], { where, namespace: ns, secrets, configMaps, named, problems, warnings });
+    const out = STEP_RESOLVERS[kind]!.resolve(record[kind], {
+      where,
+      namespace: ns,
+      secrets,
+      configMaps,
+      named,
+      problems,
+      warnings,
+      failOnRedirect: ac.spec.failOnRedirect ?? false,
+    });
     if (out) steps.push(out);
   });
   const booleanExpr = ac.spec.booleanExpr;

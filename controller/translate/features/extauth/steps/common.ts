@@ -19,6 +19,8 @@ export interface StepResolveContext {
   readonly named: { name?: string };
   readonly problems: Problem[];
   readonly warnings: Problem[];
+  /** the AuthConfig's failOnRedirect: a browser login step answers 401 instead of redirecting */
+  readonly failOnRedirect: boolean;
 }
 
 /**
@@ -85,7 +87,10 @@ export function clientSecret(
     ctx.problems.push({ code: 'SecretNotFound', message: `${where}: Secret ${secretNs}.${ref.name} not found` });
     return undefined;
   }
-  const value = CLIENT_SECRET_KEYS.map((k) => secretValue(secret, k)).find((v) => v !== undefined);
+  const raw = CLIENT_SECRET_KEYS.map((k) => secretValue(secret, k)).find((v) => v !== undefined);
+  // older glooctl wrote the value as YAML (`clientSecret: <secret>`), as Gloo's docs still show
+  const legacy = raw === undefined ? undefined : /^\s*client_?[sS]ecret:\s*(\S.*?)\s*$/.exec(raw);
+  const value = legacy ? legacy[1]!.replace(/^(["'])(.*)\1$/, '$2') : raw;
   if (value === undefined) {
     ctx.problems.push({
       code: 'InvalidSpec',

@@ -11,7 +11,7 @@ import { resolvePassThroughAuth } from './pass-through-auth.js';
 import { resolveHmacAuth } from './hmac-auth.js';
 
 export const STEP_RESOLVERS: Readonly<Record<string, { resolve: StepResolver; label: string }>> = {
-  oauth2: { resolve: resolveOAuth2, label: 'oauth2.accessTokenValidation' },
+  oauth2: { resolve: resolveOAuth2, label: 'oauth2' },
   apiKeyAuth: { resolve: resolveApiKeyAuth, label: 'apiKeyAuth' },
   basicAuth: { resolve: resolveBasicAuth, label: 'basicAuth' },
   ldap: { resolve: resolveLdap, label: 'ldap' },

@@ -3,6 +3,7 @@ import { DEFAULT_JWKS_REFRESH_MS, type AuthStepConfig, type JwtStepConfig } from
 import type { IntrospectionStepConfig } from '../../../../../common/contract.js';
 import type { AuthStep } from '../../../../api/schemas.js';
 import { checkStep, checkUrl, clientSecret, durationMs, type StepResolveContext } from './common.js';
+import { resolveCodeFlow } from './oauth2-code.js';
 
 export const DEFAULT_AUTH_CACHE_TIMEOUT = '10m';
 
@@ -10,17 +11,20 @@ type OAuth2Spec = NonNullable<AuthStep['oauth2']>;
 type AccessTokenValidation = NonNullable<OAuth2Spec['accessTokenValidation']>;
 
 export function resolveOAuth2(raw: unknown, ctx: StepResolveContext): AuthStepConfig | undefined {
-  const oauth2 = raw as OAuth2Spec & { oidcAuthorizationCode?: unknown; oauth2?: unknown };
+  const oauth2 = raw as OAuth2Spec;
   const where = `${ctx.where}.oauth2`;
-  if (oauth2.oidcAuthorizationCode || oauth2.oauth2) {
-    ctx.problems.push({ code: 'NotSupported', message: `${where}: only accessTokenValidation is supported yet` });
+  const set = (['accessTokenValidation', 'oidcAuthorizationCode', 'oauth2'] as const).filter((k) => oauth2[k] !== undefined);
+  if (set.length !== 1) {
+    ctx.problems.push({
+      code: 'InvalidSpec',
+      message: `${where}: set exactly one of accessTokenValidation, oidcAuthorizationCode, oauth2`,
+    });
     return undefined;
   }
-  const atv = oauth2.accessTokenValidation;
-  if (!atv) {
-    ctx.problems.push({ code: 'InvalidSpec', message: `${where}: set accessTokenValidation` });
-    return undefined;
-  }
+  if (oauth2.oidcAuthorizationCode)
+    return resolveCodeFlow(oauth2.oidcAuthorizationCode, 'oidc', `${where}.oidcAuthorizationCode`, ctx, ctx.failOnRedirect);
+  if (oauth2.oauth2) return resolveCodeFlow(oauth2.oauth2, 'oauth2', `${where}.oauth2`, ctx, ctx.failOnRedirect);
+  const atv = oauth2.accessTokenValidation!;
   return atv.jwt ? jwtStep(atv, ctx) : introspectionStep(atv, ctx);
 }
 

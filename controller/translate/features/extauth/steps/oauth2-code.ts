@@ -1,0 +1,195 @@
+// `oauth2.oidcAuthorizationCode` and `oauth2.oauth2` (plain OAuth2): the browser login extauth runs
+// (extensions/extauth/steps/oauth2-code.ts). Resolves the client secret and the session's cookie key from
+// Secrets, and maps Gloo's session options onto the resolved step.
+import { hkdfSync } from 'node:crypto';
+import type { CodeFlowStepConfig } from '../../../../../common/auth-config.js';
+import type { OidcAuthorizationCode, PlainOAuth2 } from '../../../../api/schemas.js';
+import { nsName } from '../../../names.js';
+import { secretValue } from '../../../secrets.js';
+import { checkStep, checkUrl, clientSecret, durationMs, type StepResolveContext } from './common.js';
+
+/** The Secret data key of a session cipher key (Gloo's EncryptionKeySecret). */
+const CIPHER_KEY = 'key';
+
+/** The resolved fields' names as the user wrote them (for problems the shared schema finds). */
+const USER_FIELDS: Record<string, string> = {
+  cookieKey: 'cipherConfig.keyRef',
+  cookieName: 'redis.cookieName',
+  preExpiryBufferMs: 'redis.preExpiryBuffer',
+  discoveryPollIntervalMs: 'discoveryPollInterval',
+  idTokenAlgs: 'discoveryOverride.idTokenAlgs',
+  authEndpoint: 'discoveryOverride.authEndpoint',
+  tokenEndpoint: 'discoveryOverride.tokenEndpoint',
+};
+
+export function resolveCodeFlow(
+  spec: OidcAuthorizationCode | PlainOAuth2,
+  flow: 'oidc' | 'oauth2',
+  where: string,
+  ctx: StepResolveContext,
+  failOnRedirect: boolean,
+): CodeFlowStepConfig | undefined {
+  const problems = ctx.problems;
+  const before = problems.length;
+  const oidc = flow === 'oidc' ? (spec as OidcAuthorizationCode) : undefined;
+  const plain = flow === 'oauth2' ? (spec as PlainOAuth2) : undefined;
+  // the client secret: clientAuthentication.clientSecret, else the (deprecated) top-level fields
+  const auth = oidc?.clientAuthentication?.clientSecret;
+  const secretRef = auth?.clientSecretRef ?? spec.clientSecretRef;
+  const disabled = auth?.disableClientSecret ?? spec.disableClientSecret ?? false;
+  let secret: string | undefined;
+  if (!disabled) {
+    if (!secretRef)
+      problems.push({ code: 'InvalidSpec', message: `${where}.clientSecretRef: required unless disableClientSecret is true` });
+    else
+      secret = clientSecret(secretRef, `${where}${auth?.clientSecretRef ? '.clientAuthentication.clientSecret' : ''}.clientSecretRef`, ctx);
+  }
+  for (const [field, value] of [
+    ['appUrl', spec.appUrl],
+    ['afterLogoutUrl', spec.afterLogoutUrl],
+    ['issuerUrl', oidc?.issuerUrl],
+    ['authEndpoint', plain?.authEndpoint ?? oidc?.discoveryOverride?.authEndpoint],
+    ['tokenEndpoint', plain?.tokenEndpoint ?? oidc?.discoveryOverride?.tokenEndpoint],
+    ['revocationEndpoint', plain?.revocationEndpoint ?? oidc?.discoveryOverride?.revocationEndpoint],
+    ['jwksUri', oidc?.discoveryOverride?.jwksUri],
+  ] as const) {
+    if (value !== undefined) checkUrl(value, `${where}.${field}`, problems);
+  }
+  const s = spec.session ?? {};
+  const redis = s.redis;
+  const store = redis ? 'redis' : 'cookie';
+  if (s.redis && s.cookie) problems.push({ code: 'InvalidSpec', message: `${where}.session: set one of cookie, redis` });
+  const keyPrefix = redis ? '' : s.cookie?.keyPrefix ? `${s.cookie.keyPrefix}_` : '';
+  const cookieName = redis ? redis.cookieName || '__session' : `${keyPrefix}__session`;
+  // the cookie store seals the tokens: with the cipher key when given, else a key derived from the client secret
+  let cookieKey: string | undefined;
+  if (store === 'cookie') {
+    const keyRef = s.cipherConfig?.keyRef;
+    if (keyRef) {
+      const ns = keyRef.namespace ?? ctx.namespace;
+      const keySecret = ctx.secrets.get(nsName(ns, keyRef.name));
+      const value = keySecret ? secretValue(keySecret, CIPHER_KEY) : undefined;
+      if (!keySecret)
+        problems.push({ code: 'SecretNotFound', message: `${where}.session.cipherConfig.keyRef: Secret ${ns}.${keyRef.name} not found` });
+      else if (value === undefined || Buffer.byteLength(value) !== 32)
+        problems.push({
+          code: 'InvalidSpec',
+          message: `${where}.session.cipherConfig.keyRef: Secret ${ns}.${keyRef.name} needs a 32-byte value in key ${CIPHER_KEY}`,
+        });
+      else cookieKey = Buffer.from(value).toString('base64');
+    } else if (secret !== undefined) {
+      const info = `legate oauth2 session cookie|${ctx.namespace}|${spec.clientId}`;
+      cookieKey = Buffer.from(hkdfSync('sha256', secret, 'legate', info, 32)).toString('base64');
+    } else if (disabled) {
+      problems.push({
+        code: 'InvalidSpec',
+        message:
+          `${where}.session: a cookie session without a client secret needs session.cipherConfig.keyRef ` +
+          '(a 32-byte key) or session.redis',
+      });
+    }
+  }
+  if (redis?.options?.poolSize !== undefined)
+    ctx.warnings.push({
+      code: 'InvalidSpec',
+      message: `${where}.session.redis.options.poolSize: ignored (Legate multiplexes one connection per Redis)`,
+    });
+  const [host, port] = splitHostPort(redis?.options?.host ?? '', `${where}.session.redis.options.host`, problems);
+  const sameSite = { DefaultMode: 'default', LaxMode: 'lax', StrictMode: 'strict', NoneMode: 'none' } as const;
+  const co = s.cookieOptions ?? {};
+  const authMethods = oidc?.discoveryOverride?.authMethods;
+  const out: CodeFlowStepConfig = {
+    type: 'oauth2-code',
+    ...ctx.named,
+    flow,
+    clientId: spec.clientId,
+    ...(secret !== undefined ? { clientSecret: secret } : {}),
+    ...(oidc ? { issuerUrl: oidc.issuerUrl } : {}),
+    discoveryPollIntervalMs: oidc?.discoveryPollInterval ? durationMs(oidc.discoveryPollInterval) : 30 * 60_000,
+    ...optional('authEndpoint', plain?.authEndpoint ?? oidc?.discoveryOverride?.authEndpoint),
+    ...optional('tokenEndpoint', plain?.tokenEndpoint ?? oidc?.discoveryOverride?.tokenEndpoint),
+    ...optional('jwksUri', oidc?.discoveryOverride?.jwksUri),
+    ...optional('revocationEndpoint', plain?.revocationEndpoint ?? oidc?.discoveryOverride?.revocationEndpoint),
+    idTokenAlgs: (oidc?.discoveryOverride?.idTokenAlgs ?? []) as CodeFlowStepConfig['idTokenAlgs'],
+    clientSecretPost:
+      authMethods !== undefined && !authMethods.includes('client_secret_basic') && authMethods.includes('client_secret_post'),
+    appUrl: spec.appUrl,
+    callbackPath: spec.callbackPath,
+    callbackPathIsRegex: oidc?.parseCallbackPathAsRegex ?? false,
+    ...optional('logoutPath', spec.logoutPath || undefined),
+    ...optional('afterLogoutUrl', spec.afterLogoutUrl || undefined),
+    scopes: spec.scopes ?? [],
+    authEndpointQueryParams: spec.authEndpointQueryParams ?? {},
+    tokenEndpointQueryParams: spec.tokenEndpointQueryParams ?? {},
+    failOnRedirect,
+    session: {
+      store,
+      cookieName,
+      ...(cookieKey !== undefined ? { cookieKey } : {}),
+      ...(redis
+        ? {
+            redis: {
+              host,
+              port,
+              db: redis.options?.db ?? 0,
+              tls: redis.options?.socketType === 'TLS',
+              keyPrefix: redis.keyPrefix ?? '',
+              ...optional('sessionIdHeader', (redis.headerName ?? oidc?.sessionIdHeaderName)?.toLowerCase() || undefined),
+            },
+          }
+        : {}),
+      // Gloo's defaults: a Redis session refreshes, a cookie session does not
+      allowRefreshing: redis ? (redis.allowRefreshing ?? true) : (s.cookie?.allowRefreshing ?? false),
+      preExpiryBufferMs: redis?.preExpiryBuffer ? durationMs(redis.preExpiryBuffer) : 2000,
+      failOnFetchFailure: s.failOnFetchFailure ?? false,
+      ...optional('targetDomain', (redis?.targetDomain ?? s.cookie?.targetDomain) || undefined),
+      cookie: {
+        maxAgeSeconds: co.maxAge ?? 2_592_000,
+        secure: !(co.notSecure ?? false),
+        httpOnly: co.httpOnly ?? true,
+        path: co.path ?? '/',
+        sameSite: sameSite[co.sameSite ?? 'LaxMode'],
+        ...optional('domain', co.domain || undefined),
+      },
+    },
+    headers: {
+      ...optional('idTokenHeader', oidc?.headers?.idTokenHeader?.toLowerCase() || undefined),
+      ...optional('accessTokenHeader', oidc?.headers?.accessTokenHeader?.toLowerCase() || undefined),
+      useBearerSchemaForAuthorization: oidc?.headers?.useBearerSchemaForAuthorization ?? false,
+    },
+    claimsToHeaders: [...(oidc?.identityToken?.claimsToHeaders ?? [])].map((c) => ({
+      claim: c.claim,
+      header: c.header.toLowerCase(),
+      append: c.append ?? false,
+    })),
+    dynamicMetadataFromClaims: oidc?.dynamicMetadataFromClaims ?? {},
+  };
+  if (oidc?.accessToken?.claimsToHeaders?.length)
+    problems.push({
+      code: 'NotSupported',
+      message:
+        `${where}.accessToken.claimsToHeaders: access token claims are not mapped ` +
+        '(map ID token claims with identityToken.claimsToHeaders)',
+    });
+  if (problems.length > before) return undefined;
+  return checkStep(out, where, problems, USER_FIELDS) ? out : undefined;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** `host:port` (port default 6379), or `unix://…` refused. */
+function splitHostPort(text: string, where: string, problems: StepResolveContext['problems']): [string, number] {
+  if (text === '') return ['', 6379];
+  if (text.startsWith('unix://')) {
+    problems.push({ code: 'NotSupported', message: `${where}: Unix sockets are not supported; give host:port` });
+    return ['', 6379];
+  }
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(text);
+  if (!m) {
+    problems.push({ code: 'InvalidSpec', message: `${where}: ${JSON.stringify(text)} is not host:port` });
+    return ['', 6379];
+  }
+  return [m[1]!.replace(/^\[|\]$/g, ''), m[2] ? Number(m[2]) : 6379];
+}

@@ -1,0 +1,130 @@
+// The browser login step through the Authorizer, against the demo provider (discovery, no browser): the
+// answers it shapes (a 302 with PKCE and a state cookie, logout, failOnRedirect's 401), and that cookies it
+// did not seal open nothing. The whole flow in a browser: test/e2e/auth-oidc.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuthConfigConfig, CodeFlowStepConfig } from '../../common/auth-config.js';
+import { CodeFlowStepSchema } from '../../common/auth-config.js';
+import { createLogger } from '../../common/log.js';
+import { DEFAULT_CLIENTS, startProvider, webClient, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
+import { Authorizer, type EdgeGrant, type Outcome } from '../../extensions/extauth/authorizer.js';
+import { PlainRequest } from '../../extensions/extauth/request.js';
+
+let provider: RunningProvider;
+let authz: Authorizer;
+const lines: string[] = [];
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
+function step(extra: Partial<CodeFlowStepConfig> = {}): CodeFlowStepConfig {
+  return CodeFlowStepSchema.parse({
+    type: 'oauth2-code',
+    flow: 'oidc',
+    clientId: 'legate-web',
+    clientSecret: 'legate-web-secret',
+    issuerUrl: provider.issuer,
+    appUrl: 'http://app.test/',
+    callbackPath: '/callback',
+    logoutPath: '/logout',
+    afterLogoutUrl: 'http://app.test/bye',
+    scopes: ['email'],
+    session: { store: 'cookie', cookieName: '__session', cookieKey: KEY, allowRefreshing: false, cookie: { secure: false } },
+    ...extra,
+  });
+}
+
+const config = (name: string, s: CodeFlowStepConfig): AuthConfigConfig => ({ name, steps: [s] });
+
+async function check(configId: string, path: string, cookie?: string): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
+  const grant: EdgeGrant = { key: '', until: 0 };
+  const request = new PlainRequest({
+    configId,
+    method: 'GET',
+    scheme: 'http',
+    host: 'app.test',
+    path,
+    headers: cookie ? { cookie } : {},
+  });
+  const outcome = await authz.checkRequest(request, grant);
+  return { outcome, grant };
+}
+
+const header = (grant: EdgeGrant, name: string): string[] =>
+  (grant.answer?.denial?.headers ?? []).filter((h) => h.name === name).map((h) => h.value);
+
+beforeAll(async () => {
+  provider = await startProvider({
+    port: 0,
+    quiet: true,
+    clients: [...DEFAULT_CLIENTS.filter((c) => !c.web), webClient(['http://app.test/callback'])],
+  });
+  authz = new Authorizer({ logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }) });
+  const problems = authz.apply([config('ns.web', step()), config('ns.api', step({ failOnRedirect: true }))]).problems;
+  expect(problems).toEqual([]);
+});
+
+afterAll(async () => {
+  authz?.stop();
+  await provider?.stop();
+});
+
+describe('browser login step', () => {
+  it('redirects a request without a session to the provider, with PKCE, state, nonce and a sealed state cookie', async () => {
+    const { outcome, grant } = await check('ns.web', '/orders?page=2');
+    expect(outcome).toBe('redirect');
+    expect(grant.answer?.denial?.status).toBe(302);
+    const location = new URL(header(grant, 'location')[0]!);
+    expect(`${location.origin}${location.pathname}`).toBe(`${provider.issuer}/auth`);
+    const q = location.searchParams;
+    expect(q.get('response_type')).toBe('code');
+    expect(q.get('client_id')).toBe('legate-web');
+    expect(q.get('redirect_uri')).toBe('http://app.test/callback');
+    expect(q.get('scope')).toBe('openid email');
+    expect(q.get('code_challenge_method')).toBe('S256');
+    expect(q.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(q.get('state')).toBeTruthy();
+    expect(q.get('nonce')).toBeTruthy();
+    const [state] = header(grant, 'set-cookie');
+    expect(state).toMatch(/^__session_state=[A-Za-z0-9_-]+; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/);
+    // the state cookie holds nothing readable
+    expect(state).not.toContain(q.get('state')!);
+  });
+
+  it('does not open a cookie it did not seal: a forged or tampered session is a new login', async () => {
+    expect((await check('ns.web', '/orders', '__session=eyJhY2Nlc3NUb2tlbiI6IngiLCJleHBpcmVzQXQiOjk5OTk5OTk5OTk5OTl9')).outcome).toBe(
+      'redirect',
+    );
+    expect((await check('ns.web', '/orders', `__session=${'A'.repeat(200)}`)).outcome).toBe('redirect');
+  });
+
+  it('starts over on a callback without a login in progress', async () => {
+    const { outcome, grant } = await check('ns.web', '/callback?code=abc&state=forged');
+    expect(outcome).toBe('redirect');
+    expect(header(grant, 'location')[0]).toContain(`${provider.issuer}/auth?`);
+  });
+
+  it('logs out: the session cookie expired, then afterLogoutUrl', async () => {
+    const { outcome, grant } = await check('ns.web', '/logout', '__session=x');
+    expect(outcome).toBe('redirect');
+    expect(header(grant, 'location')).toEqual(['http://app.test/bye']);
+    expect(header(grant, 'set-cookie')[0]).toMatch(/^__session=; Path=\/; Max-Age=0/);
+  });
+
+  it('answers 401 instead of redirecting with failOnRedirect', async () => {
+    const { outcome, grant } = await check('ns.api', '/orders');
+    expect(outcome).toBe('redirect');
+    expect(grant.answer?.denial?.status).toBe(401);
+    expect(grant.answer?.denial?.body).toBe('{"error":"login_required"}');
+  });
+
+  it('denies as unavailable, with the reason logged, while the provider cannot be discovered', async () => {
+    const down = new Authorizer({ logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }) });
+    try {
+      down.apply([config('ns.down', { ...step(), issuerUrl: 'http://127.0.0.1:1/' })]);
+      const grant: EdgeGrant = { key: '', until: 0 };
+      const outcome = await down.checkRequest(new PlainRequest({ configId: 'ns.down', host: 'app.test', path: '/x' }), grant);
+      expect(outcome).toBe('unavailable');
+      expect(lines.some((l) => l.includes('OIDC discovery failed'))).toBe(true);
+    } finally {
+      down.stop();
+    }
+  });
+});
