@@ -148,6 +148,7 @@ export const OpaStepSchema = z.object({
   query: z.string().min(1, 'the query is empty'),
   modules: z.record(z.string().min(1), z.string()).default({}),
   fastInputConversion: z.boolean().default(false),
+  /** options.returnDecisionReason: refused by the controller, so always false */
   returnDecisionReason: z.boolean().default(false),
 });
 
@@ -158,6 +159,7 @@ export const OpaServerStepSchema = z.object({
   url: HttpUrl,
   /** options.fastInputConversion: no effect (the input is already plain JSON); kept so the config says what was asked */
   fastInputConversion: z.boolean().default(false),
+  /** options.returnDecisionReason: refused by the controller, so always false */
   returnDecisionReason: z.boolean().default(false),
 });
 

@@ -34,7 +34,12 @@ export const LdapSchema = z.strictObject({
     .optional(),
 });
 
-const OpaAuthOptionsSchema = z.strictObject({ fastInputConversion: z.boolean().optional(), returnDecisionReason: z.boolean().optional() });
+const OpaAuthOptionsSchema = z.strictObject({
+  fastInputConversion: z.boolean().optional(),
+  returnDecisionReason: notSupported(
+    "the decision reason is not put in dynamic metadata (deprecated in Gloo, which points to the policy's own dynamic_metadata)",
+  ),
+});
 
 /** `opaAuth`: Rego modules from ConfigMaps and a query, evaluated inside extauth. */
 export const OpaAuthSchema = z.strictObject({

@@ -286,7 +286,7 @@ const OPA_SERVER = {
   package: WORLD_NAME,
   ruleName: 'allow',
   serverAddr: '127.0.0.1:8181',
-  options: { fastInputConversion: true, returnDecisionReason: true },
+  options: { fastInputConversion: true },
 };
 const PASS_GRPC = { grpc: { address: '127.0.0.1:9001', connectionTimeout: '2s' }, config: { [WORLD_NAME]: WORLD_NAME } };
 const HMAC = { secretRefs: { secretRefs: [CREDENTIALS_REF] }, parametersInHeaders: {} };
@@ -312,7 +312,6 @@ export const SPECS: Record<string, unknown> = {
   'AuthConfig configs[].ldap.searchFilter': { configs: [{ ldap: LDAP }] },
   'AuthConfig configs[].ldap.groupLookupSettings.checkGroupsWithServiceAccount': { configs: [{ ldap: LDAP }] },
   'AuthConfig configs[].opaServerAuth.options.fastInputConversion': { configs: [{ opaServerAuth: OPA_SERVER }] },
-  'AuthConfig configs[].opaServerAuth.options.returnDecisionReason': { configs: [{ opaServerAuth: OPA_SERVER }] },
   'AuthConfig configs[].passThroughAuth.grpc.connectionTimeout': { configs: [{ passThroughAuth: PASS_GRPC }] },
   'AuthConfig configs[].passThroughAuth.config.*': { configs: [{ passThroughAuth: PASS_GRPC }] },
   'AuthConfig configs[].hmacAuth.secretRefs.secretRefs[].name': { configs: [{ hmacAuth: HMAC }] },

@@ -164,7 +164,7 @@ export function opaStep(
     query: spec.query,
     modules,
     fastInputConversion: spec.options?.fastInputConversion ?? false,
-    returnDecisionReason: spec.options?.returnDecisionReason ?? false,
+    returnDecisionReason: false,
   };
 }
 
@@ -196,7 +196,7 @@ export function opaServerStep(
     type: 'opa-server',
     url: `${base.protocol}//${base.host}/v1/data/${path}`,
     fastInputConversion: spec.options?.fastInputConversion ?? false,
-    returnDecisionReason: spec.options?.returnDecisionReason ?? false,
+    returnDecisionReason: false,
   };
 }
 
