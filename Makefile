@@ -16,7 +16,7 @@ export PATH := $(PINNED_NODE_BIN):$(PATH)
 NODE_TOOL := $(PINNED_NODE_BIN)/node
 endif
 
-.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec prometheus bench bench-micro build envoy debian-packages envoy-types clean wasm wasm-debug
+.PHONY: setup run test test-unit test-e2e test-faults typecheck format kube-tools jaeger h2spec prometheus opa bench bench-micro build envoy debian-packages envoy-types clean wasm wasm-debug
 
 setup: $(NODE_TOOL) $(NODE_MODULES_STAMP) envoy debian-packages build
 
@@ -81,7 +81,7 @@ run:
 	$(MAKE) setup
 	node bin/legate.js run --config examples
 
-test: setup typecheck kube-tools jaeger h2spec prometheus
+test: setup typecheck kube-tools jaeger h2spec prometheus opa
 	npx vitest run
 
 # kube-apiserver, kubectl, etcd and helm for the Kubernetes tests, built once from the Go modules
@@ -104,15 +104,20 @@ prometheus:
 h2spec:
 	./scripts/h2spec-tool.sh
 
+# OPA for the opaAuth / opaServerAuth tests (test/e2e/auth-opa.test.ts): the server, and `opa build -t wasm`; built
+# once from the Go module pinned in test/opa/tools into .cache/opa/bin (minutes cold; not needed by `make run`)
+opa:
+	./scripts/opa-tool.sh
+
 test-unit: setup
 	npx vitest run test/unit test/golden
 
-test-e2e: setup kube-tools jaeger h2spec prometheus
+test-e2e: setup kube-tools jaeger h2spec prometheus opa
 	npx vitest run test/e2e
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in
 # test/faults/results/latest.md and at the end of the output
-test-faults: setup
+test-faults: setup opa
 	npx vitest run --config test/faults/vitest.config.ts
 
 bench: setup

@@ -43,6 +43,11 @@ const Scopes = z.array(z.string().regex(/^[^ ]+$/, 'a scope name is one non-empt
 /** `configs[].name`: what booleanExpr refers to */
 const StepName = z.string().regex(STEP_NAME, 'a step name is 1-64 characters [A-Za-z0-9_.-]').optional();
 
+/** dynamicMetadataFromClaims: dynamic metadata key (namespace envoy.filters.http.ext_authz) -> claim name. */
+const MetadataFromClaims = z
+  .record(z.string().min(1), z.string().regex(/^[A-Za-z0-9_-]+$/, 'a claim name is alphanumeric with - or _'))
+  .optional();
+
 export const IntrospectionStepSchema = z.object({
   type: z.literal('oauth2-introspection'),
   name: StepName,
@@ -54,6 +59,9 @@ export const IntrospectionStepSchema = z.object({
   cacheTimeoutMs: z.number().finite().min(0).default(0),
   /** every one of these must be in the token's space-separated `scope` */
   requiredScopes: Scopes.default([]),
+  /** the introspection response's attribute naming the user: a token whose answer lacks it is denied */
+  userIdAttributeName: z.string().min(1).optional(),
+  dynamicMetadataFromClaims: MetadataFromClaims,
 });
 
 export const JwtStepSchema = z
@@ -76,6 +84,7 @@ export const JwtStepSchema = z
      * older controller) = every check verifies, and no edge grant
      */
     cacheTimeoutMs: z.number().finite().min(0).default(0),
+    dynamicMetadataFromClaims: MetadataFromClaims,
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
 
@@ -92,10 +101,106 @@ export const ApiKeyStepSchema = z.object({
   /** lower case: Envoy sends header names lower-cased */
   headerName: z.string().regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be a lower-case HTTP header name'),
   keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 digest (64 hex digits)')).min(1, 'no API keys'),
+  /** headersFromMetadataEntry: upstream header -> the name of the key's Secret data entry it carries */
+  headersFromMetadata: z.record(z.string(), z.string()).optional(),
+  /** per key digest: the Secret data entries headersFromMetadata names (only those) */
+  keyMetadata: z.record(z.string(), z.record(z.string(), z.string())).optional(),
+});
+
+const HeaderName = z.string().regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be a lower-case HTTP header name');
+
+/** basicAuth: Basic credentials checked against salted hashes (apr1 = Apache MD5, sha1 = hex sha1(password + salt)). */
+export const BasicAuthStepSchema = z.object({
+  type: z.literal('basic-auth'),
+  name: StepName,
+  /** the realm of the `WWW-Authenticate: Basic realm="…"` challenge */
+  realm: z.string().default(''),
+  encryption: z.enum(['apr', 'sha1']),
+  users: z
+    .record(z.string().min(1, 'a user name must not be empty'), z.object({ salt: z.string(), hashedPassword: z.string().min(1) }))
+    .refine((u) => Object.keys(u).length > 0, 'no users'),
+});
+
+/** ldap: bind as the user of the Basic credentials, then (unless disabled) check the user's groups. */
+export const LdapStepSchema = z.object({
+  type: z.literal('ldap'),
+  name: StepName,
+  /** ldap:// or ldaps:// URL */
+  url: z.string().regex(/^ldaps?:\/\/[^/\s]+\/?$/, 'must be ldap://host:port or ldaps://host:port'),
+  /** one `%s`, replaced by the (DN-escaped) user name */
+  userDnTemplate: z.string().refine((t) => t.split('%s').length === 2, 'must contain exactly one %s'),
+  membershipAttributeName: z.string().min(1).default('memberOf'),
+  allowedGroups: z.array(z.string().min(1)).default([]),
+  disableGroupChecking: z.boolean().default(false),
+  /** filter of the base-scope search of the user's entry */
+  searchFilter: z.string().min(1).default('(uid=*)'),
+  pool: z
+    .object({ maxSize: z.number().int().min(1).default(5), initialSize: z.number().int().min(0).default(2) })
+    .default({ maxSize: 5, initialSize: 2 }),
+  /** groupLookupSettings: a service account (from a Secret) that reads the user's groups */
+  serviceAccount: z.object({ username: z.string().min(1), password: z.string(), checkGroupsWithServiceAccount: z.boolean() }).optional(),
+});
+
+/** opaAuth: Rego modules (file name -> source) and a query evaluated in extauth on Gloo's input document. */
+export const OpaStepSchema = z.object({
+  type: z.literal('opa'),
+  name: StepName,
+  query: z.string().min(1, 'the query is empty'),
+  modules: z.record(z.string().min(1), z.string()).default({}),
+  fastInputConversion: z.boolean().default(false),
+  /** options.returnDecisionReason: refused by the controller, so always false */
+  returnDecisionReason: z.boolean().default(false),
+});
+
+/** opaServerAuth: POST the input to `<url>/v1/data/<package path>/<rule>`; allowed when the result is true. */
+export const OpaServerStepSchema = z.object({
+  type: z.literal('opa-server'),
+  name: StepName,
+  url: HttpUrl,
+  /** options.fastInputConversion: no effect (the input is already plain JSON); kept so the config says what was asked */
+  fastInputConversion: z.boolean().default(false),
+  /** options.returnDecisionReason: refused by the controller, so always false */
+  returnDecisionReason: z.boolean().default(false),
+});
+
+/** passThroughAuth.grpc: ask an Envoy ext_authz (v3) gRPC server. */
+export const PassThroughGrpcStepSchema = z.object({
+  type: z.literal('passthrough-grpc'),
+  name: StepName,
+  /** host:port */
+  address: z.string().regex(/^[^\s/:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be host:port'),
+  timeoutMs: z.number().int().min(1).default(5000),
+  config: z.record(z.string(), z.unknown()).optional(),
+  failureModeAllow: z.boolean().default(false),
+});
+
+/** passThroughAuth.http: POST to the user's HTTP server; 200 allows. */
+export const PassThroughHttpStepSchema = z.object({
+  type: z.literal('passthrough-http'),
+  name: StepName,
+  url: HttpUrl,
+  timeoutMs: z.number().int().min(1).default(5000),
+  allowedHeaders: z.array(HeaderName).default([]),
+  headersToAdd: z.record(HeaderName, z.string()).default({}),
+  passThroughState: z.boolean().default(false),
+  passThroughFilterMetadata: z.boolean().default(false),
+  passThroughBody: z.boolean().default(false),
+  allowedUpstreamHeaders: z.array(HeaderName).default([]),
+  allowedUpstreamHeadersToOverwrite: z.array(HeaderName).default([]),
+  allowedClientHeadersOnDenied: z.array(HeaderName).default([]),
+  readStateFromResponse: z.boolean().default(false),
+  config: z.record(z.string(), z.unknown()).optional(),
+  failureModeAllow: z.boolean().default(false),
+});
+
+/** hmacAuth (parametersInHeaders): user -> shared secret, from Secrets. */
+export const HmacStepSchema = z.object({
+  type: z.literal('hmac'),
+  name: StepName,
+  credentials: z.record(z.string().min(1), z.string().min(1)).refine((c) => Object.keys(c).length > 0, 'no credentials'),
 });
 
 const CookieName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, 'must be a cookie name (an HTTP token)');
-const HeaderName = z.string().regex(/^[a-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be a lower-case HTTP header name');
 
 /**
  * oauth2.oidcAuthorizationCode (`flow: 'oidc'`) and oauth2.oauth2 (`flow: 'oauth2'`, plain OAuth2): a browser
@@ -203,11 +308,30 @@ export const CodeFlowStepSchema = z
     }
   });
 
-export const STEP_TYPES = ['oauth2-introspection', 'oauth2-jwt', 'api-key', 'oauth2-code'] as const;
+export const STEP_TYPES = [
+  'oauth2-introspection',
+  'oauth2-jwt',
+  'api-key',
+  'basic-auth',
+  'ldap',
+  'opa',
+  'opa-server',
+  'passthrough-grpc',
+  'passthrough-http',
+  'hmac',
+  'oauth2-code',
+] as const;
 export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   IntrospectionStepSchema,
   JwtStepSchema,
   ApiKeyStepSchema,
+  BasicAuthStepSchema,
+  LdapStepSchema,
+  OpaStepSchema,
+  OpaServerStepSchema,
+  PassThroughGrpcStepSchema,
+  PassThroughHttpStepSchema,
+  HmacStepSchema,
   CodeFlowStepSchema,
 ]);
 
@@ -225,6 +349,15 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   'oauth2-introspection': () => ({ bearer: true, headers: [] }),
   'oauth2-jwt': () => ({ bearer: true, headers: [] }),
   'api-key': (s) => ({ bearer: false, headers: s.headerName === 'authorization' ? [] : [s.headerName] }),
+  // Gloo's extended basicAuth also reads Proxy-Authorization
+  'basic-auth': () => ({ bearer: false, headers: ['proxy-authorization'] }),
+  ldap: () => ({ bearer: false, headers: [] }),
+  // policies and the user's own servers may read any header; HMAC signs chosen ones
+  opa: () => ({ bearer: false, headers: '*' }),
+  'opa-server': () => ({ bearer: false, headers: '*' }),
+  'passthrough-grpc': () => ({ bearer: false, headers: '*' }),
+  'passthrough-http': () => ({ bearer: false, headers: '*' }),
+  hmac: () => ({ bearer: false, headers: '*' }),
   // the session cookie, and the host and path (sent anyway)
   'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
 };
@@ -262,6 +395,13 @@ export const AuthConfigConfigSchema = z
 export type IntrospectionStepConfig = z.infer<typeof IntrospectionStepSchema>;
 export type JwtStepConfig = z.infer<typeof JwtStepSchema>;
 export type ApiKeyStepConfig = z.infer<typeof ApiKeyStepSchema>;
+export type BasicAuthStepConfig = z.infer<typeof BasicAuthStepSchema>;
+export type LdapStepConfig = z.infer<typeof LdapStepSchema>;
+export type OpaStepConfig = z.infer<typeof OpaStepSchema>;
+export type OpaServerStepConfig = z.infer<typeof OpaServerStepSchema>;
+export type PassThroughGrpcStepConfig = z.infer<typeof PassThroughGrpcStepSchema>;
+export type PassThroughHttpStepConfig = z.infer<typeof PassThroughHttpStepSchema>;
+export type HmacStepConfig = z.infer<typeof HmacStepSchema>;
 export type CodeFlowStepConfig = z.infer<typeof CodeFlowStepSchema>;
 export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
 export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;

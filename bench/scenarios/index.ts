@@ -18,6 +18,7 @@ import {
   authUnprotected,
   providerIntrospection,
 } from './auth.js';
+import { authBasic, authLdap, authOpa, authStepsUnprotected } from './auth-steps.js';
 import { accessLogJson, accessLogJson17, accessLogOff } from './access-log.js';
 import { ACCESS_LOG_VARIANTS } from './access-log-variants.js';
 import { tracingOff, tracingSampled } from './tracing.js';
@@ -86,6 +87,10 @@ export const SCENARIOS: readonly Scenario[] = [
   authEdgePerWorker,
   authOidcSession,
   providerIntrospection,
+  authStepsUnprotected,
+  authLdap,
+  authOpa,
+  authBasic,
   missingTokenWasm,
   missingTokenExtauth,
   wasmAuthOn,

@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import {
   AuthConfigSpecSchema,
+  ConfigMapBodySchema,
   EndpointsBodySchema,
   GatewaySpecSchema,
   GraphQLApiSpecSchema,
@@ -89,6 +90,7 @@ export const KINDS = {
   Service: { ...CORE, plural: 'services', shortNames: ['svc'], body: ServiceBodySchema },
   Endpoints: { ...CORE, plural: 'endpoints', shortNames: ['ep'], body: EndpointsBodySchema },
   Secret: { ...CORE, plural: 'secrets', shortNames: [], body: SecretBodySchema },
+  ConfigMap: { ...CORE, plural: 'configmaps', shortNames: ['cm'], body: ConfigMapBodySchema },
 } as const satisfies Record<string, KindInfo>;
 
 export type KindName = keyof typeof KINDS;

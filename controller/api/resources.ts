@@ -28,6 +28,7 @@ export type Settings = ResourceOf<'Settings'>;
 export type Service = ResourceOf<'Service'>;
 export type Endpoints = ResourceOf<'Endpoints'>;
 export type Secret = ResourceOf<'Secret'>;
+export type ConfigMap = ResourceOf<'ConfigMap'>;
 export type GraphQLApi = ResourceOf<'GraphQLApi'>;
 export type GraphQLSchema = ResourceOf<'GraphQLSchema'>;
 export type AuthConfig = ResourceOf<'AuthConfig'>;

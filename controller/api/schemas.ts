@@ -21,6 +21,15 @@ import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
 import { ObservabilityOptionsSchema } from './observability.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
+import {
+  ApiKeyAuthSchema,
+  BasicAuthSchema,
+  HmacAuthSchema,
+  LdapSchema,
+  OpaAuthSchema,
+  OpaServerAuthSchema,
+  PassThroughAuthSchema,
+} from './auth-steps.js';
 
 export { formatIssues } from './issues.js';
 
@@ -541,6 +550,12 @@ export const SecretBodySchema = z.looseObject({
 });
 export type SecretBody = z.infer<typeof SecretBodySchema>;
 
+/** A core ConfigMap: its `data` is read (OPA Rego modules of opaAuth). */
+export const ConfigMapBodySchema = z.looseObject({
+  data: z.record(z.string(), z.string()).optional(),
+  binaryData: z.record(z.string(), z.string()).optional(),
+});
+
 // ---- GraphQLApi (graphql.legate.dev/v1beta1) and the flat GraphQLSchema (v1alpha1) ----
 
 const RestResolverSchema = z.strictObject({
@@ -723,13 +738,6 @@ const AccessTokenValidationSchema = z
     message: 'set exactly one validation method: introspectionUrl, introspection or jwt',
   });
 
-/** `apiKeyAuth`: Gloo's fields for keys in Kubernetes Secrets (data key `api-key`). */
-const ApiKeyAuthSchema = z.strictObject({
-  labelSelector: z.record(z.string(), z.string()).optional(),
-  apiKeySecretRefs: z.array(ResourceRefSchema).optional(),
-  headerName: z.string().min(1).optional(),
-});
-
 /** `oauth2.*.session` (Gloo's UserSession). */
 const UserSessionSchema = z.strictObject({
   failOnFetchFailure: z.boolean().optional(),
@@ -847,7 +855,7 @@ const PlainOAuth2Schema = z.strictObject({
 });
 export type PlainOAuth2 = z.infer<typeof PlainOAuth2Schema>;
 
-/** The step kinds Gloo knows; Legate implements oauth2.accessTokenValidation (introspection, jwt) and apiKeyAuth, and reports the rest. */
+/** The step kinds Gloo knows; those without a schema below are reported as not supported. */
 export const AUTH_STEP_KINDS = [
   'basicAuth',
   'oauth2',
@@ -862,6 +870,18 @@ export const AUTH_STEP_KINDS = [
   'ldapInternal',
 ] as const;
 
+/** The step kinds with a schema of their own (the rest are stored as unknown and reported). */
+const TYPED_STEP_KINDS = {
+  oauth2: true,
+  apiKeyAuth: true,
+  basicAuth: true,
+  ldap: true,
+  opaAuth: true,
+  opaServerAuth: true,
+  passThroughAuth: true,
+  hmacAuth: true,
+} as const;
+
 const AuthStepSchema = z.strictObject({
   name: z.string().optional(),
   oauth2: z
@@ -872,7 +892,13 @@ const AuthStepSchema = z.strictObject({
     })
     .optional(),
   apiKeyAuth: ApiKeyAuthSchema.optional(),
-  ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => k !== 'oauth2' && k !== 'apiKeyAuth').map((k) => [k, z.unknown().optional()])),
+  basicAuth: BasicAuthSchema.optional(),
+  ldap: LdapSchema.optional(),
+  opaAuth: OpaAuthSchema.optional(),
+  opaServerAuth: OpaServerAuthSchema.optional(),
+  passThroughAuth: PassThroughAuthSchema.optional(),
+  hmacAuth: HmacAuthSchema.optional(),
+  ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => !Object.hasOwn(TYPED_STEP_KINDS, k)).map((k) => [k, z.unknown().optional()])),
 });
 export type AuthStep = z.infer<typeof AuthStepSchema> & {
   oauth2?: {
@@ -881,6 +907,12 @@ export type AuthStep = z.infer<typeof AuthStepSchema> & {
     oauth2?: PlainOAuth2;
   };
   apiKeyAuth?: z.infer<typeof ApiKeyAuthSchema>;
+  basicAuth?: z.infer<typeof BasicAuthSchema>;
+  ldap?: z.infer<typeof LdapSchema>;
+  opaAuth?: z.infer<typeof OpaAuthSchema>;
+  opaServerAuth?: z.infer<typeof OpaServerAuthSchema>;
+  passThroughAuth?: z.infer<typeof PassThroughAuthSchema>;
+  hmacAuth?: z.infer<typeof HmacAuthSchema>;
 };
 
 export const AuthConfigSpecSchema = z.strictObject({

@@ -35,6 +35,7 @@ export interface ResourceIndex {
   services: ReadonlyMap<string, LegateResource & { kind: 'Service' }>;
   endpoints: ReadonlyMap<string, LegateResource & { kind: 'Endpoints' }>;
   secrets: ReadonlyMap<string, LegateResource & { kind: 'Secret' }>;
+  configMaps: ReadonlyMap<string, LegateResource & { kind: 'ConfigMap' }>;
 }
 
 /** What the upstreams feature offers every feature after it: resolved and rejected upstreams. */

@@ -16,6 +16,7 @@ export type ReportCode =
   | 'RouteTableNotFound'
   | 'InvalidTls'
   | 'SecretNotFound'
+  | 'ConfigMapNotFound'
   | 'GraphQLApiNotFound'
   | 'GraphQLApiRejected'
   | 'InvalidGraphQLSchema'

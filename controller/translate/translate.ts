@@ -52,6 +52,7 @@ export const CORE_KINDS: readonly KindName[] = [
   'Service',
   'Endpoints',
   'Secret',
+  'ConfigMap',
   'Gateway',
   'VirtualService',
   'RouteTable',
@@ -179,7 +180,8 @@ export function translate(input: TranslateInput): TranslateOutput {
   const features = input.features ?? defaultFeatures();
 
   for (const r of resources) {
-    if (r.kind === 'Service' || r.kind === 'Endpoints' || r.kind === 'Secret' || r.kind === 'Settings') accepted.set(keyOf(r), r);
+    if (r.kind === 'Service' || r.kind === 'Endpoints' || r.kind === 'Secret' || r.kind === 'ConfigMap' || r.kind === 'Settings')
+      accepted.set(keyOf(r), r);
   }
   let upstreams: UpstreamLookup | undefined;
   // A feature that reads VirtualServices while resolving would make its bindings depend on them.
@@ -194,6 +196,7 @@ export function translate(input: TranslateInput): TranslateOutput {
       services: byNsName(resources.filter(isKind('Service'))),
       endpoints: byNsName(resources.filter(isKind('Endpoints'))),
       secrets: byNsName(resources.filter(isKind('Secret'))),
+      configMaps: byNsName(resources.filter(isKind('ConfigMap'))),
     },
     ofKind: (kind) => {
       if (kind === 'VirtualService') readsVirtualServices = true;

@@ -124,6 +124,7 @@ export class Authorizer {
     insufficient_scope: 0,
     missing_api_key: 0,
     invalid_api_key: 0,
+    invalid_credentials: 0,
     access_denied: 0,
     unavailable: 0,
     redirect: 0,

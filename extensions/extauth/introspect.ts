@@ -22,6 +22,8 @@ export interface ActiveToken extends Expiring {
   readonly scopes: ReadonlySet<string>;
   /** `sub`, else `client_id` (for debug logs) */
   readonly subject: string | undefined;
+  /** the whole response (dynamicMetadataFromClaims, userIdAttributeName) */
+  readonly claims: Readonly<Record<string, unknown>>;
 }
 
 export interface InactiveToken {
@@ -309,5 +311,6 @@ export function interpret(body: Buffer, fetchedAt: number): Introspection {
     deadAt: expiresAt,
     scopes,
     subject: typeof sub === 'string' ? sub : typeof clientId === 'string' ? clientId : undefined,
+    claims: r,
   };
 }

@@ -17,6 +17,8 @@ export type DenyReason =
   | 'missing_api_key'
   /** an apiKeyAuth step: the header holds none of the keys (401, as Gloo) */
   | 'invalid_api_key'
+  /** basicAuth, ldap or hmacAuth: no, or wrong, credentials (401) */
+  | 'invalid_credentials'
   /** booleanExpr is false without a failing step to name (a `!step` whose step allowed) */
   | 'access_denied'
   /** the provider (introspection or JWKS endpoint) is unreachable, too slow, or answered garbage */
@@ -35,6 +37,7 @@ export const DENY_REASONS: readonly DenyReason[] = [
   'insufficient_scope',
   'missing_api_key',
   'invalid_api_key',
+  'invalid_credentials',
   'access_denied',
   'unavailable',
   'redirect',

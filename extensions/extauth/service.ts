@@ -74,6 +74,7 @@ export const DENIAL_BODIES: Readonly<Record<DenyReason, { error: string; challen
   insufficient_scope: { error: 'insufficient_scope', challenge: 'Bearer error="insufficient_scope"' },
   missing_api_key: { error: 'missing_api_key', status: 'Unauthorized' },
   invalid_api_key: { error: 'invalid_api_key', status: 'Unauthorized' },
+  invalid_credentials: { error: 'invalid_credentials', status: 'Unauthorized' },
   access_denied: { error: 'access_denied' },
   unavailable: { error: 'temporarily_unavailable' },
   // (a redirect carries its own response; this is the fallback)

@@ -100,6 +100,19 @@ const calls = (t: string) => seen.filter((s) => s.body.get('token') === t).lengt
 const decide = (configId: string, header: string | undefined): Promise<Outcome> => Promise.resolve(authz.check(configId, header));
 
 describe('introspection call and outcomes', () => {
+  it('userIdAttributeName: required in the answer, set as user_id metadata; dynamicMetadataFromClaims from the answer', async () => {
+    authz.apply([cfg('ns.uid', { userIdAttributeName: 'username', dynamicMetadataFromClaims: { client: 'client_id' } })]);
+    const t = token();
+    activeFor(t, { username: 'alice' });
+    const grant: EdgeGrant = { key: '', until: 0 };
+    expect(await authz.check('ns.uid', `Bearer ${t}`, false, grant)).toBe('allow');
+    expect(grant.answer?.metadata).toEqual({ user_id: 'alice', client: 'legate-demo' });
+    expect(grant.until).toBe(0);
+    const anonymous = token();
+    activeFor(anonymous);
+    expect(await decide('ns.uid', `Bearer ${anonymous}`)).toBe('invalid_token');
+  });
+
   it('POSTs a form with the token and HTTP basic client credentials; active -> allow', async () => {
     expect(authz.apply([cfg('ns.a')]).problems).toEqual([]);
     const t = token();

@@ -302,14 +302,13 @@ describe('JWT step: edge grant and the cache of verified tokens', () => {
 });
 
 describe('JWT step: bad tokens are invalid_token, with the reason logged', () => {
-  it('denies expired, not yet valid, wrong issuer, wrong audience, no exp', async () => {
+  it('denies expired, not yet valid, wrong issuer, wrong audience', async () => {
     await load(remote('ns.jwt'));
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ exp: now() - 120 }, 'jwt expired'],
       [{ nbf: now() + 120 }, 'jwt claim nbf check_failed'],
       [{ iss: 'https://evil.test' }, 'jwt claim iss check_failed'],
       [{ aud: 'other-api' }, 'jwt claim aud check_failed'],
-      [{ exp: null }, 'jwt claim exp missing'],
     ];
     for (const [claims, detail] of cases) {
       lines.length = 0;
@@ -317,6 +316,23 @@ describe('JWT step: bad tokens are invalid_token, with the reason logged', () =>
       await load(remote(`ns.${detail.replace(/ /g, '-')}`));
       expect(await decide(`ns.${detail.replace(/ /g, '-')}`, await sign(rs, claims)), detail).toBe('invalid_token');
       expect(denials()[0]).toMatchObject({ reason: 'invalid_token', detail });
+    }
+  });
+
+  it('allows a token without exp, as Gloo (exp is checked when present)', async () => {
+    await load(remote('ns.jwt'));
+    expect(await decide('ns.jwt', await sign(rs, { exp: null }))).toBe('allow');
+  });
+
+  it('dynamicMetadataFromClaims: the claims as dynamic metadata, and no edge grant (it would skip them)', async () => {
+    await load(remote('ns.meta', { dynamicMetadataFromClaims: { issuer: 'iss', who: 'sub', nothing: 'absent' }, cacheTimeoutMs: 60_000 }));
+    const token = await sign(rs);
+    for (let i = 0; i < 2; i++) {
+      // the second answer comes from the step's cache of verified tokens
+      const grant: EdgeGrant = { key: '', until: 0 };
+      expect(await authz.check('ns.meta', `Bearer ${token}`, false, grant)).toBe('allow');
+      expect(grant.answer?.metadata).toEqual({ issuer: ISSUER, who: 'user-1' });
+      expect(grant.until).toBe(0);
     }
   });
 

@@ -187,11 +187,12 @@ describe('encoded CheckResponses', () => {
     }
   });
 
-  it('every denial is PERMISSION_DENIED with a 403 (401 for API keys) and a JSON body naming only an error code', () => {
+  it('every denial is PERMISSION_DENIED with a 403 (401 for API keys and credentials) and a JSON body naming only an error code', () => {
     for (const reason of DENY_REASONS) {
       const r = decodeResponse(responses[reason]);
       expect(r['status'].code).toBe(7);
-      expect(r['denied_response'].status.code).toBe(reason.endsWith('_api_key') ? 'Unauthorized' : 'Forbidden');
+      const unauthorized = reason.endsWith('_api_key') || reason === 'invalid_credentials';
+      expect(r['denied_response'].status.code).toBe(unauthorized ? 'Unauthorized' : 'Forbidden');
       expect(JSON.parse(r['denied_response'].body)).toEqual({ error: DENIAL_BODIES[reason].error });
       const headers = Object.fromEntries(
         (r['denied_response'].headers as Array<{ header: { key: string; value: string } }>).map((h) => [h.header.key, h.header.value]),

@@ -178,6 +178,8 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     spec: { type: 'kubernetes.io/tls', stringData: { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA } },
   },
   Service: { spec: { spec: { ports: [{ port: 80, targetPort: 8080 }], selector: { app: WORLD_NAME } } } },
+  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it)
+  ConfigMap: { onlyFor: ['ConfigMap'], spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } } },
   // two named ports: a Service port without a name matches neither, and its targetPort is the port
   Endpoints: {
     spec: {
@@ -265,7 +267,57 @@ const WASM_STRUCT = {
   ],
 };
 
+const CREDENTIALS_SECRET = 'w-credentials';
+const CREDENTIALS_REF = { name: CREDENTIALS_SECRET, namespace: WORLD_NAMESPACE };
+const API_KEY_REF = { name: API_KEY_SECRET, namespace: WORLD_NAMESPACE };
+const BASIC_SHA1 = {
+  realm: WORLD_NAME,
+  encryption: { sha1: {} },
+  userList: { users: { [WORLD_NAME]: { salt: 'TYiryv0/', hashedPassword: '010eb058a59f4ac5ba05639b0263cf91b4345fd6' } } },
+};
+const LDAP = {
+  address: '127.0.0.1:389',
+  userDnTemplate: 'uid=%s,ou=people,dc=example,dc=org',
+  membershipAttributeName: 'isMemberOf',
+  allowedGroups: ['cn=w,ou=groups,dc=example,dc=org'],
+  searchFilter: '(objectClass=person)',
+  pool: { maxSize: 3, initialSize: 1 },
+  groupLookupSettings: { credentialsSecretRef: CREDENTIALS_REF, checkGroupsWithServiceAccount: true },
+};
+const OPA_SERVER = {
+  package: WORLD_NAME,
+  ruleName: 'allow',
+  serverAddr: '127.0.0.1:8181',
+  options: { fastInputConversion: true },
+};
+const PASS_GRPC = { grpc: { address: '127.0.0.1:9001', connectionTimeout: '2s' }, config: { [WORLD_NAME]: WORLD_NAME } };
+const HMAC = { secretRefs: { secretRefs: [CREDENTIALS_REF] }, parametersInHeaders: {} };
+const KEYS_WITH_META = (required: boolean) => ({
+  apiKeySecretRefs: [API_KEY_REF],
+  headersFromMetadataEntry: { 'x-user': { name: required ? 'user-id' : 'api-key', required } },
+});
+
 export const SPECS: Record<string, unknown> = {
+  'AuthConfig configs[].apiKeyAuth.headersFromMetadata.*.name': {
+    configs: [{ apiKeyAuth: { apiKeySecretRefs: [API_KEY_REF], headersFromMetadata: { 'x-user': { name: 'api-key' } } } }],
+  },
+  'AuthConfig configs[].apiKeyAuth.headersFromMetadata.*.required': {
+    configs: [{ apiKeyAuth: { apiKeySecretRefs: [API_KEY_REF], headersFromMetadata: { 'x-user': { name: 'user-id', required: true } } } }],
+  },
+  'AuthConfig configs[].apiKeyAuth.headersFromMetadataEntry.*.name': { configs: [{ apiKeyAuth: KEYS_WITH_META(false) }] },
+  'AuthConfig configs[].apiKeyAuth.headersFromMetadataEntry.*.required': { configs: [{ apiKeyAuth: KEYS_WITH_META(true) }] },
+  'AuthConfig configs[].basicAuth.realm': { configs: [{ basicAuth: BASIC_SHA1 }] },
+  'AuthConfig configs[].basicAuth.userList.users.*.salt': { configs: [{ basicAuth: BASIC_SHA1 }] },
+  'AuthConfig configs[].basicAuth.userList.users.*.hashedPassword': { configs: [{ basicAuth: BASIC_SHA1 }] },
+  'AuthConfig configs[].ldap.membershipAttributeName': { configs: [{ ldap: LDAP }] },
+  'AuthConfig configs[].ldap.pool.maxSize': { configs: [{ ldap: LDAP }] },
+  'AuthConfig configs[].ldap.searchFilter': { configs: [{ ldap: LDAP }] },
+  'AuthConfig configs[].ldap.groupLookupSettings.checkGroupsWithServiceAccount': { configs: [{ ldap: LDAP }] },
+  'AuthConfig configs[].opaServerAuth.options.fastInputConversion': { configs: [{ opaServerAuth: OPA_SERVER }] },
+  'AuthConfig configs[].passThroughAuth.grpc.connectionTimeout': { configs: [{ passThroughAuth: PASS_GRPC }] },
+  'AuthConfig configs[].passThroughAuth.config.*': { configs: [{ passThroughAuth: PASS_GRPC }] },
+  'AuthConfig configs[].hmacAuth.secretRefs.secretRefs[].name': { configs: [{ hmacAuth: HMAC }] },
+  'AuthConfig configs[].hmacAuth.secretRefs.secretRefs[].namespace': { configs: [{ hmacAuth: HMAC }] },
   'Gateway httpGateway.options.wasm.filters[].config.value.*': {
     bindPort: 8443,
     ssl: true,
@@ -329,6 +381,15 @@ export const EXTRA_WORLD: { kind: string; name: string; spec: unknown; onlyFor?:
     spec: { static: { hosts: [{ addr: '127.0.0.2', port: 8443 }] }, sslConfig: { sni: 'w.example.com' } },
   },
   { kind: 'Secret', name: API_KEY_SECRET, spec: { type: 'extauth.solo.io/apikey', stringData: { 'api-key': 'no-silent-fields-key' } } },
+  // credentials for ldap's service account and hmacAuth
+  { kind: 'Secret', name: CREDENTIALS_SECRET, spec: { stringData: { username: WORLD_NAME, password: 'no-silent-fields-secret' } } },
+  // an AuthConfig reading the world's ConfigMap
+  {
+    kind: 'AuthConfig',
+    name: 'w-opa',
+    onlyFor: ['ConfigMap'],
+    spec: { configs: [{ opaAuth: { modules: [REF], query: `data.${WORLD_NAME}.allow` } }] },
+  },
   {
     kind: 'Secret',
     name: OAUTH_SECRET,
@@ -379,12 +440,8 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
-  'AuthConfig configs[].oauth2.accessTokenValidation.introspection.userIdAttributeName':
-    'it names the user ID for Settings extauth userIdHeader, which Legate refuses',
   'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':
-    'it fetches user info for later steps (OPA, headers) Legate does not have; no decision depends on it',
-  'AuthConfig configs[].oauth2.accessTokenValidation.dynamicMetadataFromClaims.*':
-    'Envoy dynamic metadata for other filters; nothing in Legate reads it (rate-limit dynamicMetadata actions are refused)',
+    "its answer goes to the state Gloo's later steps (plugins) read; Legate's steps share no state, so no decision depends on it",
   'GraphQLApi statPrefix': 'the GraphQL service keeps no per-API stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.statPrefix': 'the GraphQL service keeps no per-resolver stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.restResolver.spanName': 'the GraphQL service makes no per-resolver spans',
@@ -408,6 +465,8 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Endpoints subsets[].ports[].<other>': K8S,
   'Secret type': 'Legate reads a Secret by its keys (tls.crt, tls.key, ca.crt, api-key …), whatever its type says',
   'Secret <other>': K8S,
+  'ConfigMap <other>': K8S,
+  'ConfigMap binaryData.*': 'binary entries are not Rego text; opaAuth reads the data entries',
 };
 
 /** Fields read outside translation (by the controller's sources), so no run of the pipeline reads them. */

@@ -101,6 +101,7 @@ export class KubeSource implements ResourceSource {
     }
     this.add('/api/v1/services', 'v1', 'Service', () => asList(core.listServiceForAllNamespaces()));
     this.add('/api/v1/secrets', 'v1', 'Secret', () => asList(core.listSecretForAllNamespaces()));
+    this.add('/api/v1/configmaps', 'v1', 'ConfigMap', () => asList(core.listConfigMapForAllNamespaces()));
     this.add('/apis/discovery.k8s.io/v1/endpointslices', 'discovery.k8s.io/v1', 'EndpointSlice', () =>
       asList(discovery.listEndpointSliceForAllNamespaces()),
     );

@@ -7,11 +7,23 @@ import { apiKeyStep } from './api-key.js';
 import { codeFlowStep } from './oauth2-code.js';
 import { introspectionStep } from './oauth2-introspection.js';
 import { jwtStep } from './oauth2-jwt.js';
+import { basicAuthStep } from './basic-auth.js';
+import { hmacStep } from './hmac.js';
+import { ldapStep } from './ldap.js';
+import { opaServerStep, opaStep } from './opa.js';
+import { passThroughStep } from './passthrough.js';
 
 export const STEP_FACTORIES: { readonly [K in AuthStepConfig['type']]: StepFactory<Extract<AuthStepConfig, { type: K }>> } = {
   'oauth2-introspection': introspectionStep,
   'oauth2-jwt': jwtStep,
   'api-key': apiKeyStep,
+  'basic-auth': basicAuthStep,
+  ldap: ldapStep,
+  opa: opaStep,
+  'opa-server': opaServerStep,
+  'passthrough-grpc': passThroughStep,
+  'passthrough-http': passThroughStep,
+  hmac: hmacStep,
   'oauth2-code': codeFlowStep,
 };
 

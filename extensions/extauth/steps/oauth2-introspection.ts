@@ -10,13 +10,16 @@ import type { IntrospectionStepConfig } from '../../../common/contract.js';
 import type { Logger } from '../../../common/log.js';
 import { IntrospectionError, Introspector, redactUrl, tokenRef, type ActiveToken, type Introspection } from '../introspect.js';
 import type { Outcome } from '../outcome.js';
-import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
+import { claimsMetadata } from '../claims.js';
+import { addMetadata, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 export class IntrospectionStep implements AuthStep {
   readonly bearer = true;
   readonly summary: StepSummary;
   private readonly cacheTimeoutMs: number;
   private readonly requiredScopes: readonly string[];
+  private readonly userIdAttributeName: string | undefined;
+  private readonly metadataFromClaims: readonly (readonly [key: string, claim: string])[];
 
   constructor(
     config: IntrospectionStepConfig,
@@ -25,6 +28,8 @@ export class IntrospectionStep implements AuthStep {
   ) {
     this.cacheTimeoutMs = config.cacheTimeoutMs;
     this.requiredScopes = [...config.requiredScopes];
+    this.userIdAttributeName = config.userIdAttributeName;
+    this.metadataFromClaims = Object.entries(config.dynamicMetadataFromClaims ?? {});
     this.summary = {
       type: config.type,
       introspectionUrl: redactUrl(config.introspectionUrl),
@@ -64,6 +69,19 @@ export class IntrospectionStep implements AuthStep {
     if (!result.active || result.expiresAt <= now) return 'invalid_token';
     const required = this.requiredScopes;
     for (let i = 0; i < required.length; i++) if (!result.scopes.has(required[i]!)) return 'insufficient_scope';
+    // the user id, when asked for, must be in the answer (Gloo denies without it)
+    const userAttr = this.userIdAttributeName;
+    if (userAttr !== undefined) {
+      const id = result.claims[userAttr];
+      if (typeof id !== 'string' && typeof id !== 'number') {
+        hold.detail = `the introspection answer has no ${userAttr}`;
+        return 'invalid_token';
+      }
+      addMetadata(hold, { user_id: String(id) });
+    }
+    if (this.metadataFromClaims.length) addMetadata(hold, claimsMetadata(result.claims, this.metadataFromClaims));
+    // the edge cache would skip ext_authz, and with it the metadata
+    if (userAttr !== undefined || this.metadataFromClaims.length) hold.until = 0;
     // until when the allow may be reused: the cache timeout from the introspection, never past `exp`
     const until = this.cacheTimeoutMs <= 0 ? 0 : Math.min(result.fetchedAt + this.cacheTimeoutMs, result.expiresAt);
     if (until < hold.until) hold.until = until;

@@ -1,5 +1,5 @@
 // oauth2.accessTokenValidation.jwt as an AuthStep: the token is a JWS verified with jose against a
-// JWK set (fetched from remoteJwks.url, or given inline as localJwks), then `exp` (required), `nbf`,
+// JWK set (fetched from remoteJwks.url, or given inline as localJwks), then `exp` (when present, as Gloo), `nbf`,
 // `iss` and `aud` with a small clock skew, then the required scopes from `scope` (space-separated) or
 // `scp` (an array, or a space-separated string). Only asymmetric algorithms are accepted
 // (JWT_ALGORITHMS): never `none`, never HS*, so a public key can never serve as an HMAC secret.
@@ -22,7 +22,8 @@ import type { Logger } from '../../../common/log.js';
 import { ExpiringCache } from '../cache.js';
 import { redactUrl, tokenRef } from '../introspect.js';
 import type { Outcome } from '../outcome.js';
-import type { AuthStep, Hold, StepCounters, StepFactory, StepSummary } from '../step.js';
+import { claimsMetadata } from '../claims.js';
+import { addMetadata, type AuthStep, type Hold, type StepCounters, type StepFactory, type StepSummary } from '../step.js';
 
 /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
 export const JWT_CLOCK_SKEW_SECONDS = 30;
@@ -187,6 +188,7 @@ export class JwtStep implements AuthStep {
   private readonly key: JWTVerifyGetKey | KeyObject;
   private readonly verifyOptions: JWTVerifyOptions;
   private readonly requiredScopes: readonly string[];
+  private readonly metadataFromClaims: readonly (readonly [key: string, claim: string])[];
   private readonly cacheTimeoutMs: number;
   /** verified tokens by hash; undefined when off (cacheTimeoutMs 0 or no entries allowed) */
   private readonly verified: ExpiringCache<Verified> | undefined;
@@ -209,13 +211,13 @@ export class JwtStep implements AuthStep {
       this.key = local.kind === 'pem' ? local.key : createLocalJWKSet(local.jwks as Parameters<typeof createLocalJWKSet>[0]);
     }
     this.requiredScopes = [...config.requiredScopes];
+    this.metadataFromClaims = Object.entries(config.dynamicMetadataFromClaims ?? {});
     this.cacheTimeoutMs = config.cacheTimeoutMs;
     this.verified = config.cacheTimeoutMs > 0 && cacheMaxEntries > 0 ? new ExpiringCache<Verified>(cacheMaxEntries) : undefined;
     this.verifyOptions = {
       // a JWK set picks keys by the token's alg; a single PEM key only takes the algorithms of its type
       algorithms: 'asymmetricKeyType' in this.key ? algorithmsFor(this.key) : [...JWT_ALGORITHMS],
       clockTolerance: JWT_CLOCK_SKEW_SECONDS,
-      requiredClaims: ['exp'],
       ...(config.issuer !== undefined ? { issuer: config.issuer } : {}),
       ...(config.audiences.length ? { audience: [...config.audiences] } : {}),
     };
@@ -273,9 +275,10 @@ export class JwtStep implements AuthStep {
     } catch (err) {
       return this.refused(err, hash, hold, configId);
     }
-    // reusable until `exp` (required, so a number), never past cacheTimeoutMs from now
+    // reusable until `exp` (a token without one: cacheTimeoutMs alone), never past cacheTimeoutMs from now
     const now = Date.now();
-    let deadAt = this.cacheTimeoutMs <= 0 ? 0 : Math.min(now + this.cacheTimeoutMs, (payload.exp ?? 0) * 1000);
+    const expMs = typeof payload.exp === 'number' ? payload.exp * 1000 : Infinity;
+    let deadAt = this.cacheTimeoutMs <= 0 ? 0 : Math.min(now + this.cacheTimeoutMs, expMs);
     if (deadAt <= now)
       deadAt = 0; // past `exp` but within the clock skew: allowed, never reused
     else if (this.verified !== undefined) this.verified.set(hash, { deadAt, payload, generation });
@@ -289,6 +292,10 @@ export class JwtStep implements AuthStep {
       return 'insufficient_scope';
     }
     if (deadAt < hold.until) hold.until = deadAt;
+    if (this.metadataFromClaims.length) {
+      addMetadata(hold, claimsMetadata(payload, this.metadataFromClaims));
+      hold.until = 0; // the edge cache would skip ext_authz, and with it the metadata
+    }
     return 'allow';
   }
 

@@ -29,7 +29,9 @@ export function extauthFeature(
     name: 'extauth',
     kinds: ['AuthConfig'],
     resolve(ctx) {
-      const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) => translateAuthConfig(ac, ctx.index.secrets));
+      const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) =>
+        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps),
+      );
       return {
         bindGateway(gw, ir, sink) {
           const own = gw.spec.httpGateway?.options?.extauth;

@@ -6,14 +6,14 @@
 // status reason here instead.
 import { createHash } from 'node:crypto';
 import { parseBooleanExpr, type AuthConfigConfig, type AuthStepConfig } from '../../../../common/auth-config.js';
-import type { AuthConfig, Secret } from '../../../api/resources.js';
+import type { AuthConfig, ConfigMap, Secret } from '../../../api/resources.js';
 import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
 import type { Attempt, Problem } from '../../feature.js';
 import { STEP_RESOLVERS } from './steps/index.js';
 
 /**
- * A short content hash of what decides a token's fate. Client secrets are left out: they only
- * authenticate the introspection call, and the version is visible in route metadata.
+ * A short content hash of what decides a token's fate. Secrets are left out (introspection client
+ * secrets, HMAC secrets, the LDAP service account's password): the version is visible in route metadata.
  */
 /** A digest of secret material: a changed secret gives a new version without showing the secret. */
 function sha256(text: string): string {
@@ -22,6 +22,8 @@ function sha256(text: string): string {
 
 export function authConfigVersion(name: string, steps: readonly AuthStepConfig[], booleanExpr?: string): string {
   const judged = steps.map((s) => {
+    if (s.type === 'hmac') return { ...s, credentials: Object.keys(s.credentials).sort() };
+    if (s.type === 'ldap' && s.serviceAccount) return { ...s, serviceAccount: { ...s.serviceAccount, password: '' } };
     if (s.type === 'oauth2-code') {
       // the cookie key is derived from the client secret: neither goes into the (visible) version
       const { clientSecret: _secret, session, ...rest } = s;
@@ -38,7 +40,11 @@ export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]
     .slice(0, 16);
 }
 
-export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string, Secret>): Attempt<AuthConfigConfig> {
+export function translateAuthConfig(
+  ac: AuthConfig,
+  secrets: ReadonlyMap<string, Secret>,
+  configMaps: ReadonlyMap<string, ConfigMap> = new Map(),
+): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const ns = ac.metadata.namespace;
@@ -64,7 +70,12 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
               `${where}.jwt: Gloo's jwt step only trusts Envoy's JWT filter (options.jwt), which Legate does not ` +
               'configure, so it would allow every request; verify the token with oauth2.accessTokenValidation.jwt ' +
               '{remoteJwks | localJwks, issuer, audiences} instead'
-            : `${where}.${kind}: ${kind} steps are not supported yet (supported: ${supported})`,
+            : kind === 'pluginAuth'
+              ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
+                'auth server and call it with passThroughAuth (grpc or http)'
+              : kind === 'ldapInternal'
+                ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+                : `${where}.${kind}: ${kind} steps are not supported (supported: ${supported})`,
       });
     }
     if (known.length > 1) {
@@ -80,6 +91,7 @@ export function translateAuthConfig(ac: AuthConfig, secrets: ReadonlyMap<string,
       where,
       namespace: ns,
       secrets,
+      configMaps,
       named,
       problems,
       warnings,

@@ -1,6 +1,6 @@
 // What every AuthConfig step resolver uses: the context it resolves in, and the checks they share.
 import { AuthStepConfigSchema, describeIssues, type AuthStepConfig } from '../../../../../common/auth-config.js';
-import type { Secret } from '../../../../api/resources.js';
+import type { ConfigMap, Secret } from '../../../../api/resources.js';
 import { parseDuration } from '../../../duration.js';
 import type { Problem } from '../../../feature.js';
 import { nsName } from '../../../names.js';
@@ -13,6 +13,8 @@ export interface StepResolveContext {
   /** the AuthConfig's namespace (the default of Secret references) */
   readonly namespace: string;
   readonly secrets: ReadonlyMap<string, Secret>;
+  /** ConfigMaps by nsName (opaAuth's Rego modules) */
+  readonly configMaps: ReadonlyMap<string, ConfigMap>;
   /** `{ name }` when the step is named (booleanExpr), else `{}`: spread into the resolved step */
   readonly named: { name?: string };
   readonly problems: Problem[];

@@ -28,6 +28,12 @@ export function resolveOAuth2(raw: unknown, ctx: StepResolveContext): AuthStepCo
   return atv.jwt ? jwtStep(atv, ctx) : introspectionStep(atv, ctx);
 }
 
+/** dynamicMetadataFromClaims, when it names any claim. */
+function metadataFromClaims(atv: AccessTokenValidation): { dynamicMetadataFromClaims?: Record<string, string> } {
+  const m = atv.dynamicMetadataFromClaims;
+  return m && Object.keys(m).length ? { dynamicMetadataFromClaims: m } : {};
+}
+
 function jwtStep(atv: AccessTokenValidation, ctx: StepResolveContext): AuthStepConfig | undefined {
   const jwt = atv.jwt!;
   const out: JwtStepConfig = {
@@ -48,6 +54,7 @@ function jwtStep(atv: AccessTokenValidation, ctx: StepResolveContext): AuthStepC
     // as for introspection: how long a verified token's allow is reused (extauth's verification
     // cache, Envoy's edge cache), never past its `exp`; 0s = verify every request
     cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
+    ...metadataFromClaims(atv),
   };
   return checkStep(out, `${ctx.where}.oauth2.accessTokenValidation`, ctx.problems) ? out : undefined;
 }
@@ -61,7 +68,9 @@ function introspectionStep(atv: AccessTokenValidation, ctx: StepResolveContext):
     introspectionUrl: '',
     cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
     requiredScopes: atv.requiredScopes?.scope ?? [],
+    ...metadataFromClaims(atv),
   };
+  if (atv.introspection?.userIdAttributeName) out.userIdAttributeName = atv.introspection.userIdAttributeName;
   if (atv.introspectionUrl !== undefined) {
     checkUrl(atv.introspectionUrl, `${where}.introspectionUrl`, problems);
     out.introspectionUrl = atv.introspectionUrl;

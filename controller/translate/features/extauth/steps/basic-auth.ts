@@ -1,0 +1,13 @@
+// `basicAuth` steps (the checks are in resolvers.ts, shared with the other step kinds read from Secrets and ConfigMaps).
+import type { AuthStepConfig } from '../../../../../common/auth-config.js';
+import type { AuthStep } from '../../../../api/schemas.js';
+import { checkStep, type StepResolveContext } from './common.js';
+import { basicAuthStep } from './resolvers.js';
+
+export function resolveBasicAuth(raw: unknown, ctx: StepResolveContext): AuthStepConfig | undefined {
+  const where = `${ctx.where}.basicAuth`;
+  const out = basicAuthStep(raw as NonNullable<AuthStep['basicAuth']>, where, ctx.problems);
+  if (!out) return undefined;
+  const step = { ...out, ...ctx.named };
+  return checkStep(step, where, ctx.problems) ? step : undefined;
+}

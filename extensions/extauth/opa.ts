@@ -1,0 +1,175 @@
+// Open Policy Agent for the opaAuth and opaServerAuth steps.
+//
+// opaAuth (Rego modules + a query, evaluated inside extauth): the modules and a generated module wrapping the
+// query (`allow { r := (<query>); r == true }`: only a `true` value allows, as Gloo) are compiled to
+// WebAssembly by the `opa` binary (`opa build -t wasm`; the binary is found at $LEGATE_OPA, else `opa` on
+// PATH) when the config loads, and evaluated in-process with
+// @open-policy-agent/opa-wasm: no network hop per decision. docs/decisions.md has the measurement against
+// asking an OPA server. Modules in Rego v1 compile as they are; Gloo's examples are Rego v0 (`allow { … }`),
+// so a module set that does not compile as v1 is compiled again with --v0-compatible.
+//
+// opaServerAuth: POST {input} to the OPA server's data API; allowed when `result` is true.
+//
+// The input document is Gloo's: `check_request` (Envoy's CheckRequest as JSON), `http_request` (its
+// attributes.request.http), and `state` (what earlier steps found).
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
+
+/** The generated package holding the query: `data.legate_opa_query.allow`. */
+const QUERY_PACKAGE = 'legate_opa_query';
+const ENTRYPOINT = `${QUERY_PACKAGE}/allow`;
+/** How long an `opa build` may take before the config is refused. */
+const BUILD_TIMEOUT_MS = 60_000;
+
+/** What a policy sees of the request (Envoy's AttributeContext.HttpRequest, as JSON). */
+export interface OpaHttpRequest {
+  method: string;
+  path: string;
+  host: string;
+  scheme: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/** Gloo's input document. */
+export function opaInput(http: OpaHttpRequest, state: Record<string, unknown> = {}): Record<string, unknown> {
+  return { check_request: { attributes: { request: { http } } }, http_request: http, state };
+}
+
+function opaBinary(): string {
+  return process.env['LEGATE_OPA'] || 'opa';
+}
+
+function run(bin: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(bin, args, { cwd, timeout: BUILD_TIMEOUT_MS, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
+      if (!err) return resolve();
+      // opa prints compile errors on stdout
+      const why = (stderr.trim() || stdout.trim() || err.message).split('\n').slice(0, 6).join(' | ');
+      reject(new Error((err as NodeJS.ErrnoException).code === 'ENOENT' ? `no opa binary at ${bin} (set LEGATE_OPA)` : why));
+    });
+  });
+}
+
+/** The file named `name` in a tar archive (ustar: 512-byte headers, sizes in octal). */
+function tarEntry(tar: Buffer, name: string): Buffer | undefined {
+  let off = 0;
+  while (off + 512 <= tar.length) {
+    const header = tar.subarray(off, off + 512);
+    if (header.every((b) => b === 0)) return undefined;
+    const entry = header.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
+    const size = parseInt(header.subarray(124, 136).toString('utf8').replace(/\0.*$/s, '').trim() || '0', 8);
+    const start = off + 512;
+    if (entry.replace(/^\.?\//, '') === name) return tar.subarray(start, start + size);
+    off = start + Math.ceil(size / 512) * 512;
+  }
+  return undefined;
+}
+
+/**
+ * The generated module around the query; v0 syntax unless `v1`. `strict`: the query's value must be `true`
+ * (Gloo's rule); otherwise the query must succeed (for queries of several expressions, which cannot be a value).
+ */
+function queryModule(query: string, v1: boolean, strict: boolean): string {
+  const body = strict ? `__legate_result := (${query})\n__legate_result == true` : query;
+  return v1
+    ? `package ${QUERY_PACKAGE}\n\ndefault allow := false\n\nallow if {\n${body}\n}\n`
+    : `package ${QUERY_PACKAGE}\n\ndefault allow = false\n\nallow {\n${body}\n}\n`;
+}
+
+const compiled = new Map<string, Promise<Buffer>>();
+
+/**
+ * Compiles modules + query to a wasm policy with entrypoint `legate_opa_query/allow`; identical inputs share
+ * one build. Rejects with opa's own message (the first lines) when the Rego does not compile.
+ */
+export function compileOpaWasm(modules: Readonly<Record<string, string>>, query: string): Promise<Buffer> {
+  const key = createHash('sha256')
+    .update(JSON.stringify([modules, query]))
+    .digest('hex');
+  let p = compiled.get(key);
+  if (!p) {
+    p = build(modules, query);
+    compiled.set(key, p);
+    p.catch(() => compiled.delete(key));
+  }
+  return p;
+}
+
+async function build(modules: Readonly<Record<string, string>>, query: string): Promise<Buffer> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'legate-opa-'));
+  try {
+    const names = Object.keys(modules).map((_, i) => `m${i}.rego`);
+    await Promise.all(Object.values(modules).map((text, i) => fs.writeFile(path.join(dir, names[i]!), text)));
+    const attempt = async (v1: boolean, strict: boolean): Promise<Buffer> => {
+      await fs.writeFile(path.join(dir, 'query.rego'), queryModule(query, v1, strict));
+      const out = path.join(dir, 'bundle.tar.gz');
+      const args = ['build', '-t', 'wasm', '-e', ENTRYPOINT, '-o', out, ...(v1 ? [] : ['--v0-compatible']), ...names, 'query.rego'];
+      await run(opaBinary(), args, dir);
+      const wasm = tarEntry(gunzipSync(await fs.readFile(out)), 'policy.wasm');
+      if (!wasm) throw new Error('opa build made no policy.wasm');
+      return Buffer.from(wasm);
+    };
+    // Rego v1 first, then v0 (Gloo's examples); in each, the strict form first, then the plain one
+    // (only a query that cannot be a value falls back to the plain form: a non-boolean value never allows)
+    let first: unknown;
+    for (const v1 of [true, false]) {
+      try {
+        return await attempt(v1, true);
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith('no opa binary')) throw err;
+        first ??= err;
+        if (!(err instanceof Error) || !err.message.includes('query.rego') || !/rego_parse_error/.test(err.message)) continue;
+      }
+      try {
+        return await attempt(v1, false);
+      } catch {
+        // the strict form's error says more
+      }
+    }
+    throw first;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A compiled opaAuth policy: evaluate(input) -> allowed. */
+export class OpaWasmPolicy {
+  private constructor(private readonly policy: LoadedPolicy) {}
+
+  static async load(modules: Readonly<Record<string, string>>, query: string): Promise<OpaWasmPolicy> {
+    const wasm = await compileOpaWasm(modules, query);
+    return new OpaWasmPolicy(await loadPolicy(wasm));
+  }
+
+  /** true only when the query held (a `true` result); throws when evaluation fails (the step denies). */
+  evaluate(input: unknown): boolean {
+    const result = this.policy.evaluate(input) as { result?: unknown }[];
+    return Array.isArray(result) && result[0]?.result === true;
+  }
+}
+
+export type OpaServerAnswer = { allowed: boolean; result: unknown } | { error: string };
+
+/** POST {input} to an OPA server's data API URL. Never rejects: a failure is `{error}`. */
+export async function askOpaServer(url: string, input: unknown, timeoutMs: number): Promise<OpaServerAnswer> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    if (res.status !== 200) return { error: `OPA answered ${res.status}` };
+    const doc = JSON.parse(text) as { result?: unknown };
+    return { allowed: doc.result === true, result: doc.result };
+  } catch (err) {
+    return { error: err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 200) : 'error' };
+  }
+}
