@@ -69,7 +69,7 @@ export function startLoad(target: LoadTarget | (() => LoadTarget), options: Load
         },
       );
       req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => done(0));
+      req.on('error', (e: NodeJS.ErrnoException) => done(0, options.keepBodies ? (e.code ?? e.message) : undefined));
       if (t.body !== undefined) req.write(t.body);
       req.end();
     });
