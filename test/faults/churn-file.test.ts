@@ -18,6 +18,7 @@ import {
   roundFigure,
   type Memory,
   type RoundFigures,
+  useEveryGroup,
 } from './churn.js';
 import { figure } from './figures.js';
 import { byStatus, startLoad, type Sample } from './load.js';
@@ -97,7 +98,7 @@ describe('resource churn (file mode)', () => {
     load0 = performance.now();
     const load = startLoad(
       { port: gw.ports.http, path: '/', host: STEADY },
-      { connections: 2, pauseMs: 20, maxMs: 1_800_000, keepBodies: true },
+      { connections: 2, pauseMs: 20, maxMs: 1_800_000, keepBodies: true, retryReusedReset: true },
     );
     const rounds: RoundFigures[] = [];
     let seen = 0;
@@ -116,6 +117,9 @@ describe('resource churn (file mode)', () => {
         180_000,
       );
       const loadS = (performance.now() - t0) / 1000;
+      const unused = await useEveryGroup(gw.ports.http, round, CHURN_COUNT);
+      if (unused.length) figure(ITEM, `round ${round}: groups not answering as expected`, unused.slice(0, 5).join('; '));
+      expect(unused).toEqual([]);
       const served = `${await listedCount()} resources, ${await envoyClusters(gw.ports.admin)} clusters`;
       const peak = await memoryAfterGc(gw.ports.controllerStats);
       const t1 = performance.now();
@@ -138,6 +142,7 @@ describe('resource churn (file mode)', () => {
         controller: await memoryAfterGc(gw.ports.controllerStats),
         extensions: await extensionsMemory(),
         requests: samples.length,
+        retried: samples.filter((s) => s.retried).length,
         failed: samples.filter((s) => s.status !== 200).length,
       };
       if (f.failed) figure(ITEM, `round ${round}: failed requests`, JSON.stringify(failedAt(samples, t0)));
@@ -146,7 +151,8 @@ describe('resource churn (file mode)', () => {
     }
     const samples = await load.stop();
     const failed = samples.filter((s) => s.status !== 200);
-    figure(ITEM, 'untouched route: requests / failed', `${samples.length} / ${failed.length}`);
+    const retried = samples.filter((s) => s.retried).length;
+    figure(ITEM, 'untouched route: requests / retried on a new connection / failed', `${samples.length} / ${retried} / ${failed.length}`);
     const growth = {
       controller: heapGrowth(rounds, (f) => f.controller),
       graphql: heapGrowth(rounds, (f) => f.extensions['graphql']!),

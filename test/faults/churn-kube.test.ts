@@ -109,17 +109,36 @@ async function create(round: number): Promise<void> {
   const worker = async (): Promise<void> => {
     while (next < objects.length) {
       const o = objects[next++]!;
-      const res = await kube.api('POST', collection(o.kind), parse(o.document) as object);
-      if (res.status !== 201) throw new Error(`create ${o.kind} ${o.name}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      await createOne(o.kind, o.name, parse(o.document) as object);
     }
   };
   await Promise.all(Array.from({ length: PARALLEL }, worker));
 }
 
+/** A POST, again when the API server was too busy to answer in time (then 409: the first one made it). */
+async function createOne(kind: string, name: string, body: object): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await kube.api('POST', collection(kind), body);
+      if (res.status === 201 || (attempt > 1 && res.status === 409)) return;
+      if (res.status < 500 && res.status !== 429)
+        throw new Error(`create ${kind} ${name}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    } catch (err) {
+      if (attempt >= 5 || (err instanceof Error && err.message.startsWith('create '))) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 500 * attempt));
+  }
+}
+
 async function deleteAll(): Promise<void> {
   for (const kind of DELETE_ORDER) {
-    const res = await kube.api('DELETE', collection(kind));
-    if (res.status !== 200) throw new Error(`deletecollection ${kind}: ${res.status}`);
+    // idempotent: asked again when the API server was too busy to answer in time
+    for (let attempt = 1; ; attempt++) {
+      const res = await kube.api('DELETE', collection(kind)).catch((err: unknown) => (attempt < 5 ? undefined : Promise.reject(err)));
+      if (res?.status === 200) break;
+      if (res && attempt >= 5) throw new Error(`deletecollection ${kind}: ${res.status}`);
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
   }
 }
 
@@ -134,7 +153,7 @@ describe('resource churn (Kubernetes mode)', () => {
     figure(ITEM, 'before the first round: heap/RSS after GC', JSON.stringify(await memoryAfterGc(controller.ports.stats)), 'MiB');
     const load = startLoad(
       { port: controller.ports.http, path: '/', host: STEADY },
-      { connections: 2, pauseMs: 20, maxMs: 1_800_000, keepBodies: true },
+      { connections: 2, pauseMs: 20, maxMs: 1_800_000, keepBodies: true, retryReusedReset: true },
     );
     const rounds: RoundFigures[] = [];
     let seen = 0;
@@ -170,15 +189,22 @@ describe('resource churn (Kubernetes mode)', () => {
         controller: await memoryAfterGc(controller.ports.stats),
         extensions: {},
         requests: samples.length,
+        retried: samples.filter((s) => s.retried).length,
         failed: samples.filter((s) => s.status !== 200).length,
       };
-      if (f.failed) figure(ITEM, `round ${round}: failed requests`, JSON.stringify(byStatus(samples.filter((s) => s.status !== 200))));
+      if (f.failed)
+        figure(
+          ITEM,
+          `round ${round}: failed requests`,
+          JSON.stringify(samples.filter((s) => s.status !== 200).map((s) => `${s.status} ${s.body?.slice(0, 40) ?? ''}`)),
+        );
       roundFigure(ITEM, f);
       rounds.push(f);
     }
     const samples = await load.stop();
     const failed = samples.filter((s) => s.status !== 200);
-    figure(ITEM, 'untouched route: requests / failed', `${samples.length} / ${failed.length}`);
+    const retried = samples.filter((s) => s.retried).length;
+    figure(ITEM, 'untouched route: requests / retried on a new connection / failed', `${samples.length} / ${retried} / ${failed.length}`);
     const growth = heapGrowth(rounds, (f) => f.controller);
     figure(ITEM, 'controller heap after deletion: most above the first round', Math.round(growth * 1000) / 10, '%');
     expect(byStatus(failed)).toEqual({});
