@@ -107,7 +107,7 @@ test-e2e: setup kube-tools jaeger h2spec
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in
 # test/faults/results/latest.md and at the end of the output
-test-faults: setup
+test-faults: setup kube-tools
 	npx vitest run --config test/faults/vitest.config.ts
 
 bench: setup
