@@ -75,7 +75,7 @@ kind: RateLimitConfig
 metadata: { name: rl-${id}, namespace: ${ns} }
 spec:
   raw:
-    descriptors: [{ key: generic_key, value: churn-${id}, rateLimit: { requestsPerUnit: ${1000 + index}, unit: MINUTE } }]
+    descriptors: [{ key: generic_key, value: churn-${id}, rateLimit: { requestsPerUnit: ${1000 + index}, unit: SECOND } }]
     rateLimits: [{ actions: [{ genericKey: { descriptorValue: churn-${id} } }] }]
 `,
   );
