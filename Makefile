@@ -117,7 +117,7 @@ test-e2e: setup kube-tools jaeger h2spec prometheus opa
 
 # the fault and abuse suite (test/faults, docs/faults.md): loopback only, a few minutes; figures in
 # test/faults/results/latest.md and at the end of the output
-test-faults: setup opa
+test-faults: setup opa kube-tools
 	npx vitest run --config test/faults/vitest.config.ts
 
 bench: setup

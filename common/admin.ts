@@ -107,6 +107,13 @@ async function heapSnapshot(res: http.ServerResponse, component: string): Promis
   }
 }
 
+/** Memory in use after a full collection (twice: what the first frees can release more). */
+function collectAndMeasure(gc: () => void): NodeJS.MemoryUsage {
+  gc();
+  gc();
+  return process.memoryUsage();
+}
+
 export function indexPage(component: string, extra: string[]): string {
   const links = [
     ['/logging', 'GET the log level; PUT {"level": "debug"} (Content-Type: application/json) to change it'],
@@ -114,6 +121,7 @@ export function indexPage(component: string, extra: string[]): string {
     ['/debug/pprof/profile?seconds=10', 'CPU profile (.cpuprofile, open in Chrome DevTools)'],
     ['/debug/pprof/heap', 'heap snapshot (.heapsnapshot)'],
     ['/zpages/tracez', 'recent trace spans'],
+    ...(typeof globalThis.gc === 'function' ? [['/debug/gc', 'full GC, then memory in use (only with node --expose-gc)']] : []),
     ...extra.map((p) => [p, '']),
   ];
   const items = links.map(([href, what]) => `<li><a href="${href}">${href}</a> ${what}</li>`).join('\n');
@@ -177,6 +185,8 @@ export async function startAdminServer(o: AdminOptions): Promise<RunningAdmin> {
         return;
       }
       if (url.pathname === '/debug/pprof/heap') return heapSnapshot(res, o.component);
+      // tests that measure memory start the process with --expose-gc; without it there is no such endpoint
+      if (url.pathname === '/debug/gc' && typeof globalThis.gc === 'function') return sendOk(res, collectAndMeasure(globalThis.gc));
       if (url.pathname === '/zpages/tracez') return sendOk(res, o.spans.recent());
       const extra = o.extra?.[url.pathname];
       if (extra) return sendOk(res, extra());

@@ -367,7 +367,13 @@ function startEnvoy(g: Gateway, role: string, envoyPath: string): { exitCode: nu
   return g.sup.start({
     name: 'envoy',
     command: envoyPath,
-    args: ['-c', bootstrapFile, '--disable-hot-restart', '-l', g.values.proxy?.logLevel ?? 'info', '--drain-time-s', '1'],
+    // a listener update (an HTTP filter coming or going with the resources that use it) drains the old listener's
+    // connections: each is told to close at its next response at once, so none is still open with a request on it
+    // when the drain ends (gradual draining left a few to be reset, 1 s later)
+    args: [
+      ...['-c', bootstrapFile, '--disable-hot-restart', '-l', g.values.proxy?.logLevel ?? 'info'],
+      ...['--drain-time-s', '1', '--drain-strategy', 'immediate'],
+    ],
   });
 }
 

@@ -104,7 +104,8 @@ export class KubeStatusSink implements StatusSink {
       .then(
         () => {
           this.writes++;
-          this.written.set(origin, want.text);
+          // not for a resource deleted while its write was on its way: nothing would ever drop the entry
+          if (this.wanted.has(origin)) this.written.set(origin, want.text);
         },
         (error: unknown) => {
           // deleted meanwhile, or the API server is away: the next translation tries again

@@ -5,12 +5,28 @@ import { http2LimitMetric } from '../common/h2/metrics.js';
 
 export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: () => Record<string, string>) {
   http2LimitMetric(registry);
+  /** the label sets observed, per API: an API no longer loaded loses its own at the next scrape or new API seen */
+  const seen = new Map<string, Set<string>>();
+  let pruneAt = 64;
   const requests = new Counter({
     name: 'legate_graphql_requests_total',
     help: 'GraphQL requests by API and HTTP status',
     labelNames: ['api', 'status'],
     registers: [registry],
+    collect() {
+      forgetUnloaded();
+    },
   });
+  const forgetUnloaded = (): void => {
+    const loaded = apis();
+    for (const [api, statuses] of seen) {
+      if (api in loaded) continue;
+      for (const status of statuses) requests.remove({ api, status });
+      latency.remove({ api });
+      singleMessage.remove({ api });
+      seen.delete(api);
+    }
+  };
   const latency = new Histogram({
     name: 'legate_graphql_request_duration_seconds',
     help: 'time from the request headers to the answer',
@@ -35,6 +51,16 @@ export function graphqlMetrics(registry: Registry, spans: SpanRecorder, apis: ()
   return {
     observe(api: string, status: number, seconds: number, oneMessage: boolean): void {
       requests.inc({ api, status: String(status) });
+      let statuses = seen.get(api);
+      if (!statuses) {
+        // unscraped, the label sets of APIs come and gone would pile up: pruned when their number doubles
+        if (seen.size >= pruneAt) {
+          forgetUnloaded();
+          pruneAt = Math.max(64, 2 * seen.size);
+        }
+        seen.set(api, (statuses = new Set()));
+      }
+      statuses.add(String(status));
       if (oneMessage) singleMessage.inc({ api });
       latency.observe({ api }, seconds);
       // only failed or slow requests become spans: keeps the per-request path allocation-light

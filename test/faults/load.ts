@@ -20,6 +20,11 @@ export interface Sample {
   status: number;
   ms: number;
   body?: string;
+  /**
+   * with `retryReusedReset`: the first try went out on a kept-alive connection that the server closed before
+   * answering anything, and this is the answer of the one retry on a new connection
+   */
+  retried?: boolean;
 }
 
 export interface Load {
@@ -37,6 +42,12 @@ export interface LoadOptions {
   timeoutMs?: number;
   /** keep the bodies of answers whose status is not 200 (for checking error bodies) */
   keepBodies?: boolean;
+  /**
+   * Retry once, on a new connection, a request whose kept-alive connection the server closed before answering
+   * anything (ECONNRESET on a reused socket), as curl, Go's client and browsers do and Node's docs advise: a
+   * server may close an idle connection at any time (Envoy does when it drains a listener), racing the next request.
+   */
+  retryReusedReset?: boolean;
 }
 
 export function startLoad(target: LoadTarget | (() => LoadTarget), options: LoadOptions = {}): Load {
@@ -45,7 +56,7 @@ export function startLoad(target: LoadTarget | (() => LoadTarget), options: Load
   const samples: Sample[] = [];
   let stopped = false;
   const stopAt = setTimeout(() => (stopped = true), maxMs);
-  const one = (agent: http.Agent): Promise<void> =>
+  const one = (agent: http.Agent, retry = false): Promise<void> =>
     new Promise((resolve) => {
       const t = typeof target === 'function' ? target() : target;
       const started = performance.now();
@@ -54,7 +65,13 @@ export function startLoad(target: LoadTarget | (() => LoadTarget), options: Load
       if (t.body !== undefined) headers['content-length'] = String(Buffer.byteLength(t.body));
       const done = (status: number, body?: string): void => {
         const now = performance.now();
-        samples.push({ at: now - t0, status, ms: now - started, ...(body !== undefined ? { body } : {}) });
+        samples.push({
+          at: now - t0,
+          status,
+          ms: now - started,
+          ...(body !== undefined ? { body } : {}),
+          ...(retry ? { retried: true } : {}),
+        });
         resolve();
       };
       const req = http.request(
@@ -69,7 +86,10 @@ export function startLoad(target: LoadTarget | (() => LoadTarget), options: Load
         },
       );
       req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => done(0));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        if (options.retryReusedReset && !retry && req.reusedSocket && e.code === 'ECONNRESET') void one(agent, true).then(resolve);
+        else done(0, options.keepBodies ? (e.code ?? e.message) : undefined);
+      });
       if (t.body !== undefined) req.write(t.body);
       req.end();
     });

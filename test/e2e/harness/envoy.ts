@@ -59,7 +59,18 @@ export async function startLocalEnvoy(dir: string, xdsPort: number, options: Loc
   const log = fs.openSync(logFile, 'a');
   const child = spawn(
     path.join(ROOT, '.venv/bin/envoy'),
-    ['-c', config, '--disable-hot-restart', '--drain-time-s', '1', '-l', options.logLevel ?? 'warn', '--base-id', String(adminPort)],
+    // drained as legate run drains (cli/commands/run.ts): every old connection told to close at once
+    [
+      '-c',
+      config,
+      '--disable-hot-restart',
+      '--drain-time-s',
+      '1',
+      '--drain-strategy',
+      'immediate',
+      '-l',
+      options.logLevel ?? 'warn',
+    ].concat(['--base-id', String(adminPort)]),
     { stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);

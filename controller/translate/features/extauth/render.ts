@@ -277,7 +277,11 @@ export function extauthRender(
           ...(o.server ? {} : allowedHeaders(proxy)),
         }),
       };
-      return [{ position: during(FilterStage.AuthN), filter: skip ? skippable(filter, skip) : filter }, ...custom];
+      // off where no virtual host or route config turns it on: a listener update (the filter added or removed)
+      // and the route update that goes with it reach Envoy one after the other, and connections opened before
+      // keep the listener's old filters; a virtual host without auth must pass in either order
+      const off: HttpFilter = { ...(skip ? skippable(filter, skip) : filter), disabled: true };
+      return [{ position: during(FilterStage.AuthN), filter: off }, ...custom];
     },
     proxyContext: protectsAnything,
     patchVirtualHost(ir, vhost, proxy) {
