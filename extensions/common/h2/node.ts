@@ -4,8 +4,8 @@
 // node:http2's own protections (its rapid-reset GOAWAY, maxSessionInvalidFrames, maxSessionRejectedStreams,
 // maxSessionMemory), not counted in legate_http2_limit_hits_total.
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS } from './limits.js';
+import { serve } from './serve.js';
 import type { H2Server, H2ServerOptions, H2Stream, H2StreamHandler, HeaderList } from './transport.js';
 
 const objects = new WeakMap<HeaderList, http2.OutgoingHttpHeaders>();
@@ -112,25 +112,12 @@ export function listenNodeH2(host: string, port: number, options: H2ServerOption
       if (!stream.closed) handler.onEnd();
     });
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      server.on('error', (err) => options.onError('http2 server', err));
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        stop: (graceMs = 2000) =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => {
-              for (const s of sessions) s.destroy();
-            }, graceMs);
-            server.close(() => {
-              clearTimeout(timer);
-              done();
-            });
-            for (const s of sessions) s.close();
-          }),
-      });
-    });
+  return serve(server, host, port, options, {
+    shutdown: () => {
+      for (const s of sessions) s.close();
+    },
+    destroy: () => {
+      for (const s of sessions) s.destroy();
+    },
   });
 }

@@ -17,11 +17,12 @@
 // test/e2e/h2spec.test.ts and docs/architecture.md).
 //
 // Modules: frames.ts (wire constants, frame building), connection.ts (one connection: parsing, stream states,
-// flow control, limits), stream.ts (a stream as its owner sees it, request checks), limits.ts, hpack.ts.
+// flow control, limits), stream.ts (a stream as its owner sees it, request checks), limits.ts, hpack.ts, serve.ts
+// (listening and the graceful stop, shared with node.ts).
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Connection } from './connection.js';
 import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS } from './limits.js';
+import { serve } from './serve.js';
 import type { H2Server, H2ServerOptions } from './transport.js';
 
 export { H2Error, frameHeader } from './frames.js';
@@ -37,25 +38,12 @@ export function listenH2(host: string, port: number, options: H2ServerOptions): 
   const server = net.createServer((socket) => {
     connections.add(new Connection(socket, options, maxStreams, limits, (c) => connections.delete(c)));
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      server.on('error', (err) => options.onError('http2 server', err));
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        stop: (graceMs = 2000) =>
-          new Promise<void>((done) => {
-            const timer = setTimeout(() => {
-              for (const c of connections) c.destroy();
-            }, graceMs);
-            server.close(() => {
-              clearTimeout(timer);
-              done();
-            });
-            for (const c of connections) c.shutdown();
-          }),
-      });
-    });
+  return serve(server, host, port, options, {
+    shutdown: () => {
+      for (const c of connections) c.shutdown();
+    },
+    destroy: () => {
+      for (const c of connections) c.destroy();
+    },
   });
 }
