@@ -6,6 +6,9 @@
 // the resources themselves do, and a thousand at once took it from the users creating resources
 // (docs/benchmarks.md, kube-scale: 8 in flight, creation ~2x the API server alone; 1-2, 1.4-2.2x, with
 // every status written as soon). Two, so one slow request does not hold up every status.
+// During a burst of changes (translations closer together than BURST_GAP_MS, as when a thousand objects
+// are applied at once) no new write starts: they wait until the burst ends, at most BURST_MAX_HOLD_MS,
+// so the API server serves the users' writes first. A lone edit's status is written at once.
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../../common/log.js';
 import { isKnownKind, kindInfo } from '../api/kinds.js';
@@ -13,6 +16,13 @@ import { reuseConnections } from '../source/kubernetes/connections.js';
 import type { StatusReport, StatusSink } from './book.js';
 
 const MAX_IN_FLIGHT = 2;
+/** Translations closer together than this are a burst (the source paces its snapshots at >= 250 ms in one). */
+export const BURST_GAP_MS = 600;
+/** The longest statuses wait for a burst to end; then they are written, and no hold starts for as long again. */
+export const BURST_MAX_HOLD_MS = 10_000;
+
+/** The one call the sink makes (a fake in tests). */
+export type StatusApi = Pick<k8s.CustomObjectsApi, 'patchNamespacedCustomObjectStatus'>;
 
 interface Target {
   group: string;
@@ -23,7 +33,7 @@ interface Target {
 }
 
 export class KubeStatusSink implements StatusSink {
-  private readonly api: k8s.CustomObjectsApi;
+  private readonly api: StatusApi;
   /** by origin: the status body last written, and the one wanted now (`key`: what it is made of) */
   private readonly written = new Map<string, string>();
   private readonly wanted = new Map<string, { target: Target; key: string; text: string }>();
@@ -34,12 +44,23 @@ export class KubeStatusSink implements StatusSink {
   writes = 0;
   /** with leader election, only the leader writes; without, this replica always does */
   private leader = true;
+  private lastPublishAt = -Infinity;
+  /** set while a burst holds new writes back */
+  private hold: { since: number; timer: NodeJS.Timeout } | undefined;
+  /** after a hold reached its limit: no new hold before this time */
+  private noHoldBefore = -Infinity;
 
   constructor(
     kubeConfig: k8s.KubeConfig,
     private readonly log: Logger,
+    api?: StatusApi,
   ) {
-    this.api = reuseConnections(kubeConfig).makeApiClient(k8s.CustomObjectsApi);
+    this.api = api ?? reuseConnections(kubeConfig).makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  /** Status writes not yet written (queued, or held back by a burst), for tests and metrics. */
+  get pending(): number {
+    return this.queued.size;
   }
 
   /** Leadership changed: a new leader writes everything (another replica may have written meanwhile). */
@@ -51,6 +72,9 @@ export class KubeStatusSink implements StatusSink {
   }
 
   publish(writeNamespace: string, reports: readonly StatusReport[]): void {
+    const now = Date.now();
+    if (now - this.lastPublishAt < BURST_GAP_MS) this.holdWrites(now);
+    this.lastPublishAt = now;
     const live = new Set<string>();
     for (const { resource, status } of reports) {
       if (!resource.origin.startsWith('kube:') || !isKnownKind(resource.kind)) continue;
@@ -86,11 +110,39 @@ export class KubeStatusSink implements StatusSink {
     }
   }
 
+  /** A burst: new writes wait until no translation came for BURST_GAP_MS (at most BURST_MAX_HOLD_MS in all). */
+  private holdWrites(now: number): void {
+    if (now < this.noHoldBefore) return;
+    const since = this.hold?.since ?? now;
+    if (this.hold) clearTimeout(this.hold.timer);
+    if (now - since >= BURST_MAX_HOLD_MS) {
+      this.hold = undefined;
+      this.noHoldBefore = now + BURST_MAX_HOLD_MS;
+      this.drain();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.hold = undefined;
+      this.drain();
+    }, BURST_GAP_MS);
+    timer.unref();
+    this.hold = { since, timer };
+  }
+
+  /** Starts queued writes while slots are free (write() drops what no longer needs writing). */
+  private drain(): void {
+    for (const next of this.queued) {
+      if (this.hold || this.inFlight.size >= MAX_IN_FLIGHT) break;
+      this.queued.delete(next);
+      this.write(next);
+    }
+  }
+
   /** Writes what is wanted for `origin` unless it is written or a write is on its way (which re-checks). */
   private write(origin: string): void {
     const want = this.wanted.get(origin);
     if (!this.leader || !want || this.written.get(origin) === want.text || this.inFlight.has(origin)) return;
-    if (this.inFlight.size >= MAX_IN_FLIGHT) {
+    if (this.hold || this.inFlight.size >= MAX_IN_FLIGHT) {
       this.queued.add(origin);
       return;
     }
@@ -117,12 +169,7 @@ export class KubeStatusSink implements StatusSink {
         this.inFlight.delete(origin);
         const now = this.wanted.get(origin);
         if (now && now.text !== want.text) this.write(origin);
-        // the next in line (write() takes it off the queue, or drops it when nothing is left to write)
-        for (const next of this.queued) {
-          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
-          this.queued.delete(next);
-          this.write(next);
-        }
+        this.drain();
       });
   }
 }
