@@ -123,7 +123,7 @@ export function parseResourcesReusing(
     const key = `${index}:${chunk}`;
     let entry = previous?.documents.get(key);
     if (!entry) {
-      const values = fastValues(chunk);
+      const values = fastDocumentValues(chunk);
       if (!values) return whole(); // reported there, with the yaml library's messages and the file's document numbers
       entry = { count: values.length, resources: [], errors: [] };
       for (let i = 0; i < values.length; i++) {
@@ -139,13 +139,20 @@ export function parseResourcesReusing(
 }
 
 /**
+ * Where js-yaml and the yaml library read a plain scalar differently: a number too large for a double (an exponent
+ * of three digits or more, or hundreds of digits) is Infinity to the yaml library and a string to js-yaml.
+ */
+const NUMBER_OVERFLOW = /[eE]\+?\d{3}|\d{300}/;
+
+/**
  * A chunk's document values by js-yaml (about ten times faster than the yaml library's document model, which a
  * cold load of thousands of resources spent most of its time in), or undefined for anything that is not plain:
- * a syntax error, a duplicate key or any alias (js-yaml shares aliased nodes, so an alias bomb would blow up
- * later, when the value is serialised). The caller then parses with the yaml library, whose values for plain
- * documents are the same (YAML 1.2 core schema; test/unit/parse-fast.test.ts compares them).
+ * a syntax error, a duplicate key, any alias (js-yaml shares aliased nodes, so an alias bomb would blow up later,
+ * when the value is serialised) or a number that may overflow. The caller then parses with the yaml library, whose
+ * values for plain documents are the same (YAML 1.2 core schema; test/unit/parse-fast.test.ts compares them).
  */
-function fastValues(chunk: string): unknown[] | undefined {
+export function fastDocumentValues(chunk: string): unknown[] | undefined {
+  if (NUMBER_OVERFLOW.test(chunk)) return undefined;
   try {
     return loadAll(chunk, { schema: CORE_SCHEMA, maxAliases: 0 });
   } catch {
