@@ -18,7 +18,24 @@ const check = lookupService(loadEnvoyService('envoy/service/auth/v3/external_aut
   'Check'
 ]!;
 const serialize = check.responseSerialize as (v: object) => Buffer;
-const decode = (b: Buffer): Record<string, any> => check.responseDeserialize(b) as Record<string, any>;
+interface HeaderOption {
+  header: { key: string; value: string };
+  append_action?: string;
+}
+interface StructValue {
+  stringValue?: string;
+  numberValue?: number;
+  boolValue?: boolean;
+  listValue?: { values: StructValue[] };
+}
+/** The parts of a decoded CheckResponse these tests read. */
+interface CheckResponseMsg {
+  status: { code: number };
+  ok_response: { headers: HeaderOption[]; headers_to_remove: string[]; response_headers_to_add: HeaderOption[] };
+  denied_response: { status: { code: string }; headers: HeaderOption[] };
+  dynamic_metadata: { fields: Record<string, StructValue> };
+}
+const decode = (b: Buffer): CheckResponseMsg => check.responseDeserialize(b) as CheckResponseMsg;
 
 describe('SharedPool', () => {
   it('creates a client once per key, and disposes it when the last reference goes', () => {
@@ -165,16 +182,16 @@ describe('answers a step shapes', () => {
     );
     expect(r['status'].code).toBe(0);
     const ok = r['ok_response'];
-    expect(ok.headers[0].header).toMatchObject({ key: 'x-id-token', value: 'eyJ' });
-    expect(ok.headers[0].append_action).toBe('OVERWRITE_IF_EXISTS_OR_ADD');
+    expect(ok.headers[0]?.header).toMatchObject({ key: 'x-id-token', value: 'eyJ' });
+    expect(ok.headers[0]?.append_action).toBe('OVERWRITE_IF_EXISTS_OR_ADD');
     expect(ok.headers_to_remove).toEqual(['cookie']);
-    expect(ok.response_headers_to_add[0].header).toMatchObject({ key: 'set-cookie', value: 'a=1' });
-    expect(ok.response_headers_to_add[0].append_action).toBe('APPEND_IF_EXISTS_OR_ADD');
+    expect(ok.response_headers_to_add[0]?.header).toMatchObject({ key: 'set-cookie', value: 'a=1' });
+    expect(ok.response_headers_to_add[0]?.append_action).toBe('APPEND_IF_EXISTS_OR_ADD');
     const fields = r['dynamic_metadata'].fields;
-    expect(fields.sub.stringValue).toBe('u1');
-    expect(fields.groups.listValue.values[0].stringValue).toBe('a');
-    expect(fields.n.numberValue).toBe(2);
-    expect(fields.ok.boolValue).toBe(true);
+    expect(fields['sub']?.stringValue).toBe('u1');
+    expect(fields['groups']?.listValue?.values[0]?.stringValue).toBe('a');
+    expect(fields['n']?.numberValue).toBe(2);
+    expect(fields['ok']?.boolValue).toBe(true);
   });
 
   it('a denial answers with its own status, headers and body (a redirect); without one, the default stays', () => {

@@ -35,7 +35,9 @@ interface Seen {
 }
 
 let server: ExtProcServer;
-let client: grpc.Client & Record<string, any>;
+/** The generated client's one method these tests call. */
+type ProcessorClient = grpc.Client & { Process(metadata: grpc.Metadata): grpc.ClientDuplexStream<object, unknown> };
+let client: ProcessorClient;
 const seen: Seen[] = [];
 
 /** The handler under test: CONTINUE to headers and non-final bodies; at the end of the body, an immediate
@@ -108,7 +110,7 @@ function exchange(api: string, messages: object[], halfClose = false): Promise<{
 describe.each(H2_TRANSPORTS)('ext_proc server (%s transport)', (transport) => {
   beforeAll(async () => {
     server = await startExtProcServer('127.0.0.1', 0, { open, http2: { transport } });
-    client = new Processor(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    client = new Processor(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as unknown as ProcessorClient;
   });
 
   afterAll(async () => {
