@@ -277,38 +277,131 @@ export const createSecretApikeyCommand = command({
   },
 });
 
+/** A repeatable flag whose values may also be comma-separated (glooctl's string slices). */
+const list = (values: readonly string[]): string[] => values.flatMap((v) => v.split(',')).filter(Boolean);
+
+/** `--opa-module-ref NS.NAME`: a ConfigMap of Rego modules (a namespace has no dot; the name may). */
+function moduleRef(ref: string): { name: string; namespace: string } {
+  const i = ref.indexOf('.');
+  if (i <= 0 || i === ref.length - 1)
+    throw new UsageError(`--opa-module-ref: expected NAMESPACE.NAME of a ConfigMap, got ${JSON.stringify(ref)}`);
+  return { namespace: ref.slice(0, i), name: ref.slice(i + 1) };
+}
+
+const OIDC_FLAGS = [
+  'oidc-auth-issuer-url',
+  'oidc-auth-app-url',
+  'oidc-auth-callback-path',
+  'oidc-auth-client-id',
+  'oidc-auth-client-secret-name',
+  'oidc-auth-client-secret-namespace',
+] as const;
+
 export const createAuthConfigCommand = command({
   name: 'create authconfig',
   aliases: ['ac'],
-  summary: 'an AuthConfig with an API key step',
+  summary: 'an AuthConfig: OIDC login, API keys and OPA steps, run in that order',
   operands: 'NAME',
+  details:
+    "glooctl's flags. Each group of flags adds a step (its --enable-… switch is implied by the group's other flags), in\n" +
+    "glooctl's order: oauth2.oidcAuthorizationCode (the fields glooctl writes into the deprecated oauth step), apiKeyAuth,\n" +
+    'opaAuth. The client secret is a Secret like `legatectl create secret oauth` makes; OPA modules are ConfigMaps.',
   flags: {
     ...WRITE,
     name: NAME,
+    'enable-oidc-auth': { type: 'boolean', description: 'add an OIDC authorization code step (browser login at the issuer)' },
+    'oidc-auth-issuer-url': { type: 'string', placeholder: 'URL', description: 'the OpenID provider (its discovery document)' },
+    'oidc-auth-app-url': { type: 'string', placeholder: 'URL', description: 'the public URL of your app' },
+    'oidc-auth-callback-path': {
+      type: 'string',
+      placeholder: 'PATH',
+      description: 'the callback path, relative to the app URL (default /oidc-gloo-callback)',
+    },
+    'oidc-auth-client-id': { type: 'string', placeholder: 'ID', description: 'the client ID registered with the provider' },
+    'oidc-auth-client-secret-name': { type: 'string', placeholder: 'NAME', description: "the Secret of the client's secret" },
+    'oidc-auth-client-secret-namespace': { type: 'string', placeholder: 'NS', description: "that Secret's namespace (default -n's)" },
+    'oidc-scope': { type: 'strings', placeholder: 'SCOPE[,SCOPE]', description: "scopes to ask for besides 'openid'" },
+    'auth-endpoint-query-params': {
+      type: 'strings',
+      placeholder: 'K=V[,K=V]',
+      description: 'query parameters added to the authorization request to the provider',
+    },
+    'enable-apikey-auth': { type: 'boolean', description: 'add an API key step' },
     'apikey-label-selector': { type: 'strings', placeholder: 'K=V[,K=V]', description: 'the API key Secrets with these labels' },
     'apikey-secret-name': { type: 'string', placeholder: 'NAME', description: 'one API key Secret' },
     'apikey-secret-namespace': { type: 'string', placeholder: 'NS', description: "that Secret's namespace (default -n's)" },
-    'enable-apikey-auth': { type: 'boolean', description: "glooctl's switch; implied by the flags above" },
+    'enable-opa-auth': { type: 'boolean', description: 'add an OPA step (Rego evaluated in extauth)' },
+    'opa-query': {
+      type: 'string',
+      placeholder: 'QUERY',
+      description: 'the query to evaluate on each request, e.g. data.test.allow == true',
+    },
+    'opa-module-ref': { type: 'strings', placeholder: 'NS.NAME', description: 'a ConfigMap holding Rego modules' },
   },
   run(values, operands) {
     const name = nameOperand(operands, values.name, 'create authconfig');
+    const scopes = list(values['oidc-scope']);
+    const queryParams = labels(values['auth-endpoint-query-params'], 'auth-endpoint-query-params');
+    const oidc =
+      values['enable-oidc-auth'] || OIDC_FLAGS.some((f) => values[f] !== undefined) || scopes.length > 0 || queryParams !== undefined;
+    if (oidc) {
+      const missing = (
+        ['oidc-auth-issuer-url', 'oidc-auth-app-url', 'oidc-auth-client-id', 'oidc-auth-client-secret-name'] as const
+      ).filter((f) => !values[f]);
+      if (missing.length) throw new UsageError(`the OIDC step needs ${missing.map((f) => `--${f}`).join(', ')}`);
+    }
     const labelSelector = labels(values['apikey-label-selector'], 'apikey-label-selector');
     const secret = values['apikey-secret-name'];
-    if (!labelSelector && !secret) throw new UsageError('create authconfig: give --apikey-label-selector K=V or --apikey-secret-name NAME');
-    return create(values, (ns) =>
-      resource('AuthConfig', ns, name, {
-        spec: {
-          configs: [
-            {
-              apiKeyAuth: {
-                ...(labelSelector ? { labelSelector } : {}),
-                ...(secret ? { apiKeySecretRefs: [{ name: secret, namespace: values['apikey-secret-namespace'] ?? ns }] } : {}),
+    if (values['apikey-secret-namespace'] !== undefined && !secret)
+      throw new UsageError('--apikey-secret-namespace needs --apikey-secret-name');
+    const apikey = values['enable-apikey-auth'] || labelSelector !== undefined || secret !== undefined;
+    if (labelSelector && secret) {
+      throw new UsageError(
+        "give one of --apikey-label-selector, --apikey-secret-name: Legate's apiKeyAuth takes a selector or Secret refs",
+      );
+    }
+    if (apikey && !labelSelector && !secret) {
+      throw new UsageError('the API key step needs --apikey-label-selector K=V or --apikey-secret-name NAME');
+    }
+    const modules = list(values['opa-module-ref']).map(moduleRef);
+    const opa = values['enable-opa-auth'] || values['opa-query'] !== undefined || modules.length > 0;
+    if (opa && !values['opa-query']?.trim()) throw new UsageError('the OPA step needs --opa-query QUERY');
+    if (!oidc && !apikey && !opa) {
+      throw new UsageError(
+        'create authconfig: which steps? --enable-oidc-auth, --enable-apikey-auth and/or --enable-opa-auth, with their flags',
+      );
+    }
+    return create(values, (ns) => {
+      const configs: Record<string, unknown>[] = [];
+      if (oidc) {
+        configs.push({
+          oauth2: {
+            oidcAuthorizationCode: {
+              appUrl: values['oidc-auth-app-url'],
+              callbackPath: values['oidc-auth-callback-path'] ?? '/oidc-gloo-callback',
+              clientId: values['oidc-auth-client-id'],
+              clientSecretRef: {
+                name: values['oidc-auth-client-secret-name'],
+                namespace: values['oidc-auth-client-secret-namespace'] ?? ns,
               },
+              issuerUrl: values['oidc-auth-issuer-url'],
+              ...(queryParams ? { authEndpointQueryParams: queryParams } : {}),
+              ...(scopes.length ? { scopes } : {}),
             },
-          ],
-        },
-      }),
-    );
+          },
+        });
+      }
+      if (apikey) {
+        configs.push({
+          apiKeyAuth: {
+            ...(labelSelector ? { labelSelector } : {}),
+            ...(secret ? { apiKeySecretRefs: [{ name: secret, namespace: values['apikey-secret-namespace'] ?? ns }] } : {}),
+          },
+        });
+      }
+      if (opa) configs.push({ opaAuth: { ...(modules.length ? { modules } : {}), query: values['opa-query'] } });
+      return resource('AuthConfig', ns, name, { spec: { configs } });
+    });
   },
 });
 

@@ -462,6 +462,27 @@ describe('legatectl on a cluster', () => {
     expect(jsonpath('upstreams.legate.dev', 'proxy-svc', '{.spec.kube.serviceName}')).toBe('gateway-proxy');
     expect(w('create', 'authconfig', 'keys', '-n', 'default', '--apikey-label-selector', 'team=shop').status).toBe(0);
     expect(jsonpath('authconfigs.enterprise.legate.dev', 'keys', '{.spec.configs[0].apiKeyAuth.labelSelector.team}')).toBe('shop');
+    // glooctl's OIDC and OPA flags in one AuthConfig (steps in glooctl's order), with the oauth Secret above and a Rego ConfigMap
+    kube.kubectl(['apply', '-f', '-'], {
+      input:
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: rules, namespace: default }\n' +
+        'data:\n  policy.rego: |\n    package test\n    default allow = false\n    allow { input.http_request.method == "GET" }\n',
+    });
+    const login = w(
+      ...['create', 'authconfig', 'login', '-n', 'default', '--enable-oidc-auth', '--oidc-auth-issuer-url', 'https://accounts.google.com'],
+      ...['--oidc-auth-app-url', 'https://web.example.com', '--oidc-auth-client-id', 'web', '--oidc-auth-client-secret-name', 'idp'],
+      ...['--enable-opa-auth', '--opa-query', 'data.test.allow == true', '--opa-module-ref', 'default.rules'],
+    );
+    expect(login.stderr).toContain('created authconfig default.login');
+    expect(login.status).toBe(0);
+    const ac = (p: string) => jsonpath('authconfigs.enterprise.legate.dev', 'login', p);
+    expect(ac('{.spec.configs[0].oauth2.oidcAuthorizationCode.callbackPath}')).toBe('/oidc-gloo-callback');
+    expect(ac('{.spec.configs[0].oauth2.oidcAuthorizationCode.clientSecretRef}')).toBe('{"name":"idp","namespace":"default"}');
+    expect(ac('{.spec.configs[1].opaAuth.modules[0]}')).toBe('{"name":"rules","namespace":"default"}');
+    expect(ac('{.metadata.managedFields[0].operation}')).toBe('Apply');
+    await eventually('login Accepted', () =>
+      /login\s+Accepted/.test(kctl('get', 'ac', 'login', '-n', 'default').stdout) ? true : undefined,
+    );
 
     const all = kctl('get', 'vs', '-A', '-o', 'kube-yaml').stdout;
     expect(all).toContain('name: web');

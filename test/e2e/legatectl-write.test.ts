@@ -147,6 +147,36 @@ describe('legatectl create (file mode)', () => {
     await accepted('ac', 'keys');
     expect(ctl(['get', 'secrets', 'alice']).stdout).toMatch(/alice\s+\S+\s+type=extauth.solo.io\/apikey keys=api-key/);
   });
+
+  it("creates an OIDC AuthConfig and an OPA one with glooctl's flags, in files the controller accepts", async () => {
+    // Gloo's OIDC guide, with the oauth Secret the previous test made
+    const oidc = ctl([
+      ...['create', 'authconfig', 'google', '--enable-oidc-auth', '--oidc-auth-client-secret-name', 'idp'],
+      ...['--oidc-auth-client-secret-namespace', NS, '--oidc-auth-issuer-url', 'https://accounts.google.com'],
+      ...['--oidc-auth-client-id', 'my-client', '--oidc-auth-app-url', 'http://localhost:8080/', '--oidc-auth-callback-path', '/callback'],
+      ...['--oidc-scope', 'email', '-o', 'yaml'],
+    ]);
+    expect(oidc.stderr).toContain(`created authconfig ${NS}.google (${path.join(config, `authconfig-${NS}-google.yaml`)})`);
+    expect(oidc.status).toBe(0);
+    expect(oidc.stdout).toMatch(/oidcAuthorizationCode:\n\s+appUrl: http:\/\/localhost:8080\/\n\s+callbackPath: \/callback\n/);
+    await accepted('ac', 'google');
+    // OPA: a module ConfigMap that is not there yet is the controller's reason, and nothing is written
+    const opaArgs = ['create', 'ac', 'allow-get', '--enable-opa-auth', '--opa-query', 'data.test.allow == true'];
+    const missing = ctl([...opaArgs, '--opa-module-ref', `${NS}.allow-get-users`]);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain(`AuthConfig ${NS}.allow-get would be Rejected: configs[0].opaAuth.modules[0]: ConfigMap`);
+    expect(fs.existsSync(path.join(config, `authconfig-${NS}-allow-get.yaml`))).toBe(false);
+    fs.writeFileSync(
+      path.join(config, 'rego.yaml'),
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: { name: allow-get-users, namespace: ${NS} }\n` +
+        'data:\n  policy.rego: |\n    package test\n    default allow = false\n    allow { input.http_request.method == "GET" }\n',
+    );
+    expect(ctl([...opaArgs, '--opa-module-ref', `${NS}.allow-get-users`]).status).toBe(0);
+    expect(fs.readFileSync(path.join(config, `authconfig-${NS}-allow-get.yaml`), 'utf8')).toContain(
+      `opaAuth:\n        modules:\n          - namespace: ${NS}\n            name: allow-get-users\n`,
+    );
+    await accepted('ac', 'allow-get');
+  });
 });
 
 describe('legatectl add route / remove route (file mode)', () => {

@@ -151,6 +151,8 @@ describe('legatectl completion', async () => {
     expect(complete('legatectl', 'get', '--all')).toEqual(['--all-namespaces']);
     expect(complete('legatectl', 'get', 'virtuals')).toEqual(['virtualservices']);
     expect(complete('legatectl', 'create', 'upstream', 'static', '--static-h')).toEqual(['--static-hosts']);
+    expect(complete('legatectl', 'create', 'authconfig', '--enable-o')).toEqual(['--enable-oidc-auth', '--enable-opa-auth']);
+    expect(complete('legatectl', 'create', 'authconfig', '--opa-')).toEqual(['--opa-query', '--opa-module-ref']);
   });
 
   it('zsh and fish scripts, and a clear error for another shell', async () => {
