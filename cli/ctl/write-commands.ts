@@ -25,7 +25,7 @@ const WRITE = {
     description: "file mode: the directory 'legate run --config' watches (default: the running instance's)",
   },
   output: { type: 'choice', short: 'o', choices: ['yaml', 'json', 'kube-yaml'], description: 'print the resource written, in this format' },
-  'dry-run': { type: 'boolean', description: 'print the resource as YAML (kube-yaml) instead of writing it' },
+  'dry-run': { type: 'boolean', description: 'print the resource instead of writing it (YAML, or the -o format)' },
 } as const;
 
 type WriteValues = GlobalValues & {
@@ -83,7 +83,7 @@ function printResource(values: WriteValues, r: Resource): void {
 /** Writes a new resource (or prints it with --dry-run), and says where. */
 async function create(values: WriteValues, make: (namespace: string) => Resource): Promise<number> {
   if (values['dry-run']) {
-    out(stringify(make(values.namespace ?? LEGATE_NAMESPACE), { lineWidth: 0 }));
+    printResource({ ...values, output: values.output ?? 'yaml' }, make(values.namespace ?? LEGATE_NAMESPACE));
     return 0;
   }
   const store = await openStore(values);

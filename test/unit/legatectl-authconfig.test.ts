@@ -88,6 +88,12 @@ const OIDC = [
 ];
 
 describe('legatectl create authconfig', () => {
+  it('--dry-run prints the -o format (JSON here), YAML without -o', async () => {
+    const r = await ctl('create', 'authconfig', '--name', 'google', ...OIDC, '--dry-run', '-o', 'json');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'AuthConfig', metadata: { name: 'google' } });
+  });
+
   it('OIDC authorization code: glooctl fields as oauth2.oidcAuthorizationCode, Accepted by the controller', async () => {
     const r = await ctl('create', 'authconfig', '--name', 'google', ...OIDC, '--oidc-scope=email', '--oidc-scope', 'profile', '--dry-run');
     expect(r.stderr).toBe('');
