@@ -6,6 +6,7 @@ import {
   type Cluster,
   type DataSource,
   type Duration,
+  type TransportSocket,
   type TypedConfig,
   type envoy_type_v3_FractionalPercent as FractionalPercent,
 } from '../../envoy/typed.js';
@@ -37,6 +38,17 @@ export function setPerFilterConfig(
 export interface ServiceAddress {
   host: string;
   port: number;
+  /** mutual TLS to the service (its --tls-cert, --tls-key, --tls-client-ca); default cleartext HTTP/2 */
+  tls?: ExtensionTls;
+}
+
+/** Files as Envoy reads them (a mounted TLS Secret, or `legate run --extensions-mtls`'s state dir), not the controller. */
+export interface ExtensionTls {
+  /** Envoy's client certificate and its key */
+  certFile: string;
+  keyFile: string;
+  /** the CA the service's certificate must chain to */
+  caFile: string;
 }
 
 /**
@@ -66,9 +78,32 @@ export function extensionCluster(name: string, address: ServiceAddress): Cluster
       ),
     },
     circuit_breakers: { thresholds: [{ max_connections: 100000, max_pending_requests: 100000, max_requests: 100000 }] },
+    ...(address.tls ? { transport_socket: extensionTransportSocket(address.host, address.tls) } : {}),
     load_assignment: {
       cluster_name: name,
       endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: address.host, port_value: address.port } } } }] }],
     },
+  };
+}
+
+/**
+ * Mutual TLS to an extension: Envoy presents its client certificate, checks the service's against the CA and its
+ * name (the address Envoy dials: a DNS SAN, sent as SNI too, or an IP SAN), and offers only h2 (ALPN).
+ */
+function extensionTransportSocket(host: string, tls: ExtensionTls): TransportSocket {
+  const ip = isIP(host) !== 0;
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', {
+      ...(ip ? {} : { sni: host }),
+      common_tls_context: {
+        tls_certificates: [{ certificate_chain: { filename: tls.certFile }, private_key: { filename: tls.keyFile } }],
+        validation_context: {
+          trusted_ca: { filename: tls.caFile },
+          match_typed_subject_alt_names: [{ san_type: ip ? 'IP_ADDRESS' : 'DNS', matcher: { exact: host } }],
+        },
+        alpn_protocols: ['h2'],
+      },
+    }),
   };
 }
