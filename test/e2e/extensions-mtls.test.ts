@@ -1,7 +1,10 @@
 // Mutual TLS between Envoy and the extension services (`legate run --extensions-mtls`): a route behind extauth
 // (an API key) and a rate-limited route answer as they do in cleartext, over TLS connections Envoy opened with its
 // client certificate (its cluster stats count the handshakes); the extension ports refuse cleartext HTTP/2, a client
-// without a certificate and one whose certificate another CA signed.
+// without a certificate and one whose certificate another CA signed; Envoy takes a rotated client certificate from its
+// files (SDS secrets on files) without a restart.
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import os from 'node:os';
@@ -140,5 +143,38 @@ describe('mutual TLS between Envoy and the extensions', () => {
       const stranger = path.join(other, 'extensions-tls', 'client');
       expect(await call(url, { ca, cert: pem(stranger, 'tls.crt'), key: pem(stranger, 'tls.key') })).toMatch(/^refused/);
     }
+  });
+
+  it('Envoy reads its client certificate again when the files are replaced', async () => {
+    const dir = path.join(gw.stateDir, 'extensions-tls');
+    const client = path.join(dir, 'client');
+    // the serial numbers of the client certificates Envoy holds (SDS reads the files' contents: no path shown)
+    const serials = async (): Promise<string[]> => {
+      const body = (await (await fetch(`http://127.0.0.1:${gw.ports.admin}/certs`)).json()) as {
+        certificates: { cert_chain?: { serial_number?: string; subject_alt_names?: { dns?: string }[] }[] }[];
+      };
+      const chains = body.certificates.flatMap((c) => c.cert_chain ?? []);
+      return chains.filter((c) => c.subject_alt_names?.some((n) => n.dns === 'legate-extensions-client')).map((c) => c.serial_number ?? '');
+    };
+    expect((await serials()).length).toBeGreaterThan(0);
+    // a new certificate from the same CA, moved into place (as the kubelet swaps a Secret's files)
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+    execFileSync('openssl', ['req', ...ec, '-keyout', 'next.key', '-out', 'next.csr', '-subj', '/CN=legate-extensions-client-next'], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
+    const sign = ['x509', '-req', '-in', 'next.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1'];
+    execFileSync('openssl', [...sign, '-extfile', 'client.ext', '-out', 'next.crt'], { cwd: dir, stdio: 'ignore' });
+    const next = new X509Certificate(fs.readFileSync(path.join(dir, 'next.crt'))).serialNumber.toLowerCase();
+    fs.renameSync(path.join(dir, 'next.crt'), path.join(client, 'tls.crt'));
+    fs.renameSync(path.join(dir, 'next.key'), path.join(client, 'tls.key'));
+    // each cluster's (extauth's, ratelimit's) certificate is the new one
+    const now = await eventually('Envoy holding the new certificate', async () => {
+      const s = await serials();
+      return s.length && s.every((x) => x.toLowerCase() === next) ? s : undefined;
+    });
+    expect(now.length).toBe(2);
+    // and calls go on (new connections present the new certificate)
+    expect((await gw.request('/guarded', { headers: { 'api-key': 'key-a' } })).status).toBe(200);
   });
 });
