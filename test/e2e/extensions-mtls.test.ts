@@ -2,7 +2,8 @@
 // (an API key) and a rate-limited route answer as they do in cleartext, over TLS connections Envoy opened with its
 // client certificate (its cluster stats count the handshakes); the extension ports refuse cleartext HTTP/2, a client
 // without a certificate and one whose certificate another CA signed; Envoy takes a rotated client certificate from its
-// files (SDS secrets on files) without a restart.
+// files (SDS secrets on files) without a restart. On Legate's HTTP/2 server; LEGATE_HTTP2_TRANSPORT=node runs it on
+// node:http2 (passes too; the unit suite test/unit/h2-tls.test.ts runs both).
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
