@@ -64,6 +64,13 @@ export const controllerCommand = command({
       default: `127.0.0.1:${DEFAULTS.ratelimitPort}`,
       description: 'where Envoy reaches the ratelimit extension',
     },
+    'extensions-tls': {
+      type: 'string',
+      placeholder: 'DIR',
+      description:
+        "mutual TLS from Envoy to the extensions: DIR, as Envoy's filesystem has it (not read here), holds Envoy's tls.crt, " +
+        "tls.key and the ca.crt the extensions' certificates must chain to (each extension's --tls-* flags)",
+    },
     'stats-port': { type: 'port', default: DEFAULTS.stats.controller, description: 'admin interface port (with START_STATS_SERVER=1)' },
     'dev-port': { type: 'port', default: DEFAULTS.devPort, description: 'dev-mode endpoint port (Settings devMode: true)' },
     'wasm-dir': { type: 'string', placeholder: 'DIR', description: 'where the .wasm filters are (default dist/wasm)' },
@@ -160,6 +167,7 @@ export const controllerCommand = command({
           bearerCheck: { ...DEFAULT_WASM_OPTIONS.bearerCheck, verifiedValue: loadOrCreateEdgeSecret(path.resolve(edgeSecretFile)) },
         }
       : DEFAULT_WASM_OPTIONS;
+    const extensionsTls = flags['extensions-tls'] ? { tls: extensionTlsFiles(flags['extensions-tls']) } : {};
     const ctl = await startController({
       source,
       statusSinks,
@@ -173,10 +181,10 @@ export const controllerCommand = command({
       },
       defaultSslPort: flags['https-port'],
       render: {
-        graphql: flags['graphql-address'],
-        extauth: flags['extauth-address'],
+        graphql: { ...flags['graphql-address'], ...extensionsTls },
+        extauth: { ...flags['extauth-address'], ...extensionsTls },
         wasm,
-        ratelimit: { service: flags['ratelimit-address'] },
+        ratelimit: { service: { ...flags['ratelimit-address'], ...extensionsTls } },
       },
       wasm: {
         dir: path.resolve(flags['wasm-dir'] ?? path.join(packageRoot(), 'dist', 'wasm')),
@@ -252,6 +260,13 @@ function readXdsTls(dir: string): { cert: Buffer; key: Buffer; ca: Buffer } {
     }
   };
   return { cert: read('tls.crt'), key: read('tls.key'), ca: read('ca.crt') };
+}
+
+/** Envoy's files for mutual TLS to the extensions, in a directory laid out as a Kubernetes TLS Secret. */
+function extensionTlsFiles(dir: string): { certFile: string; keyFile: string; caFile: string } {
+  if (!path.isAbsolute(dir)) throw new UsageError(`--extensions-tls: ${dir} is not an absolute path (Envoy reads the files from it)`);
+  const file = (name: string): string => path.join(dir, name);
+  return { certFile: file('tls.crt'), keyFile: file('tls.key'), caFile: file('ca.crt') };
 }
 
 /** Where resources come from, and where statuses go besides the controller API. */

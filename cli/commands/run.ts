@@ -12,7 +12,7 @@ import { renderBootstrap } from '../../controller/bootstrap/bootstrap.js';
 import { UsageError, command, type FlagValues } from '../flags.js';
 import { defaultEnvoyPath, defaultStateDir, legateEntry, processAlive, readRunState, runStatePath, type RunState } from '../paths.js';
 import { Supervisor } from '../run/supervisor.js';
-import { ensureXdsTls, type XdsTlsDirs } from '../run/xds-tls.js';
+import { ensureExtensionsTls, ensureXdsTls, type XdsTlsDirs } from '../run/xds-tls.js';
 import { VALUES_FILE, readValues, type RunValues } from '../run/values.js';
 import { findPrometheus, prometheusConfig } from '../run/prometheus.js';
 import { DEFAULTS, waitForSignal } from './common.js';
@@ -109,6 +109,11 @@ const runFlags = {
     default: false,
     description: 'mutual TLS between the controller and Envoy and the extensions (certificates made in <state-dir>/xds-tls)',
   },
+  'extensions-mtls': {
+    type: 'boolean',
+    default: false,
+    description: 'mutual TLS from Envoy to extauth, graphql and ratelimit (certificates made in <state-dir>/extensions-tls)',
+  },
 } as const;
 
 type RunFlags = FlagValues<typeof runFlags>;
@@ -142,6 +147,7 @@ export const runCommand = command({
     fs.mkdirSync(logDir, { recursive: true });
     const logger = createLogger('run');
     const xdsTls = flags['xds-tls'] ? ensureXdsTls(stateDir) : undefined;
+    const extensionsTls = flags['extensions-mtls'] ? ensureExtensionsTls(stateDir) : undefined;
     const gateway: Gateway = {
       flags,
       configDir,
@@ -151,6 +157,7 @@ export const runCommand = command({
       sup: new Supervisor(logDir, logger),
       consolePort,
       ...(xdsTls ? { xdsTls } : {}),
+      ...(extensionsTls ? { extensionsTls } : {}),
     };
 
     const shutdown = async (): Promise<void> => {
@@ -243,6 +250,8 @@ interface Gateway {
   sup: Supervisor;
   /** with --xds-tls */
   xdsTls?: XdsTlsDirs;
+  /** with --extensions-mtls: server/ for the extensions, client/ for Envoy */
+  extensionsTls?: XdsTlsDirs;
   consolePort: number;
   /** with --observability, when its binary was found */
   prometheus?: string;
@@ -321,6 +330,7 @@ async function startController(g: Gateway): Promise<string> {
       ...['--wasm-source', f['wasm-source'], '--edge-secret-file', path.join(g.stateDir, 'edge-secret')],
       ...['--accepted-file', path.join(g.stateDir, 'accepted.json')],
       ...(g.xdsTls ? ['--xds-tls', g.xdsTls.server] : []),
+      ...(g.extensionsTls ? ['--extensions-tls', g.extensionsTls.client] : []),
     ],
     env: logLevelEnv(g.values.controller?.logLevel),
   });
@@ -336,6 +346,17 @@ function startExtensions(g: Gateway): void {
   const xds = `127.0.0.1:${f['xds-port']}`;
   const redis = f['ratelimit-redis'];
   const otlp = f['otlp-endpoint'] ? ['--otlp-endpoint', f['otlp-endpoint']] : [];
+  const server = g.extensionsTls?.server;
+  const tls = server
+    ? [
+        '--tls-cert',
+        path.join(server, 'tls.crt'),
+        '--tls-key',
+        path.join(server, 'tls.key'),
+        '--tls-client-ca',
+        path.join(server, 'ca.crt'),
+      ]
+    : [];
   // the ratelimit service always runs (it is small, and idle until a route limits): a RateLimitConfig
   // applied later needs no restart
   for (const [name, port, statsPort, level, extra] of [
@@ -346,7 +367,7 @@ function startExtensions(g: Gateway): void {
     g.sup.start({
       name,
       command: process.execPath,
-      args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort), ...extra],
+      args: [legateEntry(), name, '--port', String(port), '--xds-address', xds, '--stats-port', String(statsPort), ...extra, ...tls],
       env: { ...logLevelEnv(level), ...(g.xdsTls ? { LEGATE_XDS_TLS: g.xdsTls.client } : {}) },
     });
   }

@@ -269,7 +269,7 @@ export interface RenderPlugin {
   patchLoadAssignment?(ir: UpstreamIR, assignment: ClusterLoadAssignment): void;
   /** Extra clusters (e.g. for extension services). */
   extraClusters?(proxy: ProxyIR): Cluster[];
-  /** SDS secrets (TLS certificates referenced by name from listeners). */
+  /** SDS secrets (TLS certificates referenced by name from listeners, or from clusters: the extensions' mutual TLS). */
   secrets?(proxy: ProxyIR): TlsSecret[];
 }
 

@@ -151,7 +151,7 @@ function render(
     [TypeUrls.listener, listeners.sort(ordered)],
     [TypeUrls.route, routes.sort(ordered)],
   ]);
-  // only when some listener needs one: a proxy without TLS certificates serves no secret type at all
+  // only when some listener or cluster needs one: a proxy without TLS certificates serves no secret type at all
   if (secrets.length > 0) snapshot.set(TypeUrls.secret, secrets.sort(ordered));
   return snapshot;
 }

@@ -264,7 +264,8 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     authorizer.stop();
     throw err;
   }
-  log.info(`extauth server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
+  const mode = options.http2?.tls ? 'mutual TLS' : 'insecure';
+  log.info(`extauth server running in ${mode} gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
     http2: options.http2?.transport ?? 'legate',
   });

@@ -84,6 +84,7 @@ export async function startGraphQLService(options: GraphQLServiceOptions): Promi
   log.info('graphql ext_proc server listening', {
     address: `${options.host}:${server.port}`,
     http2: options.http2?.transport ?? 'legate',
+    tls: options.http2?.tls ? 'mutual' : 'none',
   });
   xds.start();
 

@@ -132,7 +132,8 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     ...(options.http2 ? { http2: options.http2 } : {}),
     onError: (what, err) => perCall.error(`${what} failed`, { error: err instanceof Error ? err.message : String(err) }),
   });
-  log.info(`ratelimit server running in insecure gRPC mode, listening at ${options.host}:${bound.port}`, {
+  const mode = options.http2?.tls ? 'mutual TLS' : 'insecure';
+  log.info(`ratelimit server running in ${mode} gRPC mode, listening at ${options.host}:${bound.port}`, {
     address: `${options.host}:${bound.port}`,
     store: options.store.name,
     http2: options.http2?.transport ?? 'legate',

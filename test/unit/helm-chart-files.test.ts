@@ -130,4 +130,53 @@ describe('Helm chart files', () => {
     expect(Object.keys(off.pod.metadata.annotations).filter((k) => k.startsWith('prometheus.io/'))).toEqual([]);
     expect(off.bootstrap).not.toContain('legate-stats');
   });
+
+  it.skipIf(!helm)('extensionServer.tls mounts the Secret into the extensions and the proxies, and tells each side its files', () => {
+    type Container = { args?: string[]; volumeMounts?: { name: string; mountPath: string }[] };
+    type Pod = { spec: { containers: Container[]; volumes?: { name: string; secret?: { secretName: string } }[] } };
+    type Doc = { kind: string; metadata: { name: string }; spec?: { template: Pod } };
+    const render = (...set: string[]): Doc[] => {
+      const r = spawnSync(helm!, ['template', 'legate', CHART_DIR, '--namespace', 'legate-system', ...set.flatMap((v) => ['--set', v])], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.stderr).toBe('');
+      return parseAllDocuments(r.stdout)
+        .map((d) => d.toJS() as Doc)
+        .filter((d) => d !== null);
+    };
+    const pod = (docs: Doc[], name: string): Pod => docs.find((d) => d.kind === 'Deployment' && d.metadata.name === name)!.spec!.template;
+    const secretOf = (p: Pod): string | undefined => p.spec.volumes?.find((v) => v.name === 'extensions-tls')?.secret?.secretName;
+    const mounted = (p: Pod): boolean =>
+      p.spec.containers[0]!.volumeMounts?.some((m) => m.name === 'extensions-tls' && m.mountPath === '/etc/legate/extensions-tls') ?? false;
+    const dir = '/etc/legate/extensions-tls';
+
+    const off = render();
+    for (const name of ['extauth', 'graphql', 'ratelimit', 'gateway-proxy']) {
+      expect(secretOf(pod(off, name)), name).toBeUndefined();
+      expect(pod(off, name).spec.containers[0]!.args?.some((a) => a.startsWith('--tls-')) ?? false).toBe(false);
+    }
+    expect(pod(off, 'controller').spec.containers[0]!.args).not.toContain(`--extensions-tls=${dir}`);
+
+    const on = render('extensionServer.tls.enabled=true');
+    for (const name of ['extauth', 'graphql', 'ratelimit']) {
+      expect(secretOf(pod(on, name)), name).toBe('legate-extensions-tls');
+      expect(mounted(pod(on, name)), name).toBe(true);
+      expect(pod(on, name).spec.containers[0]!.args).toEqual(
+        expect.arrayContaining([`--tls-cert=${dir}/tls.crt`, `--tls-key=${dir}/tls.key`, `--tls-client-ca=${dir}/ca.crt`]),
+      );
+    }
+    expect(secretOf(pod(on, 'gateway-proxy'))).toBe('legate-extensions-tls');
+    expect(mounted(pod(on, 'gateway-proxy'))).toBe(true);
+    expect(pod(on, 'controller').spec.containers[0]!.args).toContain(`--extensions-tls=${dir}`);
+
+    // Envoy's own certificate from another Secret
+    const split = render(
+      'extensionServer.tls.enabled=true',
+      'extensionServer.tls.secretName=ext-server',
+      'extensionServer.tls.clientSecretName=envoy-client',
+    );
+    expect(secretOf(pod(split, 'extauth'))).toBe('ext-server');
+    expect(secretOf(pod(split, 'gateway-proxy'))).toBe('envoy-client');
+  });
 });

@@ -8,6 +8,7 @@ export function listenTransport(config: H2Config | undefined, host: string, port
     ...options,
     ...(config?.maxConcurrentStreams !== undefined ? { maxConcurrentStreams: config.maxConcurrentStreams } : {}),
     ...(config?.limits ? { limits: { ...config.limits, ...options.limits } } : {}),
+    ...(config?.tls ? { tls: config.tls } : {}),
   };
   // node:http2 loaded only when chosen
   if (config?.transport === 'node') return import('./node.js').then((m) => m.listenNodeH2(host, port, merged));

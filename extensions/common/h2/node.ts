@@ -6,6 +6,7 @@
 import http2 from 'node:http2';
 import { DEFAULT_LIMITS, DEFAULT_MAX_CONCURRENT_STREAMS } from './limits.js';
 import { serve } from './serve.js';
+import { readTlsFiles, servingTls, tlsServerOptions } from './tls.js';
 import type { H2Server, H2ServerOptions, H2Stream, H2StreamHandler, HeaderList } from './transport.js';
 
 const objects = new WeakMap<HeaderList, http2.OutgoingHttpHeaders>();
@@ -71,16 +72,21 @@ class NodeStream implements H2Stream {
   }
 }
 
-export function listenNodeH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {
+export async function listenNodeH2(host: string, port: number, options: H2ServerOptions): Promise<H2Server> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const server = http2.createServer({
+  const settings: http2.ServerOptions = {
     settings: {
       maxConcurrentStreams: options.maxConcurrentStreams ?? DEFAULT_MAX_CONCURRENT_STREAMS,
       maxHeaderListSize: limits.maxHeaderListBytes,
       enablePush: false,
     },
     maxHeaderListPairs: 1000,
-  });
+  };
+  const material = options.tls ? readTlsFiles(options.tls) : undefined;
+  // over TLS: HTTP/2 only (no HTTP/1.1 fallback), the client's certificate verified in the handshake
+  const server = material
+    ? http2.createSecureServer({ ...settings, ...tlsServerOptions(material), allowHTTP1: false })
+    : http2.createServer(settings);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
@@ -88,7 +94,7 @@ export function listenNodeH2(host: string, port: number, options: H2ServerOption
     session.on('error', () => undefined); // a peer that goes away is not an error
     if (limits.idleTimeoutMs) session.setTimeout(limits.idleTimeoutMs, () => session.close());
   });
-  server.on('stream', (s, _headers, _flags, raw: string[]) => {
+  server.on('stream', (s: http2.ServerHttp2Stream, _headers: http2.IncomingHttpHeaders, _flags: number, raw: string[]) => {
     s.on('error', () => undefined);
     const fields: [string, string][] = [];
     for (let i = 0; i + 1 < raw.length; i += 2) fields.push([raw[i]!, raw[i + 1]!]);
@@ -112,7 +118,7 @@ export function listenNodeH2(host: string, port: number, options: H2ServerOption
       if (!stream.closed) handler.onEnd();
     });
   });
-  return serve(server, host, port, options, {
+  const listening = serve(server, host, port, options, {
     shutdown: () => {
       for (const s of sessions) s.close();
     },
@@ -120,4 +126,5 @@ export function listenNodeH2(host: string, port: number, options: H2ServerOption
       for (const s of sessions) s.destroy();
     },
   });
+  return options.tls && material ? servingTls(server as http2.Http2SecureServer, options.tls, material, options, listening) : listening;
 }

@@ -45,6 +45,8 @@ export interface H2ServerOptions {
   onStream(stream: H2Stream): H2StreamHandler | undefined;
   /** a connection or server failure worth logging (never a client that went away) */
   onError(what: string, err: unknown): void;
+  /** mutual TLS (tls.ts) instead of cleartext */
+  tls?: H2TlsFiles;
 }
 
 export interface H2Server {
@@ -61,6 +63,20 @@ export interface H2Config {
   transport?: H2TransportName;
   maxConcurrentStreams?: number;
   limits?: Partial<H2Limits>;
+  /** mutual TLS (tls.ts) instead of cleartext (--tls-cert, --tls-key, --tls-client-ca) */
+  tls?: H2TlsFiles;
+}
+
+/** PEM files, as a Kubernetes TLS Secret mounts them (tls.crt, tls.key, ca.crt). */
+export interface H2TlsFiles {
+  /** the server's certificate (chain) */
+  certFile: string;
+  /** its private key */
+  keyFile: string;
+  /** the CA (bundle) a client's certificate must chain to */
+  clientCaFile: string;
+  /** how often the files are checked for a new version; 0: never (default DEFAULT_TLS_RELOAD_MS) */
+  reloadIntervalMs?: number;
 }
 
 const encoded = new WeakMap<HeaderList, Buffer>();

@@ -7,7 +7,7 @@ import { AuthContextKeys } from '../../../../common/contract.js';
 import { typed, type HttpFilter, type TypedConfig, type envoy_type_v3_StatusCode as StatusCode } from '../../../../envoy/typed.js';
 import type { ExtauthServerSettings } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
-import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
+import { extensionCluster, extensionSecrets, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
 import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
 import { perProxy } from '../../proxy-facts.js';
@@ -306,6 +306,9 @@ export function extauthRender(
     },
     extraClusters(proxy) {
       return protectsAnything(proxy) ? [extensionCluster(EXTAUTH_CLUSTER, service)] : [];
+    },
+    secrets(proxy) {
+      return protectsAnything(proxy) ? extensionSecrets(service) : [];
     },
   };
 }

@@ -13,7 +13,7 @@
 import { GRAPHQL_API_METADATA_KEY } from '../../../../common/contract.js';
 import { METHOD_ATTRIBUTE, PATH_ATTRIBUTE, headerAttribute } from '../../../../common/extproc-attributes.js';
 import { typed } from '../../../../envoy/typed.js';
-import { extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
+import { extensionCluster, extensionSecrets, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { ListenerIR, RouteActionIR } from '../../ir.js';
 import { perProxy, someRoute } from '../../proxy-facts.js';
@@ -158,6 +158,9 @@ export function graphqlRender(service: ServiceAddress): RenderPlugin {
     },
     extraClusters(proxy) {
       return hasGraphqlRoutes(proxy) ? [extensionCluster(GRAPHQL_CLUSTER, service)] : [];
+    },
+    secrets(proxy) {
+      return hasGraphqlRoutes(proxy) ? extensionSecrets(service) : [];
     },
   };
 }

@@ -12,7 +12,7 @@ import type { EnvoyRoute, HeaderMatcher, HttpFilter, StringMatcher, VirtualHost 
 import { typed } from '../../../../envoy/typed.js';
 import type { envoy_config_route_v3_RateLimit } from '../../../../envoy/types.generated.js';
 import { RATE_LIMIT_DOMAIN, RAW_RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
-import { duration, extensionCluster, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
+import { duration, extensionCluster, extensionSecrets, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, before, during, type RenderPlugin } from '../../feature.js';
 import type { ListenerRatelimitIR, ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
 
@@ -150,6 +150,9 @@ function localConfig(local: NonNullable<RateLimitIR['local']>) {
 
 export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
   const beforeAuth = options.beforeAuth ?? false;
+  // Legate's own service is needed when a listener with global limits asks it
+  const asksLegate = (proxy: ProxyIR): boolean =>
+    uses(proxy, beforeAuth).global.size > 0 && proxy.listeners.some((l) => !(l.ratelimitServer?.cluster ?? options.serverCluster));
   // the listener's httpGateway.options.ratelimitServer, field by field over the Settings'
   const globalFilter = (f: GlobalFilter, o: ListenerRatelimitIR = {}): HttpFilter => {
     const timeoutMs = o.timeoutMs ?? options.requestTimeoutMs ?? DEFAULT_RATELIMIT_TIMEOUT_MS;
@@ -228,9 +231,10 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
       }
     },
     extraClusters(proxy) {
-      // Legate's own service, when a listener with global limits asks it
-      const asksLegate = proxy.listeners.some((l) => !(l.ratelimitServer?.cluster ?? options.serverCluster));
-      return uses(proxy, beforeAuth).global.size && asksLegate ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
+      return asksLegate(proxy) ? [extensionCluster(RATELIMIT_CLUSTER, options.service)] : [];
+    },
+    secrets(proxy) {
+      return asksLegate(proxy) ? extensionSecrets(options.service) : [];
     },
   };
 }
