@@ -272,9 +272,11 @@ describe.each(Object.keys(SERVICES) as Service[])('the %s process under hostile 
           ...Array.from({ length: 100 }, (_, i) => body(1 + 2 * i, 1024 * 1024)).flat(),
         ],
         expect: (r) => {
-          // streams over 100 are refused; the bodies over the connection's 16 MiB budget reset their streams
+          // streams over 100 are refused; the bodies over the connection's 16 MiB budget reset their streams, and
+          // as much again sent to those streams ends the connection
           expect(r.resets[7]).toBe(156);
           expect(r.resets[11]).toBeGreaterThan(0);
+          expect(r.goaway).toBe(11);
         },
       },
     };

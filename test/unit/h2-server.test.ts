@@ -394,6 +394,24 @@ describe('h2 server (Legate) over raw frames', () => {
     expect(await withLimits({ connectionBodyBytes: 1000 }, bodies)).toEqual({ errors: [[3, 3, 11]], hits: { connection_body: 1 } });
   });
 
+  it('ends a connection that keeps sending bodies to streams it was refused (GOAWAY ENHANCE_YOUR_CALM)', async () => {
+    const bodies = [
+      frame(1, 0x4, 1, request('/echo')),
+      frame(0, 0, 1, Buffer.alloc(600)),
+      frame(1, 0x4, 3, request('/echo')),
+      frame(0, 0, 3, Buffer.alloc(600)), // over the budget: stream 3 reset, its 600 bytes dropped
+      ...Array.from({ length: 3 }, () => frame(0, 0, 3, Buffer.alloc(200))), // dropped: 1,200 > the 1,000 budget
+    ];
+    expect(await withLimits({ connectionBodyBytes: 1000 }, bodies)).toEqual({
+      errors: [
+        [3, 3, 11],
+        [7, 0, 11],
+        [255, 0, 0],
+      ],
+      hits: { connection_body: 1, dropped_body: 1 },
+    });
+  });
+
   it('ends a connection that does not acknowledge our SETTINGS (GOAWAY SETTINGS_TIMEOUT)', async () => {
     expect(await withLimits({ settingsAckTimeoutMs: 100 }, [], 400)).toEqual({
       errors: [

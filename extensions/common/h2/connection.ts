@@ -84,7 +84,7 @@ export class Connection {
   private goingAway = false;
   private closed = false;
   /** frames counted against the flood limits in the current window */
-  private flood = { start: 0, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
+  private flood = { start: 0, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0, droppedBytes: 0 };
   /** request body bytes delivered to the streams not yet answered */
   private heldBody = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -158,11 +158,23 @@ export class Connection {
 
   /** Counts a frame against a flood limit; over it, the connection is stopped. */
   private count(kind: 'rapidResets' | 'settings' | 'pings' | 'emptyFrames', limit: H2Limit): void {
-    const now = Date.now();
-    const f = this.flood;
-    if (now - f.start >= this.limits.floodWindowMs) this.flood = { start: now, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0 };
-    if (++this.flood[kind] > this.limits[kind])
+    if (++this.floodCounts()[kind] > this.limits[kind])
       throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, `too many ${limit.replace('_', ' ')}`, limit);
+  }
+
+  /** Counts DATA no handler will read (its stream reset by us or already answered). A client that keeps sending
+   * bodies past the body budget in a flood window is stopped: every byte read is garbage until the next GC, and
+   * a fast sender outruns it (Envoy sends at most what is in flight when a stream ends). */
+  private dropped(bytes: number): void {
+    if ((this.floodCounts().droppedBytes += bytes) > this.limits.connectionBodyBytes)
+      throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'too much DATA on streams already ended', 'dropped_body');
+  }
+
+  private floodCounts(): typeof this.flood {
+    const now = Date.now();
+    if (now - this.flood.start >= this.limits.floodWindowMs)
+      this.flood = { start: now, rapidResets: 0, settings: 0, pings: 0, emptyFrames: 0, droppedBytes: 0 };
+    return this.flood;
   }
 
   // ---- reading
@@ -307,6 +319,7 @@ export class Connection {
       if (answered) {
         // the answer is out: the rest of the body is dropped (bounded by the stream's receive window, never
         // topped up), still checked against its content-length; END_STREAM closes the stream
+        this.dropped(payload.length);
         answered.received += payload.length;
         answered.bodyBytes += data.length;
         const declared = answered.contentLength;
@@ -318,6 +331,7 @@ export class Connection {
       }
       // in flight when we reset it: dropped; otherwise the stream is closed (RFC 9113 6.1)
       if (this.closedStreams.get(streamId) !== Closed.RESET_BY_US) this.streamError(streamId, H2Error.STREAM_CLOSED);
+      else this.dropped(payload.length);
       return;
     }
     if (stream.remoteEnded) {
@@ -339,6 +353,7 @@ export class Connection {
     if (this.heldBody + data.length > this.limits.connectionBodyBytes) {
       limitHits.connection_body++;
       this.resetStream(stream, H2Error.ENHANCE_YOUR_CALM, true);
+      this.dropped(payload.length);
       return;
     }
     if (data.length) {

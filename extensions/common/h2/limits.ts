@@ -75,6 +75,7 @@ export type H2Limit =
   | 'ping_flood'
   | 'empty_frames'
   | 'connection_body'
+  | 'dropped_body'
   | 'preface_timeout'
   | 'idle_timeout'
   | 'settings_timeout'
@@ -90,6 +91,7 @@ export const limitHits: Record<H2Limit, number> = {
   ping_flood: 0,
   empty_frames: 0,
   connection_body: 0,
+  dropped_body: 0,
   preface_timeout: 0,
   idle_timeout: 0,
   settings_timeout: 0,
