@@ -314,7 +314,8 @@ export interface AwsCredentialsIR {
 export interface AzureFunctionIR {
   host: string;
   path: string;
-  functionKey?: string;
+  /** the function key, from the Upstream's Secret (named so, it is hidden where the Proxy is shown) */
+  secretValue?: string;
 }
 
 /** The two JWT filters: before ext_authz and after it (Gloo's jwtStaged; its legacy `jwt` is afterExtAuth). */

@@ -175,6 +175,16 @@ spec:
           single:
             upstream: { name: aws-upstream, namespace: gloo-system }
             destinationSpec: { aws: { logicalName: echo-v2, invocationStyle: ASYNC } }
+      - matchers: [{ prefix: /split }]
+        routeAction:
+          multi:
+            destinations:
+              - destination:
+                  upstream: { name: aws-upstream, namespace: gloo-system }
+                  destinationSpec: { aws: { logicalName: echo } }
+              - destination:
+                  upstream: { name: aws-upstream, namespace: gloo-system }
+                  destinationSpec: { aws: { logicalName: echo-v2 } }
       - matchers: [{ prefix: /event }]
         routeAction:
           single:
@@ -257,6 +267,29 @@ describe('AWS Lambda', () => {
     });
     expect((event['headers'] as Record<string, string>)['x-test']).toBe('yes');
     expect(signatureValid(inv!, SECRET_KEY)).toBe(true);
+  });
+
+  it('invokes the function of the weighted destination Envoy picks', async () => {
+    const before = invocations.length;
+    for (let i = 0; i < 30; i++) {
+      const r = await gw.request('/split', { host: 'more.example.com', method: 'POST', body: `split ${i}` });
+      expect(r.text).toBe(`split ${i}`);
+    }
+    const seen = invocations.slice(before);
+    expect(seen).toHaveLength(30);
+    const paths = new Set(seen.map((i) => i.url));
+    expect(paths).toEqual(new Set([`/2015-03-31/functions/${ARN}/invocations`, `/2015-03-31/functions/${ARN}:2/invocations`]));
+    expect(seen.every((i) => i.headers['x-amz-invocation-type'] === 'RequestResponse' && signatureValid(i, SECRET_KEY))).toBe(true);
+  });
+
+  it('shows no secret key or session token in the Proxy or the served config', () => {
+    const shown = [gw.ctl('get', 'proxies', '-o', 'json').stdout, gw.ctl('proxy', 'served-config').stdout];
+    expect(shown[0]).toContain(ARN);
+    expect(shown[1]).toContain('aws_lambda');
+    for (const text of shown) {
+      expect(text).not.toContain(SECRET_KEY);
+      expect(text).not.toContain(SESSION_TOKEN);
+    }
   });
 
   it('refuses wrapAsApiGateway with the reason, and reports the statuses', () => {

@@ -60,7 +60,10 @@ export const functionsRender: RenderPlugin = {
       (cluster.metadata ??= {}).filter_metadata = { ...cluster.metadata.filter_metadata, 'com.amazonaws.lambda': { egress_gateway: true } };
   },
   patchRoute(ir, route) {
-    if (ir.awsLambda) setPerFilterConfig(route, AWS_LAMBDA_FILTER, perRoute(ir.awsLambda));
+    // a weighted route left with one destination is rendered as a plain cluster: its function is the route's
+    const only = ir.action.type === 'route' && !route.route?.weighted_clusters ? ir.action.clusters[0]?.awsLambda : undefined;
+    const lambda = ir.awsLambda ?? only;
+    if (lambda) setPerFilterConfig(route, AWS_LAMBDA_FILTER, perRoute(lambda));
     if (ir.action.type === 'route' && route.route?.weighted_clusters?.clusters) {
       const weighted = route.route.weighted_clusters.clusters;
       ir.action.clusters.forEach((c, i) => {
@@ -75,9 +78,10 @@ export const functionsRender: RenderPlugin = {
       route.route.regex_rewrite = { pattern: { regex: '^.*$' }, substitution: azure.path };
       for (const k of ['auto_host_rewrite', 'host_rewrite_header', 'host_rewrite_path_regex'] as const) delete route.route[k];
       route.route.host_rewrite_literal = azure.host;
-      if (azure.functionKey) {
+      if (azure.secretValue) {
+        // taken literally: Envoy would read % as the start of a command operator
         const header: NonNullable<EnvoyRoute['request_headers_to_add']>[number] = {
-          header: { key: 'x-functions-key', value: azure.functionKey },
+          header: { key: 'x-functions-key', value: azure.secretValue.replaceAll('%', '%%') },
           append_action: 'OVERWRITE_IF_EXISTS_OR_ADD',
         };
         route.request_headers_to_add = [...(route.request_headers_to_add ?? []), header];

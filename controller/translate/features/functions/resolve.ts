@@ -355,6 +355,6 @@ function azureCall(
     });
     return undefined;
   }
-  ir.functionKey = key;
+  ir.secretValue = key;
   return ir;
 }
