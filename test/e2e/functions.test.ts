@@ -299,5 +299,6 @@ describe('AWS Lambda', () => {
     expect(status.reason).toContain('wrapAsApiGateway: Envoy');
     const up = JSON.parse(gw.ctl('get', 'upstream', 'aws-upstream', '-n', 'gloo-system', '-o', 'json').stdout);
     expect(Object.values(up.status.statuses as Record<string, { state: string }>)[0]!.state).toBe('Accepted');
+    expect(gw.ctl('get', 'upstreams', '-n', 'gloo-system').stdout).toContain('aws us-east-1 functions=echo,echo-v2,echo-api');
   });
 });
