@@ -45,7 +45,9 @@ function resolveAws(upstream: Upstream, spec: AwsSpec, index: ResourceIndex): At
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const ns = upstream.metadata.namespace;
-  const [endpointHost, endpointPort] = spec.endpoint ? splitHostPort(spec.endpoint) : [`lambda.${spec.region}.amazonaws.com`, 443];
+  // the China regions' endpoints are under amazonaws.com.cn
+  const domain = spec.region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
+  const [endpointHost, endpointPort] = spec.endpoint ? splitHostPort(spec.endpoint) : [`lambda.${spec.region}.${domain}`, 443];
   if (spec.roleArn) problems.push({ code: 'NotSupported', message: `aws.roleArn: ${ROLE_ARN_NOT_SUPPORTED}` });
 
   let credentials: AwsCredentialsIR | undefined;
