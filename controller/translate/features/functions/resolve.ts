@@ -58,9 +58,16 @@ function resolveAws(upstream: Upstream, spec: AwsSpec, index: ResourceIndex): At
     if (!secret) {
       problems.push({ code: 'SecretNotFound', message: `aws.secretRef: Secret ${name} not found` });
     } else {
-      const accessKeyId = secretValue(secret, AWS_KEYS.accessKey);
-      const secretAccessKey = secretValue(secret, AWS_KEYS.secretKey);
-      const sessionToken = secretValue(secret, AWS_KEYS.sessionToken);
+      // Gloo's solo-kit layout: one `aws` key holding {accessKey, secretKey, sessionToken}
+      const legacy = secretValue(secret, 'aws');
+      const doc = legacy === undefined ? {} : yamlObject(legacy);
+      const field = (key: string, legacyKey: string): string | undefined => {
+        const v = secretValue(secret, key) ?? doc[legacyKey];
+        return typeof v === 'string' && v !== '' ? v : undefined;
+      };
+      const accessKeyId = field(AWS_KEYS.accessKey, 'accessKey');
+      const secretAccessKey = field(AWS_KEYS.secretKey, 'secretKey');
+      const sessionToken = field(AWS_KEYS.sessionToken, 'sessionToken');
       if (!accessKeyId || !secretAccessKey) {
         problems.push({
           code: 'InvalidSpec',
@@ -166,14 +173,18 @@ function resolveAzure(upstream: Upstream, spec: AzureSpec, index: ResourceIndex)
   return { ir: { ...httpsEndpoint(upstream, host, 443), azure: { host, functions, keys } }, problems };
 }
 
-function glooApiKeys(text: string, where: string, problems: Problem[]): Record<string, string> {
-  let doc: unknown;
+/** A Secret value holding a YAML (or JSON) mapping, as Gloo's solo-kit writes typed secrets; {} when it is not one. */
+function yamlObject(text: string): Record<string, unknown> {
   try {
-    doc = load(text);
+    const doc = load(text);
+    return typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? (doc as Record<string, unknown>) : {};
   } catch {
-    doc = undefined;
+    return {};
   }
-  const apiKeys = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['apiKeys'] : undefined;
+}
+
+function glooApiKeys(text: string, where: string, problems: Problem[]): Record<string, string> {
+  const apiKeys = yamlObject(text)['apiKeys'];
   if (typeof apiKeys !== 'object' || apiKeys === null) {
     problems.push({ code: 'InvalidSpec', message: `${where}: its azure key is not Gloo's {apiKeys: {<name>: <key>}}` });
     return {};
