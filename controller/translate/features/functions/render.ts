@@ -43,6 +43,8 @@ function perRoute(ir: AwsLambdaIR): TypedConfig {
   return typed('type.googleapis.com/envoy.config.route.v3.FilterConfig', { config: typed(PER_ROUTE, { invoke_config: invoke }) });
 }
 
+const HOST_REWRITES = ['host_rewrite_literal', 'auto_host_rewrite', 'host_rewrite_header', 'host_rewrite_path_regex'] as const;
+
 export const functionsRender: RenderPlugin = {
   httpFilters(_proxy, listener) {
     if (!usesLambda(listener)) return [];
@@ -64,6 +66,8 @@ export const functionsRender: RenderPlugin = {
     const only = ir.action.type === 'route' && !route.route?.weighted_clusters ? ir.action.clusters[0]?.awsLambda : undefined;
     const lambda = ir.awsLambda ?? only;
     if (lambda) setPerFilterConfig(route, AWS_LAMBDA_FILTER, perRoute(lambda));
+    // the filter sets the Host it signs; a rewrite by the router afterwards would break the signature
+    if ((lambda || ir.azureFunction) && route.route) for (const k of HOST_REWRITES) delete route.route[k];
     if (ir.action.type === 'route' && route.route?.weighted_clusters?.clusters) {
       const weighted = route.route.weighted_clusters.clusters;
       ir.action.clusters.forEach((c, i) => {
@@ -76,7 +80,6 @@ export const functionsRender: RenderPlugin = {
       // Gloo sets the whole path to /api/<function>; the request's query string stays (HTTP triggers read it)
       delete route.route.prefix_rewrite;
       route.route.regex_rewrite = { pattern: { regex: '^.*$' }, substitution: azure.path };
-      for (const k of ['auto_host_rewrite', 'host_rewrite_header', 'host_rewrite_path_regex'] as const) delete route.route[k];
       route.route.host_rewrite_literal = azure.host;
       if (azure.secretValue) {
         // taken literally: Envoy would read % as the start of a command operator

@@ -203,6 +203,17 @@ export function bindFunctionRoute(route: Route, ir: RouteIR, site: RouteSite, si
     const found = bindDestination(action.single, `${site.where}.routeAction.single`, site, sink, ctx);
     if (found?.aws) ir.awsLambda = found.aws;
     if (found?.azure) ir.azureFunction = found.azure;
+    const o = route.options;
+    const rewrite = ['hostRewrite', 'autoHostRewrite', 'hostRewriteHeader', 'hostRewritePathRegex'].find(
+      (k) => o?.[k as keyof typeof o] !== undefined,
+    );
+    if (rewrite && (found?.aws || found?.azure)) {
+      const why = found.aws
+        ? `Envoy's aws_lambda filter signs the request for ${found.aws.host} and a Host rewrite would change it afterwards, ` +
+          'so the Lambda API would refuse the signature'
+        : `the Azure function is called with its Function App's Host (${found.azure?.host ?? ''}), which replaces it`;
+      sink.warnings.push({ code: 'InvalidSpec', message: `${site.where}.options.${rewrite}: ignored: ${why}` });
+    }
   }
   action.multi?.destinations.forEach((d, j) => {
     const where = `${site.where}.routeAction.multi.destinations[${j}].destination`;
