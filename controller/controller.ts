@@ -431,7 +431,8 @@ function redactSecrets(value: unknown, headerValues: ReadonlySet<string> = new S
     return Object.fromEntries(
       Object.entries(o).map(([k, v]) => [
         k,
-        (/secret|private_?key|privateKey/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref')) || (header && k === 'value')
+        (/secret|private_?key|privateKey|session_?token/i.test(k) && v !== null && v !== undefined && !k.endsWith('Ref')) ||
+        (header && k === 'value')
           ? '<redacted>'
           : k === 'localJwks' && typeof v === 'string'
             ? redactJwks(v)

@@ -40,6 +40,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto',
   'envoy/extensions/filters/http/cors/v3/cors.proto',
   'envoy/extensions/filters/http/csrf/v3/csrf.proto',
+  'envoy/extensions/filters/http/aws_lambda/v3/aws_lambda.proto',
   'envoy/extensions/filters/http/fault/v3/fault.proto',
   'envoy/extensions/filters/http/compressor/v3/compressor.proto',
   'envoy/extensions/compression/gzip/compressor/v3/gzip.proto',

@@ -39,9 +39,10 @@ export type GrpcJsonTranscoder = envoy_extensions_filters_http_grpc_json_transco
 export type Cors = envoy_extensions_filters_http_cors_v3_Cors;
 export type CorsPolicy = envoy_extensions_filters_http_cors_v3_CorsPolicy;
 export type CsrfPolicy = envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
+export type Config = envoy_extensions_filters_http_aws_lambda_v3_Config;
+export type PerRouteConfig = envoy_extensions_filters_http_aws_lambda_v3_PerRouteConfig;
 export type HTTPFault = envoy_extensions_filters_http_fault_v3_HTTPFault;
 export type JwtAuthentication = envoy_extensions_filters_http_jwt_authn_v3_JwtAuthentication;
-export type PerRouteConfig = envoy_extensions_filters_http_jwt_authn_v3_PerRouteConfig;
 export type RBAC = envoy_extensions_filters_http_rbac_v3_RBAC;
 export type RBACPerRoute = envoy_extensions_filters_http_rbac_v3_RBACPerRoute;
 export type PreviousPrioritiesConfig = envoy_extensions_retry_priority_previous_priorities_v3_PreviousPrioritiesConfig;
@@ -99,6 +100,8 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors": envoy_extensions_filters_http_cors_v3_Cors;
   "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy": envoy_extensions_filters_http_cors_v3_CorsPolicy;
   "type.googleapis.com/envoy.extensions.filters.http.csrf.v3.CsrfPolicy": envoy_extensions_filters_http_csrf_v3_CsrfPolicy;
+  "type.googleapis.com/envoy.extensions.filters.http.aws_lambda.v3.Config": envoy_extensions_filters_http_aws_lambda_v3_Config;
+  "type.googleapis.com/envoy.extensions.filters.http.aws_lambda.v3.PerRouteConfig": envoy_extensions_filters_http_aws_lambda_v3_PerRouteConfig;
   "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault": envoy_extensions_filters_http_fault_v3_HTTPFault;
   "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication": envoy_extensions_filters_http_jwt_authn_v3_JwtAuthentication;
   "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig": envoy_extensions_filters_http_jwt_authn_v3_PerRouteConfig;
@@ -2569,6 +2572,30 @@ export interface envoy_extensions_filters_common_fault_v3_FaultRateLimit_HeaderL
 
 /** envoy.extensions.filters.common.matcher.action.v3.SkipFilter */
 export interface envoy_extensions_filters_common_matcher_action_v3_SkipFilter {
+}
+
+/** envoy.extensions.filters.http.aws_lambda.v3.Config */
+export interface envoy_extensions_filters_http_aws_lambda_v3_Config {
+  arn?: string;
+  payload_passthrough?: boolean;
+  invocation_mode?: envoy_extensions_filters_http_aws_lambda_v3_Config_InvocationMode;
+  host_rewrite?: string;
+  credentials_profile?: string;
+  credentials?: envoy_extensions_filters_http_aws_lambda_v3_Credentials;
+}
+
+export type envoy_extensions_filters_http_aws_lambda_v3_Config_InvocationMode = "SYNCHRONOUS" | "ASYNCHRONOUS";
+
+/** envoy.extensions.filters.http.aws_lambda.v3.Credentials */
+export interface envoy_extensions_filters_http_aws_lambda_v3_Credentials {
+  access_key_id?: string;
+  secret_access_key?: string;
+  session_token?: string;
+}
+
+/** envoy.extensions.filters.http.aws_lambda.v3.PerRouteConfig */
+export interface envoy_extensions_filters_http_aws_lambda_v3_PerRouteConfig {
+  invoke_config?: envoy_extensions_filters_http_aws_lambda_v3_Config;
 }
 
 /** envoy.extensions.filters.http.buffer.v3.Buffer */

@@ -43,6 +43,8 @@ export const ROOTS = [
   'envoy.extensions.filters.http.cors.v3.Cors',
   'envoy.extensions.filters.http.cors.v3.CorsPolicy',
   'envoy.extensions.filters.http.csrf.v3.CsrfPolicy',
+  'envoy.extensions.filters.http.aws_lambda.v3.Config',
+  'envoy.extensions.filters.http.aws_lambda.v3.PerRouteConfig',
   'envoy.extensions.filters.http.fault.v3.HTTPFault',
   'envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication',
   'envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig',

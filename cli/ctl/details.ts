@@ -55,9 +55,14 @@ export function details(r: ListedResource, wide = false): string {
       const s = spec as {
         static?: { hosts: { addr: string; port: number }[] };
         kube?: { serviceNamespace: string; serviceName: string; servicePort: number };
+        aws?: { region: string; lambdaFunctions?: { logicalName?: string; lambdaFunctionName: string }[] };
+        azure?: { functionAppName: string; functions?: { functionName: string }[] };
       };
       if (s.static) return `static ${s.static.hosts.map((h) => `${h.addr}:${h.port}`).join(',')}`;
       if (s.kube) return `kube ${s.kube.serviceNamespace}/${s.kube.serviceName}:${s.kube.servicePort}`;
+      if (s.aws)
+        return `aws ${s.aws.region} functions=${(s.aws.lambdaFunctions ?? []).map((f) => f.logicalName || f.lambdaFunctionName).join(',')}`;
+      if (s.azure) return `azure ${s.azure.functionAppName} functions=${(s.azure.functions ?? []).map((f) => f.functionName).join(',')}`;
       return keys(spec).join(',');
     }
     case 'Gateway':

@@ -14,7 +14,8 @@ import {
 } from '../translate/features/resilience/schema.js';
 import { HttpConnectionManagerSettingsSchema, hcmHttpListenerOptions } from '../translate/features/hcm/schema.js';
 import { hybridSchemas } from '../translate/features/hybrid/schema.js';
-import { DestinationSchema } from '../translate/features/routing/schema.js';
+import { AwsDestinationSpecSchema, DestinationSchema } from '../translate/features/routing/schema.js';
+import { functionUpstreamTypes } from '../translate/features/functions/schema.js';
 import { tcpGatewaySchema } from '../translate/features/tcp/schema.js';
 import { SslConfigFields } from '../translate/features/tls/schema.js';
 import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
@@ -95,7 +96,14 @@ const PassthroughSslConfigSchema = SslConfigFields.refine(
 );
 export type PassthroughSslConfig = z.infer<typeof PassthroughSslConfigSchema>;
 
-const TcpGatewaySchema = tcpGatewaySchema(DestinationSchema, PassthroughSslConfigSchema);
+// function destinations (aws, azure, rest, grpc) call functions over HTTP: a tcpHost forwards bytes. Refused whole
+// (the typed shape is kept for the tcp feature, which never sees one)
+const TcpDestinationSchema = DestinationSchema.safeExtend({
+  destinationSpec: notSupported(
+    'function routing is HTTP; tcp_proxy forwards bytes',
+  ) as unknown as typeof DestinationSchema.shape.destinationSpec,
+});
+const TcpGatewaySchema = tcpGatewaySchema(TcpDestinationSchema, PassthroughSslConfigSchema);
 export type TcpGateway = z.infer<typeof TcpGatewaySchema>;
 
 export const { HybridGatewaySchema, MatchableHttpGatewaySpecSchema, MatchableTcpGatewaySpecSchema } = hybridSchemas({
@@ -197,6 +205,8 @@ const LoadBalancerConfigSchema = z
   });
 export type LoadBalancerConfig = z.infer<typeof LoadBalancerConfigSchema>;
 
+const FUNCTION_UPSTREAM_TYPES = functionUpstreamTypes(AwsDestinationSpecSchema);
+
 export const UpstreamSpecSchema = z
   .strictObject({
     static: z
@@ -222,6 +232,7 @@ export const UpstreamSpecSchema = z
         ...serviceSpecField,
       })
       .optional(),
+    ...FUNCTION_UPSTREAM_TYPES,
     ...UPSTREAM_OPTIONS,
     loadBalancerConfig: LoadBalancerConfigSchema.optional(),
     discoveryMetadata: z.strictObject({ labels: z.record(z.string(), z.string()).optional() }).optional(),
@@ -229,10 +240,11 @@ export const UpstreamSpecSchema = z
   })
   .refine(
     (u) =>
-      [u.static, u.kube, ...Object.keys(OTHER_UPSTREAM_TYPES).map((k) => u[k as keyof typeof OTHER_UPSTREAM_TYPES])].filter(Boolean)
-        .length === 1,
+      [u.static, u.kube, u.aws, u.azure, ...Object.keys(OTHER_UPSTREAM_TYPES).map((k) => u[k as keyof typeof OTHER_UPSTREAM_TYPES])].filter(
+        Boolean,
+      ).length === 1,
     {
-      message: 'set exactly one upstream type: static or kube',
+      message: 'set exactly one upstream type: static, kube, aws or azure',
     },
   );
 export type UpstreamSpec = z.infer<typeof UpstreamSpecSchema>;
@@ -364,7 +376,11 @@ const GlooOptionsSchema = z.strictObject({
   proxyDebugBindAddr: z.string().optional(),
   circuitBreakers: CircuitBreakerConfigSchema.optional(),
   endpointsWarmingTimeout: notSupported('Legate serves whatever it has read when Envoy connects; it has no warming timeout'),
-  awsOptions: notSupported('Legate has no AWS Lambda upstreams'),
+  awsOptions: notSupported(
+    "its fields configure Gloo's own Lambda filter; Envoy's aws_lambda filter has no propagateOriginalRouting, " +
+      "credentialRefreshDelay or fallbackToFirstFunction, and finds default credentials in the Envoy process's environment " +
+      '(what an aws Upstream without secretRef uses, as enableCredentialsDiscovey and serviceAccountCredentials would)',
+  ),
   invalidConfigPolicy: InvalidConfigPolicySchema.optional(),
   disableKubernetesDestinations: z.boolean().optional(),
   disableGrpcWeb: z.boolean().optional(),

@@ -46,6 +46,8 @@ export interface WeightedClusterIR {
   headers?: HeaderManipulationIR;
   /** the destination's extauth, more specific than the route's */
   auth?: AuthBindingIR;
+  /** destinationSpec.aws: the AWS Lambda function this destination invokes (features/functions) */
+  awsLambda?: AwsLambdaIR;
   /** why Envoy has no such cluster (a missing or rejected destination): requests for it answer as
    * Settings gloo.invalidConfigPolicy says (ListenerIR.invalidRouteResponse), or Envoy's 503 */
   invalid?: string;
@@ -284,6 +286,36 @@ export interface RouteIR {
   appendXForwardedHost?: true;
   /** options.extProc (the Settings' ext_proc filter) */
   extProc?: ExtProcIR;
+  /** destinationSpec.aws of routeAction.single: the AWS Lambda function the route invokes (features/functions) */
+  awsLambda?: AwsLambdaIR;
+  /** destinationSpec.azure: the Azure function the route calls (features/functions) */
+  azureFunction?: AzureFunctionIR;
+}
+
+/** An AWS Lambda invocation by Envoy's aws_lambda filter: the function's ARN, signed (SigV4) for `host`. */
+export interface AwsLambdaIR {
+  /** arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>] */
+  arn: string;
+  invocationMode: 'SYNCHRONOUS' | 'ASYNCHRONOUS';
+  /** false: the request goes as Envoy's JSON event and the answer is unwrapped from {statusCode, headers, body} */
+  payloadPassthrough: boolean;
+  host: string;
+  /** unset: Envoy's default AWS credentials chain (environment, credentials file, web identity, ECS/EC2 metadata) */
+  credentials?: AwsCredentialsIR;
+}
+
+export interface AwsCredentialsIR {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+/** A call to an Azure function: the Function App's host, the function's path and its key (x-functions-key). */
+export interface AzureFunctionIR {
+  host: string;
+  path: string;
+  /** the function key, from the Upstream's Secret (named so, it is hidden where the Proxy is shown) */
+  secretValue?: string;
 }
 
 /** The two JWT filters: before ext_authz and after it (Gloo's jwtStaged; its legacy `jwt` is afterExtAuth). */
@@ -751,6 +783,18 @@ export interface UpstreamIR {
   outlierDetection?: OutlierDetectionIR;
   circuitBreakers?: CircuitBreakersIR;
   ignoreHealthOnHostRemoval?: boolean;
+  /** an aws Upstream (features/functions): its functions, for the routes to them */
+  awsLambda?: {
+    region: string;
+    accountId?: string;
+    host: string;
+    functions: { logicalName: string; name: string; qualifier?: string }[];
+    credentials?: AwsCredentialsIR;
+    /** destinationOverrides: the flags every route to it gets, whatever its destinationSpec says */
+    overrides?: { logicalName?: string; async?: true; requestTransformation?: true; unwrap?: true; wrapAsApiGateway?: true };
+  };
+  /** an azure Upstream (features/functions): its functions and their keys */
+  azure?: { host: string; functions: { name: string; authLevel: 'Anonymous' | 'Function' | 'Admin' }[]; keys: Record<string, string> };
   /**
    * A static upstream's health checks send each host's own address as Host (:authority), as Gloo's do; set when
    * no check names its own host or authority (a host's name for health checks overrides the checks' in Envoy).

@@ -198,9 +198,9 @@ spec:
 ---
 apiVersion: gloo.solo.io/v1
 kind: Upstream
-metadata: { name: lambda, namespace: default }
+metadata: { name: ec2, namespace: default }
 spec:
-  aws: { region: us-east-1, secretRef: { name: aws-creds, namespace: default } }
+  awsEc2: { region: us-east-1, secretRef: { name: aws-creds, namespace: default } }
 `,
     'vs.yaml': `
 apiVersion: gateway.solo.io/v1
@@ -310,9 +310,9 @@ describe('upstream options through Envoy', () => {
   });
 
   it('refuses an upstream type Legate does not have, with the reason', () => {
-    const us = JSON.parse(gw.ctl('get', 'upstream', 'lambda', '-n', 'default', '-o', 'json').stdout);
+    const us = JSON.parse(gw.ctl('get', 'upstream', 'ec2', '-n', 'default', '-o', 'json').stdout);
     const status = Object.values(us.status.statuses as Record<string, { state: string; reason: string }>)[0]!;
     expect(status.state).toBe('Rejected');
-    expect(status.reason).toContain('NotSupported: spec.aws is not supported by Legate (AWS Lambda upstreams');
+    expect(status.reason).toContain('NotSupported: spec.awsEc2 is not supported by Legate (EC2 upstreams');
   });
 });

@@ -223,6 +223,10 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   addressPrefix: ['10.1.0.0'],
   // a JWKS fetched by Envoy comes from a host of the Upstream named beside it
   url: ['https://127.0.0.1:8080/jwks'],
+  // an AWS Lambda Upstream: a real region and account, a Lambda API endpoint
+  'Upstream aws.region': ['us-east-1'],
+  'Upstream aws.awsAccountId': ['123456789012'],
+  'Upstream aws.endpoint': ['127.0.0.1:9443'],
 };
 
 /**

@@ -12,6 +12,7 @@ import { extauthFeature } from './extauth/index.js';
 import { extProcFeature, type ExtProcFilterOptions } from './extproc/index.js';
 import type { CustomAuthServer } from './extauth/render.js';
 import { faultsFeature } from './faults/index.js';
+import { functionsFeature } from './functions/index.js';
 import { graphqlFeature } from './graphql/index.js';
 import { lbHashFeature } from './lbhash/index.js';
 import { listenerFeature } from './listener/index.js';
@@ -86,6 +87,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     bufferFeature,
     envoyOptionsFeature,
     dfpFeature,
+    functionsFeature,
     listenerFeature,
   ]);
 }

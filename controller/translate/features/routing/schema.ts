@@ -1,7 +1,7 @@
 // The route fields routing owns: what a route does (forward, answer, redirect) and how it forwards
 // (rewrites, timeouts, retries, shadowing). controller/api/routes.ts composes them into the Route schema.
 import { z } from 'zod';
-import { Duration, Name, Percentage, ResourceRefSchema, notSupported } from '../../../api/primitives.js';
+import { Duration, Name, Percentage, ResourceRefSchema, notSupported, protoEnum } from '../../../api/primitives.js';
 
 const GLOO_TRANSFORMATION = "Gloo's transformation filter, which is not part of upstream Envoy";
 
@@ -27,6 +27,22 @@ const KubeDestinationSchema = z.strictObject({
   port: z.number().int().min(1).max(65535),
 });
 
+/** Gloo's aws DestinationSpec (aws.proto): which function of an AWS Lambda Upstream, and how (features/functions). */
+export const AwsDestinationSpecSchema = z.strictObject({
+  logicalName: z.string().optional(),
+  invocationStyle: protoEnum(['SYNC', 'ASYNC']).optional(),
+  requestTransformation: z.boolean().optional(),
+  /** deprecated in Gloo for unwrapAsApiGateway */
+  responseTransformation: z.boolean().optional(),
+  unwrapAsAlb: z.boolean().optional(),
+  unwrapAsApiGateway: z.boolean().optional(),
+  wrapAsApiGateway: z.boolean().optional(),
+});
+export type AwsDestinationSpec = z.infer<typeof AwsDestinationSpecSchema>;
+
+/** Gloo's azure DestinationSpec (azure.proto): which function of an Azure Functions Upstream (features/functions). */
+export const AzureDestinationSpecSchema = z.strictObject({ functionName: Name });
+
 export const DestinationSchema = z
   .strictObject({
     upstream: ResourceRefSchema.optional(),
@@ -36,8 +52,8 @@ export const DestinationSchema = z
     subset: z.strictObject({ values: z.record(Name, z.string()) }).optional(),
     destinationSpec: z
       .strictObject({
-        aws: notSupported('Legate has no AWS Lambda upstreams yet'),
-        azure: notSupported('Legate has no Azure Functions upstreams yet'),
+        aws: AwsDestinationSpecSchema.optional(),
+        azure: AzureDestinationSpecSchema.optional(),
         rest: notSupported(`REST function routing needs ${GLOO_TRANSFORMATION}`),
         grpc: notSupported(`gRPC function routing needs ${GLOO_TRANSFORMATION}`),
       })

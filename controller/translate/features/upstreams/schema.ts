@@ -109,11 +109,9 @@ const SERVICE_SPEC =
 /** `serviceSpec` of static and kube upstreams */
 export const serviceSpecField = { serviceSpec: notSupported(SERVICE_SPEC) };
 
-/** Gloo's other upstream types (the upstream_type oneof): each refused with why. */
+/** Gloo's other upstream types (the upstream_type oneof; aws and azure are features/functions'): each refused with why. */
 export const OTHER_UPSTREAM_TYPES = {
-  aws: notSupported('AWS Lambda upstreams need the aws_lambda filter with AWS credentials (Gloo Enterprise); Legate has neither'),
   awsEc2: notSupported("EC2 upstreams need Gloo's EC2 discovery of instances by tag; Legate discovers Kubernetes Services only"),
-  azure: notSupported("Azure Functions upstreams need Gloo's Azure function discovery; Legate has none"),
   gcp: notSupported("Google Cloud Functions / Cloud Run upstreams need Gloo Enterprise's GCP authentication; Legate has none"),
   consul: notSupported('Consul upstreams need a Consul client for service discovery; Legate discovers Kubernetes Services only'),
   pipe: notSupported('pipe upstreams connect over a Unix domain socket path; Legate renders TCP endpoints only'),
