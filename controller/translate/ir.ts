@@ -104,7 +104,7 @@ export type AuthBindingIR =
       sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }
-  /** a user's own ext_authz server of Settings namedExtauth (customAuth), told these context extensions */
+  /** a user's own ext_authz server of Settings namedExtauth (customAuth; '' = Settings extauth's), told these context extensions */
   | { customAuth: string; contextExtensions?: Record<string, string> }
   | { disabled: true };
 

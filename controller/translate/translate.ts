@@ -70,7 +70,8 @@ export interface TranslateOptions {
   defaultGateway: { bindAddress: string; bindPort: number; options?: GatewaySpec['options'] };
   /** Port of the ssl gateway assumed when no Gateway exists and a virtual service has sslConfig. */
   defaultSslPort?: number;
-  /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
+  /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination (or, with replaceInvalidRoutes,
+   * any route with a problem) answers. */
   invalidConfigPolicy?: InvalidConfigPolicy;
   /**
    * resourceKey()s of resources their schema rejected that have no accepted version to serve: a reference to one is
