@@ -23,6 +23,7 @@ import {
   DEFAULT_RENDER_OPTIONS,
   extProcSettingsFilter,
   features,
+  SETTINGS_EXTAUTH_SERVER,
   type RenderOptions,
 } from './translate/features/index.js';
 import { parseDuration } from './translate/duration.js';
@@ -181,6 +182,14 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       ? { ...extauthDefaults, extauthzServerRef: { ...ref, namespace: ref.namespace ?? settings.metadata.namespace } }
       : extauthDefaults;
     withGrpcWeb = { ...withGrpcWeb, extauthDefaults: filled };
+    // a user's own server there is also the one `customAuth: {}` (no name) asks, as in open-source Gloo
+    if (ref) {
+      const refNs = ref.namespace ?? settings.metadata.namespace;
+      const server = { ...filled, extauthzServerRef: { ...ref, namespace: refNs } };
+      const missing = !upstreamKeys.has(resourceKey('Upstream', refNs, ref.name));
+      const unnamed = { settings: server, cluster: clusterName(refNs, ref.name), ...(missing ? { missing: true as const } : {}) };
+      withGrpcWeb = { ...withGrpcWeb, namedExtauth: { ...withGrpcWeb.namedExtauth, [SETTINGS_EXTAUTH_SERVER]: unnamed } };
+    }
   }
   const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
   const render: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };

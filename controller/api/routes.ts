@@ -99,6 +99,8 @@ export const WeightedDestinationOptionsSchema = z.strictObject(destinationOption
 
 export const RouteOptionsSchema = z.strictObject({
   ...NOT_SUPPORTED_OPTIONS,
+  // Gloo 1.17's AI gateway (a route only): it acts on routes to an `ai` Upstream, through Gloo's AI extension filters
+  ai: notSupported(`Gloo Enterprise's AI gateway settings (prompt guards, enrichment, RAG, semantic cache): ${ENTERPRISE_FILTER}`),
   ...routingRouteOptions,
   ...faultsRouteOptions,
   ...tracingRouteOptions,

@@ -2,21 +2,24 @@
 // a tcpHost's): an sslConfig resolved to its certificate (Secret or files) and settings as Gloo renders them
 // (projects/gloo/pkg/utils/ssl.go: a CA means client certificates are required unless oneWayTls), and the Envoy
 // DownstreamTlsContext and SDS resources of it. Secrets are served over SDS under `<namespace>.<name>` (and
-// `<namespace>.<name>#ca`), so a rotated certificate changes those resources and not the listener.
+// `<namespace>.<name>#ca`), so a rotated certificate changes those resources and not the listener. With sslConfig.sds
+// the secrets come from the user's own SDS server instead, through a cluster to its targetUri.
 import { isIP } from 'node:net';
 import type {
+  Cluster,
   CommonTlsContext,
   DataSource,
   TlsSecret,
+  envoy_extensions_transport_sockets_tls_v3_SdsSecretConfig as SdsSecretConfig,
   envoy_extensions_transport_sockets_tls_v3_CertificateValidationContext as ValidationContext,
   envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext as DownstreamTlsContext,
   envoy_extensions_transport_sockets_tls_v3_SubjectAltNameMatcher as SanMatcher,
 } from '../../envoy/typed.js';
 import { parseDuration } from './duration.js';
-import { dataSource } from './envoy-json.js';
+import { dataSource, extensionCluster } from './envoy-json.js';
 import type { Problem, ResolveContext } from './feature.js';
-import { DEFAULT_MIN_TLS, OCSP_STAPLE_POLICIES, tlsVersion, type SslConfig } from './features/tls/schema.js';
-import type { DownstreamTlsIR } from './ir.js';
+import { DEFAULT_MIN_TLS, OCSP_STAPLE_POLICIES, tlsVersion, type SdsConfig, type SslConfig } from './features/tls/schema.js';
+import type { DownstreamTlsIR, ProxyIR, SdsSourceIR } from './ir.js';
 import { nsName } from './names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from './secrets.js';
 
@@ -55,10 +58,51 @@ export function downstreamTls(
     const fromSecret = secretTls(ns, ssl.secretRef, sniDomains, ctx, problems, where);
     if (!fromSecret) return undefined;
     tls = fromSecret;
+  } else if (ssl.sds) {
+    const sds = sdsSource(ssl.sds, problems, `${where}.sds`);
+    if (!sds) return undefined;
+    tls = { sds, sniDomains };
   } else {
     return undefined;
   }
   return withOptions(tls, ssl, problems, where, oneWayTlsDefault);
+}
+
+/**
+ * sslConfig.sds (Gloo's SDSConfig): Envoy asks the user's SDS server for the secrets by name, through a cluster to
+ * targetUri, named clusterName when set (Gloo names a cluster of its own Envoy bootstrap there, which Legate's lacks).
+ */
+function sdsSource(sds: SdsConfig, problems: Problem[], at: string): SdsSourceIR | undefined {
+  if (sds.targetUri === undefined) {
+    const why = sds.clusterName
+      ? `Legate's Envoy has no cluster ${JSON.stringify(sds.clusterName)} of its own; it makes that cluster from targetUri`
+      : 'the address of the SDS server';
+    problems.push({ code: 'InvalidTls', message: `${at}.targetUri: required (${why})` });
+    return undefined;
+  }
+  const target = sdsTarget(sds.targetUri);
+  if (!target) {
+    problems.push({
+      code: 'InvalidTls',
+      message: `${at}.targetUri: ${JSON.stringify(sds.targetUri)} is not host:port, [ipv6]:port or unix:/path`,
+    });
+    return undefined;
+  }
+  const cluster = sds.clusterName ?? `legate-sds_${sds.targetUri.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+  const out: SdsSourceIR = { cluster, target, certificatesSecretName: sds.certificatesSecretName };
+  if (sds.validationContextName !== undefined) out.validationContextName = sds.validationContextName;
+  return out;
+}
+
+/** gRPC's target forms Envoy can reach as a cluster: a Unix socket, or a host and port. */
+function sdsTarget(uri: string): SdsSourceIR['target'] | undefined {
+  const unix = /^unix:(?:\/\/)?(\/.+)$/.exec(uri);
+  if (unix) return { pipe: unix[1]! };
+  const hostPort = /^(?:dns:\/\/\/)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/.exec(uri);
+  if (!hostPort) return undefined;
+  const port = Number(hostPort[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: hostPort[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
 /** The certificate, CA and OCSP staple of the Secret sslConfig.secretRef names. */
@@ -107,12 +151,14 @@ function withOptions(
 ): DownstreamTlsIR | undefined {
   const bad = problems.length;
   // as Gloo: a CA means client certificates are verified, and required unless oneWayTls (its own, else the Settings')
-  if (tls.clientCa) tls.requireClientCertificate = (ssl.oneWayTls ?? oneWayTlsDefault) !== true;
+  if (verifiesClients(tls)) tls.requireClientCertificate = (ssl.oneWayTls ?? oneWayTlsDefault) !== true;
   if (ssl.verifySubjectAltName?.length) {
-    if (!tls.clientCa) {
+    if (!verifiesClients(tls)) {
       problems.push({
         code: 'InvalidTls',
-        message: `${at}.verifySubjectAltName: needs a CA to verify client certificates with (ca.crt in the Secret, or sslFiles.rootCa)`,
+        message:
+          `${at}.verifySubjectAltName: needs a CA to verify client certificates with (ca.crt in the Secret, sslFiles.rootCa ` +
+          'or sds.validationContextName)',
       });
     }
     tls.verifySubjectAltName = [...new Set(ssl.verifySubjectAltName)];
@@ -136,7 +182,8 @@ function withOptions(
   }
   if (ssl.ocspStaplePolicy !== undefined) {
     const policy = typeof ssl.ocspStaplePolicy === 'number' ? OCSP_STAPLE_POLICIES[ssl.ocspStaplePolicy]! : ssl.ocspStaplePolicy;
-    if (policy === 'MUST_STAPLE' && !tls.ocspStaple) {
+    // an SDS server's certificate may carry its own staple
+    if (policy === 'MUST_STAPLE' && !tls.ocspStaple && !tls.sds) {
       problems.push({
         code: 'InvalidTls',
         message: `${at}.ocspStaplePolicy: MUST_STAPLE needs an OCSP response (tls.ocsp-staple in the Secret, or sslFiles.ocspStaple)`,
@@ -195,9 +242,12 @@ export function commonTlsContext(tls: DownstreamTlsIR): CommonTlsContext {
   const common: CommonTlsContext = { tls_params: params };
   const alpn = tls.alpnProtocols ?? DEFAULT_ALPN;
   if (alpn.length) common.alpn_protocols = alpn;
-  if (tls.sdsName !== undefined) {
+  const userSds = tls.sds && sdsConfigSource(tls.sds.cluster);
+  if (tls.sds && userSds) {
+    common.tls_certificate_sds_secret_configs = [{ name: tls.sds.certificatesSecretName, sds_config: userSds }];
+  } else if (tls.sdsName !== undefined) {
     common.tls_certificate_sds_secret_configs = [{ name: tls.sdsName, sds_config: ADS }];
-  } else {
+  } else if (tls.certChain && tls.privateKey) {
     const certificate: NonNullable<CommonTlsContext['tls_certificates']>[number] = {
       certificate_chain: dataSource(tls.certChain),
       private_key: dataSource(tls.privateKey),
@@ -205,10 +255,11 @@ export function commonTlsContext(tls: DownstreamTlsIR): CommonTlsContext {
     if (tls.ocspStaple) certificate.ocsp_staple = ocspSource(tls.ocspStaple);
     common.tls_certificates = [certificate];
   }
-  if (tls.clientCa) {
+  if (verifiesClients(tls)) {
     const sans = tls.verifySubjectAltName?.length ? sanMatchers(tls.verifySubjectAltName) : undefined;
-    if (tls.sdsName !== undefined) {
-      const sds = { name: caSdsName(tls.sdsName), sds_config: ADS };
+    const caName = tls.sds?.validationContextName ?? (tls.sdsName !== undefined ? caSdsName(tls.sdsName) : undefined);
+    if (caName !== undefined) {
+      const sds = { name: caName, sds_config: userSds ?? ADS };
       if (sans) {
         common.combined_validation_context = {
           default_validation_context: { match_typed_subject_alt_names: sans },
@@ -217,7 +268,7 @@ export function commonTlsContext(tls: DownstreamTlsIR): CommonTlsContext {
       } else {
         common.validation_context_sds_secret_config = sds;
       }
-    } else {
+    } else if (tls.clientCa) {
       const validation: ValidationContext = { trusted_ca: dataSource(tls.clientCa) };
       if (sans) validation.match_typed_subject_alt_names = sans;
       common.validation_context = validation;
@@ -229,7 +280,7 @@ export function commonTlsContext(tls: DownstreamTlsIR): CommonTlsContext {
 /** The DownstreamTlsContext of a certificate and its settings (a filter chain's transport socket). */
 export function downstreamTlsContext(tls: DownstreamTlsIR): DownstreamTlsContext {
   const context: DownstreamTlsContext = { common_tls_context: commonTlsContext(tls) };
-  if (tls.clientCa) context.require_client_certificate = tls.requireClientCertificate ?? true;
+  if (verifiesClients(tls)) context.require_client_certificate = tls.requireClientCertificate ?? true;
   if (tls.ocspStaplePolicy) context.ocsp_staple_policy = tls.ocspStaplePolicy;
   if (tls.disableSessionResumption) context.disable_stateless_session_resumption = true;
   return context;
@@ -237,7 +288,7 @@ export function downstreamTlsContext(tls: DownstreamTlsIR): DownstreamTlsContext
 
 /** The SDS resources a certificate served over SDS needs (its certificate, its client CA), added to `into` once. */
 export function sdsSecretsOf(tls: DownstreamTlsIR, into: Map<string, TlsSecret>): void {
-  if (tls.sdsName === undefined) return;
+  if (tls.sdsName === undefined || !tls.certChain || !tls.privateKey) return;
   if (!into.has(tls.sdsName)) {
     const certificate: TlsSecret['tls_certificate'] = {
       certificate_chain: dataSource(tls.certChain),
@@ -248,4 +299,46 @@ export function sdsSecretsOf(tls: DownstreamTlsIR, into: Map<string, TlsSecret>)
   }
   const caName = caSdsName(tls.sdsName);
   if (tls.clientCa && !into.has(caName)) into.set(caName, { name: caName, validation_context: { trusted_ca: dataSource(tls.clientCa) } });
+}
+
+/** Whether client certificates are verified: a CA (the Secret's, sslFiles.rootCa) or the user's SDS validation context. */
+function verifiesClients(tls: DownstreamTlsIR): boolean {
+  return tls.clientCa !== undefined || tls.sds?.validationContextName !== undefined;
+}
+
+/** The ConfigSource of secrets from the user's SDS server: SecretDiscoveryService over the cluster to it. */
+function sdsConfigSource(cluster: string): NonNullable<SdsSecretConfig['sds_config']> {
+  return {
+    resource_api_version: 'V3',
+    api_config_source: { api_type: 'GRPC', transport_api_version: 'V3', grpc_services: [{ envoy_grpc: { cluster_name: cluster } }] },
+  };
+}
+
+/**
+ * The clusters to the users' SDS servers (sslConfig.sds) the proxy's TLS contexts ask, one per name (the first
+ * target wins for a clusterName two sslConfigs share): virtual hosts', TCP hosts' and matched gateways'.
+ */
+export function sdsClusters(proxy: ProxyIR): Cluster[] {
+  const out = new Map<string, Cluster>();
+  const add = (tls: DownstreamTlsIR | undefined): void => {
+    const sds = tls?.sds;
+    if (!sds || out.has(sds.cluster)) return;
+    if ('host' in sds.target) out.set(sds.cluster, extensionCluster(sds.cluster, sds.target));
+    else {
+      const cluster = extensionCluster(sds.cluster, { host: '127.0.0.1', port: 1 });
+      cluster.type = 'STATIC';
+      delete cluster.dns_lookup_family;
+      cluster.load_assignment = {
+        cluster_name: sds.cluster,
+        endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: sds.target.pipe } } } }] }],
+      };
+      out.set(sds.cluster, cluster);
+    }
+  };
+  for (const l of proxy.listeners) {
+    for (const vh of l.virtualHosts) add(vh.tls);
+    for (const host of l.tcp?.hosts ?? []) add(host.tls);
+    add(l.chain?.tls);
+  }
+  return [...out.values()];
 }

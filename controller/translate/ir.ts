@@ -106,7 +106,7 @@ export type AuthBindingIR =
       sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }
-  /** a user's own ext_authz server of Settings namedExtauth (customAuth), told these context extensions */
+  /** a user's own ext_authz server of Settings namedExtauth (customAuth; '' = Settings extauth's), told these context extensions */
   | { customAuth: string; contextExtensions?: Record<string, string> }
   | { disabled: true };
 
@@ -369,8 +369,11 @@ export interface HashPolicyIR {
 export type TlsVersionIR = 'TLS_AUTO' | 'TLSv1_0' | 'TLSv1_1' | 'TLSv1_2' | 'TLSv1_3';
 
 export interface DownstreamTlsIR {
-  certChain: DataSourceIR;
-  privateKey: DataSourceIR;
+  /** unset with `sds` (the user's SDS server holds them) */
+  certChain?: DataSourceIR;
+  privateKey?: DataSourceIR;
+  /** sslConfig.sds: the certificate and client CA come from the user's SDS server, by name */
+  sds?: SdsSourceIR;
   /** served over SDS under this name (a Secret's `<namespace>.<name>`), so a new certificate in the same
    * Secret changes that SDS resource and not the listener; unset (sslFiles): inline in the listener */
   sdsName?: string;
@@ -391,6 +394,16 @@ export interface DownstreamTlsIR {
   ocspStaplePolicy?: 'LENIENT_STAPLING' | 'STRICT_STAPLING' | 'MUST_STAPLE';
   disableSessionResumption?: true;
   transportSocketConnectTimeout?: DurationIR;
+}
+
+/** Gloo's SslConfig.sds: Envoy asks the user's SDS server (through a cluster to targetUri) for these secrets. */
+export interface SdsSourceIR {
+  /** the cluster to the server (clusterName, else one named after targetUri) */
+  cluster: string;
+  target: { pipe: string } | { host: string; port: number };
+  certificatesSecretName: string;
+  /** client certificates are verified against this secret (required unless oneWayTls) */
+  validationContextName?: string;
 }
 
 export interface VirtualHostIR {

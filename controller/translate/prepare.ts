@@ -18,6 +18,8 @@ export interface SharedResources {
   /** served VirtualHostOption / RouteOption options, by nsName */
   readonly virtualHostOptions: ReadonlyMap<string, VirtualHostOptions>;
   readonly routeOptions: ReadonlyMap<string, RouteOptions>;
+  /** VirtualHostOption / RouteOption resources their schema rejected (none of their versions serves), `<kind>/<nsName>` */
+  readonly rejectedOptions: ReadonlySet<string>;
   readonly upstreamGroups: Resolved<UpstreamGroupSpec>;
 }
 
@@ -41,6 +43,9 @@ export function resolveShared(ctx: ResolveContext): SharedResources {
   return {
     virtualHostOptions: ctx.resolveEach(ctx.ofKind('VirtualHostOption'), (r) => ({ ir: r.spec.options ?? {}, problems: [] })).results,
     routeOptions: ctx.resolveEach(ctx.ofKind('RouteOption'), (r) => ({ ir: r.spec.options ?? {}, problems: [] })).results,
+    rejectedOptions: new Set(
+      (['VirtualHostOption', 'RouteOption'] as const).flatMap((k) => ctx.invalidKeys(k).map((key) => `${k}/${key}`)),
+    ),
     upstreamGroups: ctx.resolveEach(ctx.ofKind('UpstreamGroup'), (ug) => {
       const problems: Problem[] = [];
       ug.spec.destinations.forEach((d, j) => {
@@ -104,7 +109,9 @@ export function prepareVirtualService(vs: VirtualService, shared: SharedResource
       const at = `${where}.optionsConfigRefs.delegateOptions[${k}]`;
       const found = served.get(nsName(refNs, ref.name));
       if (!found) {
-        warnings.push({ code: `${kind}NotFound`, message: `${at}: ${kind} ${refNs}.${ref.name} not found` });
+        const rejected = shared.rejectedOptions.has(`${kind}/${nsName(refNs, ref.name)}`);
+        const message = `${at}: ${kind} ${refNs}.${ref.name} ${rejected ? 'is rejected; its options do not apply' : 'not found'}`;
+        warnings.push({ code: `${kind}${rejected ? 'Rejected' : 'NotFound'}`, message });
         return;
       }
       for (const [field, value] of Object.entries(found)) {

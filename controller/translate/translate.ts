@@ -70,7 +70,8 @@ export interface TranslateOptions {
   defaultGateway: { bindAddress: string; bindPort: number; options?: GatewaySpec['options'] };
   /** Port of the ssl gateway assumed when no Gateway exists and a virtual service has sslConfig. */
   defaultSslPort?: number;
-  /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination answers. */
+  /** Settings gloo.invalidConfigPolicy: what a route to a missing or rejected destination (or, with replaceInvalidRoutes,
+   * any route with a problem) answers. */
   invalidConfigPolicy?: InvalidConfigPolicy;
   /**
    * resourceKey()s of resources their schema rejected that have no accepted version to serve: a reference to one is
@@ -252,7 +253,9 @@ export function translate(input: TranslateInput): TranslateOutput {
   const memo = input.reuse?.memo;
   const reusable = context !== undefined && memo !== undefined && sameContext(memo.context, context);
   const vsMemo = new Map<string, VirtualServiceMemo>();
-  const routeFor = (route: Route, site: RouteSite, name: string, sink: BindSink) => translateRoute(route, site, name, bindings, sink);
+  const policy = options.invalidConfigPolicy?.replaceInvalidRoutes ? options.invalidConfigPolicy : undefined;
+  const routeFor = (route: Route, site: RouteSite, name: string, sink: BindSink) =>
+    translateRoute(route, site, name, bindings, sink, policy);
   const routeTables = resolveRouteTables({
     tables: resources.filter(isKind('RouteTable')),
     lastAccepted,
@@ -278,7 +281,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     const mark = reporter.reports.length;
     let served: { vs: VirtualService; vh: VirtualHostIR } | undefined;
     const trace = newTrace();
-    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings, shared, routeTables, trace));
+    const used = withFallback(vs, lastAccepted, reporter, (v) => translateVirtualService(v, bindings, shared, routeTables, trace, policy));
     reporter.reports.push(...trace.reports);
     if (used) {
       served = { vs: used.resource, vh: used.result };
@@ -679,6 +682,7 @@ function translateVirtualService(
   shared: SharedResources,
   routeTables: RouteTables,
   trace: DelegationTrace,
+  policy: InvalidConfigPolicy | undefined,
 ): Attempt<VirtualHostIR> {
   const prepared = prepareVirtualService(original, shared);
   const vs = prepared.vs;
@@ -686,7 +690,8 @@ function translateVirtualService(
   const name = virtualHostName(vs.metadata.namespace, vs.metadata.name);
   const domains = vs.spec.virtualHost.domains?.length ? [...new Set(vs.spec.virtualHost.domains)] : ['*'];
   // delegateActions become the routes of the RouteTables they pick (delegation/), each with its site
-  const translate = (route: Route, site: RouteSite, routeName: string, s: BindSink) => translateRoute(route, site, routeName, bindings, s);
+  const translate = (route: Route, site: RouteSite, routeName: string, s: BindSink) =>
+    translateRoute(route, site, routeName, bindings, s, policy);
   const routes = flattenRoutes(vs, routeTables, sink, translate, trace, prepared.route);
   // what merging options and groups found (the virtual host's, then each route's as flattening read it) comes first
   sink.warnings.unshift(...prepared.warnings);
@@ -697,24 +702,43 @@ function translateVirtualService(
   return { ir, problems: [], warnings: named(sink.warnings) };
 }
 
-/** One route (as written, or flattened from a delegation): matchers, the action a feature gives it, options. */
+/**
+ * One route (as written, or flattened from a delegation): matchers, the action a feature gives it, options. With
+ * `replace` (Settings gloo.invalidConfigPolicy.replaceInvalidRoutes), a route whose action or options have problems
+ * answers the configured response instead and its problems are warnings, so the rest of its VirtualService serves (as
+ * Gloo replaces an invalid route); matchers that cannot be translated leave nothing to match, and stay problems.
+ */
 function translateRoute(
   route: Route,
   site: RouteSite,
   name: string,
   bindings: readonly FeatureBinding[],
   sink: BindSink,
+  replace?: InvalidConfigPolicy,
 ): RouteIR | undefined {
+  const matcherProblems: Problem[] = [];
   const matchers = (route.matchers?.length ? route.matchers : [{ prefix: '/' }]).map((m, j) =>
-    translateMatcher(m, `${site.where}.matchers[${j}]`, sink.problems),
+    translateMatcher(m, `${site.where}.matchers[${j}]`, matcherProblems),
   );
+  sink.problems.push(...matcherProblems);
+  const own: BindSink = { problems: [], warnings: sink.warnings };
   let action: RouteIR['action'] | undefined;
   for (const b of bindings) {
-    action = b.routeAction?.(route, site, sink);
+    action = b.routeAction?.(route, site, own);
     if (action) break;
   }
-  if (!action) return undefined;
-  const ir: RouteIR = { name, matchers, action, timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT) };
-  for (const b of bindings) b.bindRoute?.(route, ir, site, sink);
-  return ir;
+  let ir: RouteIR | undefined;
+  if (action) {
+    ir = { name, matchers, action, timeout: parseDuration(route.options?.timeout ?? DEFAULT_ROUTE_TIMEOUT) };
+    for (const b of bindings) b.bindRoute?.(route, ir, site, own);
+  }
+  if (!own.problems.length || !replace || matcherProblems.length) {
+    sink.problems.push(...own.problems);
+    return ir;
+  }
+  const status = replace.invalidRouteResponseCode ?? 404;
+  const why = `the route answers ${status} instead (Settings gloo.invalidConfigPolicy.replaceInvalidRoutes)`;
+  for (const p of own.problems) sink.warnings.push({ code: p.code, message: `${p.message}; ${why}` });
+  const body = replace.invalidRouteResponseBody ?? DEFAULT_INVALID_ROUTE_BODY;
+  return { name, matchers, action: { type: 'directResponse', status, body }, timeout: parseDuration(DEFAULT_ROUTE_TIMEOUT) };
 }

@@ -1,5 +1,6 @@
-// A user's own ext_authz server (Gloo's Settings namedExtauth + options.extauth.customAuth) end to end: a gRPC
-// Authorization server in this test behind an Upstream, asked by Envoy where a virtual host or route names it.
+// A user's own ext_authz server (Gloo's Settings namedExtauth + options.extauth.customAuth, and Settings extauth for a
+// customAuth without a name) end to end: a gRPC Authorization server in this test behind an Upstream, asked by Envoy
+// where a virtual host or route names it.
 import net, { type AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +72,10 @@ apiVersion: gloo.solo.io/v1
 kind: Settings
 metadata: { name: default, namespace: gloo-system }
 spec:
+  # open-source Gloo's way: customAuth without a name asks this server
+  extauth:
+    extauthzServerRef: { name: authz, namespace: gloo-system }
+    requestTimeout: 2s
   namedExtauth:
     my-authz:
       extauthzServerRef: { name: authz, namespace: gloo-system }
@@ -116,6 +121,24 @@ spec:
         ${to}
       - matchers: [{ prefix: / }]
         ${to}
+`,
+    // Gloo's custom auth guide: the VirtualService names no server
+    'oss.yaml': `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: oss, namespace: gloo-system }
+spec:
+  virtualHost:
+    domains: [oss.example.com]
+    routes:
+      - matchers: [{ prefix: /tenant }]
+        options: { extauth: { customAuth: { contextExtensions: { tenant: acme } } } }
+        ${to}
+      - matchers: [{ prefix: / }]
+        ${to}
+    options:
+      extauth:
+        customAuth: {}
 `,
   });
   await gw.until('/', (r) => r.status === 403, { host: 'api.example.com' }, 30_000);
@@ -169,5 +192,23 @@ describe('customAuth with Settings namedExtauth', () => {
     expect((await gw.request('/gone', on)).status).toBe(403);
     const settings = gw.ctl('get', 'settings', 'default', '-n', 'gloo-system', '-o', 'json').stdout;
     expect(settings).toContain('namedExtauth.gone.extauthzServerRef: Upstream gloo-system.no-such-upstream not found');
+  });
+});
+
+describe('customAuth without a name: the server of Settings extauth', () => {
+  const oss = { host: 'oss.example.com' };
+  it('asks the extauthzServerRef of Settings extauth, with the route contextExtensions', async () => {
+    await gw.until('/', (r) => r.status === 403, oss);
+    checks.length = 0;
+    const ok = await gw.request('/orders', { ...oss, headers: { 'x-allow': 'yes' } });
+    expect(ok.status).toBe(200);
+    expect(ok.json<{ headers: Record<string, string> }>().headers['x-checked-by']).toBe('my-authz');
+    expect((await gw.request('/tenant/1', oss)).status).toBe(403);
+    expect(checks).toEqual([
+      { path: '/orders', context: {} },
+      { path: '/tenant/1', context: { tenant: 'acme' } },
+    ]);
+    const vs = gw.ctl('get', 'vs', 'oss', '-n', 'gloo-system', '-o', 'json').stdout;
+    expect(JSON.parse(vs).status.statuses['legate-system'].state).toBe('Accepted');
   });
 });

@@ -1,6 +1,7 @@
 // Delegation end to end: Gloo's docs examples of RouteTables (by ref, nested, by selector), applied
 // unchanged but for the upstreams' addresses, routed by a real Envoy; a RouteTable edit reroutes; a
-// cycle shows in `legatectl get rt` and `legatectl check` while the rest keeps serving.
+// cycle shows in `legatectl get rt` and `legatectl check` while the rest keeps serving; what a delegating
+// route passes down with inheritableMatchers / inheritablePathMatchers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
@@ -237,6 +238,52 @@ const upstreamOf = async (path: string, host = 'example.com'): Promise<unknown> 
   return r.status === 200 ? r.json()['upstream'] : r.status;
 };
 
+// a delegating route's headers and methods go down to every route below it (nested tables too), and another's path
+const INHERIT = `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: inherit, namespace: default }
+spec:
+  virtualHost:
+    domains: [inherit.example.com]
+    routes:
+      - matchers: [{ prefix: /api, headers: [{ name: x-team, value: blue }], methods: [GET] }]
+        inheritableMatchers: true
+        delegateAction: { ref: { name: api } }
+      - matchers: [{ prefix: /fixed }]
+        inheritablePathMatchers: true
+        delegateAction: { ref: { name: fixed } }
+      - directResponseAction: { status: 200, body: fallback }
+---
+apiVersion: gateway.solo.io/v1
+kind: RouteTable
+metadata: { name: api, namespace: default }
+spec:
+  routes:
+    - matchers: [{ prefix: /api/users }]
+      directResponseAction: { status: 200, body: users }
+    - matchers: [{ prefix: /api/orders }]
+      delegateAction: { ref: { name: orders } }
+---
+apiVersion: gateway.solo.io/v1
+kind: RouteTable
+metadata: { name: orders, namespace: default }
+spec:
+  routes:
+    - matchers: [{ prefix: /api/orders }]
+      directResponseAction: { status: 200, body: orders }
+---
+apiVersion: gateway.solo.io/v1
+kind: RouteTable
+metadata: { name: fixed, namespace: default }
+spec:
+  routes:
+    - matchers: [{ methods: [POST] }]
+      directResponseAction: { status: 200, body: fixed post }
+    - matchers: [{ methods: [GET] }]
+      directResponseAction: { status: 200, body: fixed get }
+`;
+
 describe('delegation', () => {
   it("routes Gloo's delegation-by-reference example, nested tables included", async () => {
     expect(await upstreamOf('/a/1')).toBe('foo-upstream');
@@ -316,6 +363,28 @@ describe('delegation', () => {
     expect(check.stdout).toMatch(
       /Found rejected route table by '[^']+': default loop-b \(Reason: invalid route: delegation cycle detected/,
     );
+  });
+  it('passes the parent matchers down: headers and methods with inheritableMatchers, the path with inheritablePathMatchers', async () => {
+    gw.write('inherit.yaml', INHERIT);
+    const on = (method: string, team?: string) => ({
+      host: 'inherit.example.com',
+      method,
+      headers: (team ? { 'x-team': team } : {}) as Record<string, string>,
+    });
+    const body = async (path: string, o: ReturnType<typeof on>): Promise<string> => (await gw.request(path, o)).text;
+    await gw.until('/api/users', (r) => r.text === 'users', on('GET', 'blue'));
+    // the parent's header and method are the child's too: without them the request falls through
+    expect(await body('/api/users', on('GET'))).toBe('fallback');
+    expect(await body('/api/users', on('GET', 'red'))).toBe('fallback');
+    expect(await body('/api/users', on('POST', 'blue'))).toBe('fallback');
+    // inherited down two levels (the flag itself is inherited)
+    expect(await body('/api/orders/7', on('GET', 'blue'))).toBe('orders');
+    expect(await body('/api/orders/7', on('GET'))).toBe('fallback');
+    // the children of /fixed have no path of their own: the parent's applies, the methods tell them apart
+    expect(await body('/fixed/a', on('POST'))).toBe('fixed post');
+    expect(await body('/fixed/b', on('GET'))).toBe('fixed get');
+    expect(await body('/other', on('POST'))).toBe('fallback');
+    gw.remove('inherit.yaml');
   });
 });
 

@@ -1,6 +1,7 @@
 // Load balancing end to end, as a Gloo user writes it: an Upstream of three hosts balanced by ring hash,
-// sticky routes by cookie and header (options.lbHash), subset routing by host metadata, routing by a
+// sticky routes by cookie, header and client address (options.lbHash), subset routing by host metadata, routing by a
 // cluster named in a request header, and the other load balancers as Envoy runs them.
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
@@ -102,6 +103,9 @@ spec:
       - matchers: [{ prefix: /magic }]
         routeAction: { single: ${to('magic')} }
         options: { lbHash: { hashPolicies: [{ header: x-user }] } }
+      - matchers: [{ prefix: /source }]
+        routeAction: { single: ${to('trio')} }
+        options: { lbHash: { hashPolicies: [{ sourceIp: true }] } }
 `,
   });
   await gw.until('/canary', (r) => r.status === 200 && r.json()['upstream'] === 'c', HOST, 30_000);
@@ -111,6 +115,22 @@ afterAll(async () => {
   await gw?.stop();
   await Promise.all([...(hosts ?? []).map((h) => h.close()), solo?.close()]);
 });
+
+/** Which upstream answered a request from the client address `from` (any of 127.0.0.0/8 reaches the gateway). */
+function servedFrom(path: string, from: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port: gw.ports.http, path, localAddress: from, headers: HOST, agent: false, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(String((JSON.parse(body) as { upstream: unknown }).upstream)));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Which upstream answered each of `n` requests made by `headers(i)`. */
 async function served(path: string, n: number, headers: (i: number) => Record<string, string>): Promise<string[]> {
@@ -146,6 +166,17 @@ describe('load balancing', () => {
     expect(new Set(same).size).toBe(1);
     const spread = await served('/header', 60, (i) => ({ 'x-user': `user-${i}` }));
     expect(new Set(spread).size).toBeGreaterThan(1);
+  });
+
+  it('a sourceIp hash policy keeps each client address on one host, and spreads different addresses', async () => {
+    const same: string[] = [];
+    for (let i = 0; i < 30; i++) same.push(await servedFrom('/source', '127.0.0.1'));
+    expect(new Set(same).size).toBe(1);
+    const spread: string[] = [];
+    for (let i = 2; i < 42; i++) spread.push(await servedFrom('/source', `127.0.0.${i}`));
+    expect(new Set(spread).size).toBeGreaterThan(1);
+    // each of those addresses stays where it went
+    expect(await servedFrom('/source', '127.0.0.7')).toBe(spread[5]);
   });
 
   it('a destination subset sends the route only to the hosts whose metadata match', async () => {

@@ -216,6 +216,72 @@ spec:
     gw.remove('settings.yaml');
     await gw.until('/bad', (r) => r.status === 503, on('iso.example.com'));
   });
+
+  it('replaces a route whose header Secret is not applied yet; without the policy the last accepted version serves', async () => {
+    gw.write(
+      'settings.yaml',
+      `
+apiVersion: gloo.solo.io/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec:
+  gloo:
+    invalidConfigPolicy: { replaceInvalidRoutes: true, invalidRouteResponseCode: 418, invalidRouteResponseBody: no key yet }
+`,
+    );
+    gw.write(
+      'keyed.yaml',
+      `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: keyed, namespace: gloo-system }
+spec:
+  virtualHost:
+    domains: [keyed.example.com]
+    routes:
+      - matchers: [{ prefix: /keyed }]
+        options:
+          headerManipulation:
+            requestHeadersToAdd: [{ headerSecretRef: { name: api-key, namespace: gloo-system } }]
+        routeAction: { single: { upstream: { name: green, namespace: gloo-system } } }
+      - matchers: [{ prefix: / }]
+        routeAction: { single: { upstream: { name: blue, namespace: gloo-system } } }
+`,
+    );
+    // the first apply, before the Secret: the other route serves, this one answers the policy's response
+    const replaced = await gw.until('/keyed', (r) => r.status === 418, on('keyed.example.com'));
+    expect(replaced.text).toBe('no key yet');
+    expect((await gw.request('/', on('keyed.example.com'))).json()['upstream']).toBe('blue');
+    const s = await statusOf('vs', 'keyed');
+    expect(s.state).toBe('Warning');
+    expect(s.reason).toBe(
+      'virtualHost.routes[0].options.headerManipulation.requestHeadersToAdd[0].headerSecretRef: Secret gloo-system.api-key not found; ' +
+        'the route answers 418 instead (Settings gloo.invalidConfigPolicy.replaceInvalidRoutes)',
+    );
+
+    gw.write(
+      'key.yaml',
+      `
+apiVersion: v1
+kind: Secret
+type: gloo.solo.io/header
+metadata: { name: api-key, namespace: gloo-system }
+stringData: { x-api-key: from-the-secret }
+`,
+    );
+    const keyed = await gw.until('/keyed', (r) => r.status === 200, on('keyed.example.com'));
+    expect(keyed.json()['upstream']).toBe('green');
+    expect(keyed.json<{ headers: Record<string, string> }>().headers['x-api-key']).toBe('from-the-secret');
+    await eventually('keyed Accepted', async () => ((await statusOf('vs', 'keyed')).state === 'Accepted' ? true : undefined));
+
+    // Gloo's default: the route's problem rejects the VirtualService, whose last accepted version keeps serving
+    gw.remove('settings.yaml');
+    gw.remove('key.yaml');
+    await eventually('keyed Rejected', async () => ((await statusOf('vs', 'keyed')).state === 'Rejected' ? true : undefined));
+    const kept = await gw.request('/keyed', on('keyed.example.com'));
+    expect([kept.status, kept.json()['upstream']]).toEqual([200, 'green']);
+    gw.remove('keyed.yaml');
+  });
 });
 
 describe('VirtualHostOption and RouteOption', () => {

@@ -1,7 +1,8 @@
 // Raw and staged rate limits end to end, as Gloo's docs write them: descriptors in the Settings
 // (`ratelimit.descriptors`), actions on routes (`options.ratelimit.rateLimits`), the virtual host's
 // limits on a route with includeVhRateLimits, and the two stages around ext_authz: an early limit
-// counts requests ext_authz then denies, a regular one counts only those it lets through.
+// counts requests ext_authz then denies, a regular one counts only those it lets through; a raw action key the
+// Settings do not declare is a Warning, as Gloo does not check it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
@@ -173,5 +174,34 @@ describe('raw and staged rate limits through Envoy', () => {
     expect(await burst('/with-vh', 4)).toEqual([200, 200, 200, 429]);
     // a route without limits of its own gets the virtual host's, whose window is used up now
     expect(await burst('/other', 1)).toEqual([429]);
+  });
+
+  // last: until it serves, requests for its domain reach the catch-all virtual host and count against its limits
+  it('a raw action key the Settings do not declare is a Warning: the route serves (as Gloo, which does not check it)', async () => {
+    gw.write(
+      'undeclared.yaml',
+      `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: undeclared, namespace: legate-system }
+spec:
+  virtualHost:
+    domains: [undeclared.example.com]
+    routes:
+      - matchers: [{ prefix: / }]
+        ${toApp}
+        options:
+          ratelimit: { rateLimits: [{ actions: [{ requestHeaders: { headerName: x-plan, descriptorKey: plan } }] }] }
+`,
+    );
+    const served = await gw.until('/', (r) => r.status === 200, { host: 'undeclared.example.com' });
+    expect(served.json()['upstream']).toBe('app');
+    const vs = JSON.parse(gw.ctl('get', 'vs', 'undeclared', '-n', 'legate-system', '-o', 'json').stdout) as {
+      status: { statuses: Record<string, { state: string; reason?: string }> };
+    };
+    const status = vs.status.statuses['legate-system'];
+    expect(status?.state).toBe('Warning');
+    expect(status?.reason).toContain('descriptor key "plan" is not declared by any settings.ratelimit descriptor');
+    gw.remove('undeclared.yaml');
   });
 });

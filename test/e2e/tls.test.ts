@@ -1,12 +1,16 @@
-// TLS both ways: an ssl gateway terminating TLS with a certificate from a Secret (chosen by SNI), and
-// an upstream reached over TLS, verified against the CA in a Secret.
+// TLS both ways: an ssl gateway terminating TLS with a certificate from a Secret (chosen by SNI), or from the user's
+// own SDS server (sslConfig.sds: a grpc-js SecretDiscoveryService in this test), and an upstream reached over TLS,
+// verified against the CA in a Secret.
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TypeUrls, encodeAny } from '../../envoy/protos.js';
+import { bindServer, loadEnvoyService, lookupService, type BoundServer } from '../../extensions/common/grpc.js';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { eventually } from './harness/util.js';
 
@@ -26,6 +30,43 @@ const indent = (pem: string): string =>
 
 let gw: Gateway;
 let tlsUpstream: https.Server;
+let sds: BoundServer;
+/** the secret names Envoy asked the SDS server for */
+const sdsAsked = new Set<string>();
+
+/** A State-of-the-World SecretDiscoveryService serving one certificate, `sds-cert` (the rotated one). */
+async function startSds(): Promise<BoundServer> {
+  const service = lookupService(loadEnvoyService('envoy/service/secret/v3/sds.proto'), 'envoy.service.secret.v3.SecretDiscoveryService');
+  const secrets: Record<string, object> = {
+    'sds-cert': {
+      name: 'sds-cert',
+      tls_certificate: { certificate_chain: { inline_string: rotatedCert }, private_key: { inline_string: rotatedKey } },
+    },
+  };
+  const server = new grpc.Server();
+  const unimplemented = (call: grpc.ServerDuplexStream<unknown, unknown>): void => {
+    call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'not served' });
+  };
+  server.addService(service.service, {
+    StreamSecrets(call: grpc.ServerDuplexStream<{ resource_names?: string[]; response_nonce?: string }, unknown>) {
+      let sent = '';
+      let nonce = 0;
+      call.on('data', (req) => {
+        const names = [...(req.resource_names ?? [])].sort();
+        for (const n of names) sdsAsked.add(n);
+        // an ACK of what was sent already is not answered again
+        if (JSON.stringify(names) === sent) return;
+        sent = JSON.stringify(names);
+        const resources = names.flatMap((n) => (secrets[n] ? [encodeAny(TypeUrls.secret, secrets[n])] : []));
+        call.write({ version_info: '1', resources, type_url: TypeUrls.secret, nonce: String(++nonce) });
+      });
+      call.on('end', () => call.end());
+    },
+    DeltaSecrets: unimplemented,
+    FetchSecrets: (_call: unknown, done: grpc.sendUnaryData<unknown>) => done({ code: grpc.status.UNIMPLEMENTED }),
+  });
+  return bindServer(server, '127.0.0.1', 0);
+}
 
 /** The Secret the ssl VirtualService serves (rotated by one test). */
 const servingSecret = (crt: string, k: string): string => `
@@ -56,6 +97,7 @@ function httpsGet(port: number, servername: string, p: string): Promise<{ status
 }
 
 beforeAll(async () => {
+  sds = await startSds();
   tlsUpstream = https.createServer({ cert, key }, (req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ upstream: 'tls', sni: (req.socket as unknown as { servername?: string }).servername ?? null }));
@@ -117,6 +159,7 @@ spec:
 afterAll(async () => {
   await gw?.stop();
   await new Promise<void>((r) => tlsUpstream?.close(() => r()));
+  await sds?.stop(500);
 });
 
 describe('tls', () => {
@@ -281,6 +324,59 @@ spec:
     expect(String(status.reason)).toContain('broken-cert');
     expect(await httpsGet(gw.ports.https, 'secure.example.com', '/')).toEqual({ status: 200, body: 'secure' });
     gw.remove('broken.yaml');
+  });
+
+  it("serves the certificate of the user's SDS server (sslConfig.sds), asked through a cluster to targetUri", async () => {
+    gw.write(
+      'sds.yaml',
+      `
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: from-sds, namespace: default }
+spec:
+  sslConfig:
+    sds:
+      targetUri: 127.0.0.1:${sds.port}
+      clusterName: gateway_proxy_sds
+      certificatesSecretName: sds-cert
+    sniDomains: [sds.example.com]
+  virtualHost:
+    domains: [sds.example.com]
+    routes:
+      - directResponseAction: { status: 200, body: from sds }
+`,
+    );
+    // the SDS server's certificate is secure.example.com's rotated one: the fingerprint says where it came from
+    const served = await eventually('https with the SDS certificate', async () => {
+      const r = await new Promise<{ status: number; body: string; fingerprint: string }>((resolve, reject) => {
+        const req = https.request(
+          {
+            host: '127.0.0.1',
+            port: gw.ports.https,
+            path: '/',
+            servername: 'sds.example.com',
+            headers: { host: 'sds.example.com' },
+            ca: rotatedCert,
+            checkServerIdentity: () => undefined,
+            timeout: 5000,
+          },
+          (res) => {
+            const fp = (res.socket as tls.TLSSocket).getPeerCertificate().fingerprint256;
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, fingerprint: fp }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+      return r.status === 200 ? r : undefined;
+    });
+    expect(served).toEqual({ status: 200, body: 'from sds', fingerprint: fingerprint(rotatedCert) });
+    expect([...sdsAsked]).toEqual(['sds-cert']);
+    // the Secret-backed VirtualService keeps its own certificate
+    expect(await httpsGet(gw.ports.https, 'secure.example.com', '/')).toEqual({ status: 200, body: 'secure' });
+    gw.remove('sds.yaml');
   });
 });
 

@@ -252,6 +252,8 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
   'matchedGateways[].matcher': { sslConfig: { secretRef: REF } },
   'matchedGateways[]': { matcher: { sslConfig: { secretRef: REF } } },
   'matcher.sslConfig': { secretRef: REF },
+  // certificates from the user's SDS server: the cluster to it is made from targetUri
+  'sslConfig.sds': { targetUri: '127.0.0.1:8234' },
   // a wasm filter's config: its type says how the value reaches the plugin
   'filters[].config': { value: WORLD_NAME },
   // a user wasm module: Envoy fetches it and checks its sha256 (the controller reads nothing)

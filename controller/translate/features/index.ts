@@ -40,7 +40,7 @@ export interface RenderOptions {
   ratelimit?: RateLimitRenderOptions;
   /** Settings extProc: a user's ext_proc filter on every HCM (pipeline: settingsFilter) */
   extProc?: ExtProcFilterOptions;
-  /** the user's own ext_authz servers (Settings namedExtauth), by name */
+  /** the user's own ext_authz servers (Settings namedExtauth), by name; SETTINGS_EXTAUTH_SERVER: Settings extauth's */
   namedExtauth?: Record<string, CustomAuthServer>;
   /** Settings gloo.circuitBreakers: the circuit breakers of every Upstream without its own */
   circuitBreakers?: CircuitBreakerConfig;
@@ -53,6 +53,7 @@ export interface RenderOptions {
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
+export { SETTINGS_EXTAUTH_SERVER } from './extauth/render.js';
 
 export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
 

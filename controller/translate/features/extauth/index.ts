@@ -1,6 +1,6 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
 // `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, which of the user's own
-// servers of Settings namedExtauth, or none).
+// servers of Settings namedExtauth or Settings extauth, or none).
 import { stepReads } from '../../../../common/auth-config.js';
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
@@ -10,7 +10,7 @@ import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { AuthBindingIR } from '../../ir.js';
 import { nsName } from '../../names.js';
 import { bindListenerExtauth } from './listener.js';
-import { extauthRender, type CustomAuthServer } from './render.js';
+import { extauthRender, SETTINGS_EXTAUTH_SERVER, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
 
 /**
@@ -105,20 +105,23 @@ function authBinding(
 ): AuthBindingIR | undefined {
   if (ext.disable) return { disabled: true };
   if (ext.customAuth) {
-    const { name, contextExtensions } = ext.customAuth;
-    if (!name) {
-      // Gloo checks with the server of Settings `extauth` then
+    const { contextExtensions } = ext.customAuth;
+    // without a name, Gloo checks with the server of Settings `extauth` (open-source Gloo's extauthzServerRef)
+    const name = ext.customAuth.name || SETTINGS_EXTAUTH_SERVER;
+    if (name === SETTINGS_EXTAUTH_SERVER && !Object.hasOwn(servers, name)) {
       sink.problems.push({
-        code: 'NotSupported',
+        code: 'InvalidSpec',
         message:
-          `${where}.customAuth: without a name it asks the server of Settings extauth, which in Legate checks AuthConfigs ` +
-          '(configRef) only; name a server of Settings namedExtauth',
+          `${where}.customAuth: without a name it asks the server of Settings extauth.extauthzServerRef, which is not set ` +
+          "(Legate's own extauth service checks AuthConfigs, with configRef); set it, or name a server of Settings namedExtauth",
       });
       return undefined;
     }
     // as Gloo, an unknown server is an error: the resource is rejected rather than served unchecked
     if (!Object.hasOwn(servers, name)) {
-      const known = Object.keys(servers).sort();
+      const known = Object.keys(servers)
+        .filter((n) => n !== SETTINGS_EXTAUTH_SERVER)
+        .sort();
       sink.problems.push({
         code: 'InvalidSpec',
         message:

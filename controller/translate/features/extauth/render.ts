@@ -1,7 +1,8 @@
 // Access-token authentication: Envoy's ext_authz filter asks Legate's extauth service. The filter is on
 // the HCM of every proxy that protects anything; each virtual host and route says which AuthConfig
 // applies (context_extensions.config_id) or that auth is off there (disabled).
-// A user's own servers (Settings namedExtauth, options.extauth.customAuth) get one ext_authz filter each,
+// A user's own servers (Settings namedExtauth, options.extauth.customAuth; the one of Settings extauth for a
+// customAuth without a name) get one ext_authz filter each,
 // disabled on the HCM and enabled where a virtual host or route names it; at most one filter checks a request.
 import { AuthContextKeys } from '../../../../common/contract.js';
 import { typed, type HttpFilter, type TypedConfig, type envoy_type_v3_StatusCode as StatusCode } from '../../../../envoy/typed.js';
@@ -25,9 +26,15 @@ export interface CustomAuthServer {
   missing?: true;
 }
 
+/**
+ * The key of the server of Settings `extauth` (its extauthzServerRef, a user's own server) among the custom servers:
+ * the one `customAuth` without a name asks. Settings namedExtauth names are never empty.
+ */
+export const SETTINGS_EXTAUTH_SERVER = '';
+
 /** The ext_authz filter of the user's server `name` (Gloo names them all alike and picks one by metadata). */
 export function customAuthFilterName(name: string): string {
-  return `${EXT_AUTHZ_FILTER}.custom.${name}`;
+  return name === SETTINGS_EXTAUTH_SERVER ? `${EXT_AUTHZ_FILTER}.settings` : `${EXT_AUTHZ_FILTER}.custom.${name}`;
 }
 
 /** Envoy's StatusCode names by number (the statuses Settings statusOnError may name). */

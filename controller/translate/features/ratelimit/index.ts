@@ -106,7 +106,7 @@ const ONEOFS = [
  * Options -> the IR. A missing or rejected RateLimitConfig is a warning: its actions are still sent, and
  * the service, which has no descriptors for it, limits nothing until it exists (rate limiting fails
  * open, as Envoy's filter does by default). Raw actions whose descriptor keys the Settings do not
- * declare are problems; with rejected Settings descriptors they are sent unchecked, with a warning.
+ * declare are warnings (sent as written, as Gloo does); with rejected Settings descriptors they are sent unchecked.
  * `action`: the route's action (null for a route without one); undefined on a virtual host.
  */
 function bind(
@@ -171,7 +171,7 @@ function bind(
           `${at}: the ratelimit.descriptors of Settings ${raw.settings.metadata.namespace}.${raw.settings.metadata.name} ` +
           'are rejected; these actions count against nothing until they are fixed',
       });
-    out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw.descriptors : undefined, sink.problems));
+    out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw.descriptors : undefined, sink.problems, sink.warnings));
   }
   if (o.ratelimitBasic) out.rateLimits.push(...basicRateLimits(o.ratelimitBasic, scope, `${where}.ratelimitBasic`, sink.problems));
   if (o.ratelimit?.localRatelimit && o.localRatelimit) {

@@ -3,7 +3,8 @@
 // needs no I/O happens here, reported at the user's field: units, zero limits, action kinds Legate does
 // not render, and action descriptor keys that no descriptor at that depth declares (Envoy would send
 // them and the service would match nothing: a limit that silently never applies). The Settings'
-// ratelimit.descriptors and the raw actions of options.ratelimit(Early|Regular) are checked the same way.
+// ratelimit.descriptors are checked the same way; the raw actions of options.ratelimit(Early|Regular) too, but
+// as warnings (Gloo does not check them).
 import {
   RATE_LIMIT_UNITS,
   RAW_RATE_LIMIT_DOMAIN,
@@ -212,6 +213,8 @@ function entryActions(
   descriptors: DescriptorConfig[] | undefined,
   scope: string,
   problems: Problem[],
+  /** where an undeclared key goes instead of `problems` (the entry is kept) */
+  undeclared?: Problem[],
 ): RateLimitActionIR[] | undefined {
   if (rl.setActions?.length) problems.push({ code: 'NotSupported', message: `${where}.setActions: not supported; use actions` });
   if (rl.limit !== undefined) problems.push({ code: 'NotSupported', message: `${where}.limit: dynamic limit overrides are not supported` });
@@ -223,7 +226,7 @@ function entryActions(
   const produced = rl.actions.map((a, j) => action(a, `${where}.actions[${j}]`, problems));
   if (problems.length > before) return undefined;
   const entries = produced as { ir: RateLimitActionIR; key: string; value?: string }[];
-  if (descriptors) checkKeys(entries, descriptors, where, problems, scope);
+  if (descriptors) checkKeys(entries, descriptors, where, undeclared ?? problems, scope);
   return problems.length > before ? undefined : entries.map((e) => e.ir);
 }
 
@@ -255,7 +258,9 @@ export function translateServiceSettings(settings: Settings): Attempt<ResolvedSe
 
 /**
  * Raw actions (options.ratelimit / ratelimitEarly / ratelimitRegular `rateLimits`) -> entries in the raw
- * domain, each checked against the Settings' descriptors (unset: not checked).
+ * domain, each checked against the Settings' descriptors (unset: not checked). Gloo does not check them: a key
+ * the Settings do not declare is a warning and the entry is sent as written (it counts against nothing until
+ * the Settings declare it), so the route does not depend on the order Settings and routes are applied in.
  */
 export function rawRateLimits(
   list: readonly RateLimitActions[],
@@ -263,10 +268,14 @@ export function rawRateLimits(
   stage: RateLimitEntryIR['stage'],
   descriptors: DescriptorConfig[] | undefined,
   problems: Problem[],
+  warnings: Problem[],
 ): RateLimitEntryIR[] {
   const out: RateLimitEntryIR[] = [];
   list.forEach((rl, i) => {
-    const actions = entryActions(rl, `${where}[${i}]`, descriptors, 'settings.ratelimit descriptor', problems);
+    const undeclared: Problem[] = [];
+    const actions = entryActions(rl, `${where}[${i}]`, descriptors, 'settings.ratelimit descriptor', problems, undeclared);
+    for (const w of undeclared)
+      warnings.push({ ...w, message: `${w.message}; sent as written, it limits nothing until Settings ratelimit.descriptors declare it` });
     if (actions) out.push({ actions, domain: 'custom', ...(stage ? { stage } : {}) });
   });
   return out;

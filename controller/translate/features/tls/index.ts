@@ -6,7 +6,8 @@
 // Material from Secrets is served over SDS (ADS): the certificate under the Secret's `<namespace>.<name>`,
 // its CA under `<namespace>.<name>#ca`. A rotated certificate or CA changes those SDS resources only, so the
 // listener and its open connections stay (new handshakes get the new material). sslFiles are read from disk
-// by Envoy, inline in the listener.
+// by Envoy, inline in the listener. sslConfig.sds names secrets of the user's own SDS server, which Envoy asks
+// through a cluster to its targetUri.
 import {
   typed,
   type FilterChain,
@@ -14,7 +15,7 @@ import {
   type TlsSecret,
   type envoy_extensions_transport_sockets_tls_v3_DownstreamTlsContext as DownstreamTlsContext,
 } from '../../../../envoy/typed.js';
-import { downstreamTls, downstreamTlsContext, sdsSecretsOf } from '../../downstream-tls.js';
+import { downstreamTls, downstreamTlsContext, sdsClusters, sdsSecretsOf } from '../../downstream-tls.js';
 import type { Feature } from '../../feature.js';
 import type { ListenerIR } from '../../ir.js';
 import { tlsFilterChainName } from '../../names.js';
@@ -57,6 +58,8 @@ export const tlsFeature = (defaults: TlsDefaults = {}): Feature => ({
       }
       return [...secrets.values()];
     },
+    // sslConfig.sds: the clusters to the users' SDS servers
+    extraClusters: sdsClusters,
   },
 });
 
