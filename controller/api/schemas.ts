@@ -868,6 +868,7 @@ export const AUTH_STEP_KINDS = [
   'hmacAuth',
   'opaServerAuth',
   'ldapInternal',
+  'oauth',
 ] as const;
 
 /** The step kinds with a schema of their own (the rest are stored as unknown and reported). */

@@ -138,13 +138,27 @@ async function build(modules: Readonly<Record<string, string>>, query: string): 
   }
 }
 
+/**
+ * Builtins OPA's wasm target leaves to the host: io.jwt.decode (Gloo's OIDC + OPA guide decodes input.state.jwt
+ * with it), as OPA defines it: [header, payload, signature as hex]; not a compact JWS is an error (undefined).
+ */
+const HOST_BUILTINS: Record<string, (...args: unknown[]) => unknown> = {
+  'io.jwt.decode': (jwt: unknown) => {
+    if (typeof jwt !== 'string') throw new Error('io.jwt.decode: operand must be a string');
+    const parts = jwt.split('.');
+    if (parts.length !== 3) throw new Error('io.jwt.decode: encoded JWT had no period separators');
+    const json = (seg: string): unknown => JSON.parse(Buffer.from(seg, 'base64url').toString('utf8'));
+    return [json(parts[0]!), json(parts[1]!), Buffer.from(parts[2]!, 'base64url').toString('hex')];
+  },
+};
+
 /** A compiled opaAuth policy: evaluate(input) -> allowed. */
 export class OpaWasmPolicy {
   private constructor(private readonly policy: LoadedPolicy) {}
 
   static async load(modules: Readonly<Record<string, string>>, query: string): Promise<OpaWasmPolicy> {
     const wasm = await compileOpaWasm(modules, query);
-    return new OpaWasmPolicy(await loadPolicy(wasm));
+    return new OpaWasmPolicy(await loadPolicy(wasm, undefined, HOST_BUILTINS));
   }
 
   /** true only when the query held (a `true` result); throws when evaluation fails (the step denies). */

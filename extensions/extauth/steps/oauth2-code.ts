@@ -30,6 +30,7 @@ import {
   addUpstreamHeader,
   denyWith,
   redirect,
+  setState,
   type AuthStep,
   type Hold,
   type StepFactory,
@@ -402,6 +403,8 @@ export class CodeFlowStep implements AuthStep {
   }
 
   private allow(session: Session, hold: Hold): Outcome {
+    // Gloo's state for later steps: the ID token (opaAuth policies decode input.state.jwt)
+    if (session.idToken !== undefined) setState(hold, 'jwt', session.idToken);
     const h = this.config.headers;
     if (h.idTokenHeader !== undefined && session.idToken !== undefined) addUpstreamHeader(hold, h.idTokenHeader, session.idToken);
     if (h.accessTokenHeader !== undefined)

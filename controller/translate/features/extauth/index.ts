@@ -157,5 +157,7 @@ function authBinding(
   if (reads.some((r) => !r.bearer) || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
   if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
   if (reads.some((r) => r.headers === '*')) Object.assign(binding, { allHeaders: true });
+  const namespaces = [...new Set(reads.flatMap((r) => r.metadata ?? []))].sort();
+  if (namespaces.length) Object.assign(binding, { metadataNamespaces: namespaces });
   return binding;
 }

@@ -63,18 +63,14 @@ export function translateAuthConfig(
       problems.push({
         code: 'NotSupported',
         message:
-          kind === 'jwt'
-            ? // Gloo's `jwt: {}` carries no keys: it passes requests whose JWT Envoy's jwt_authn filter (Gloo's
-              // VirtualHost options.jwt) already verified. Legate renders no such filter, so the step would
-              // allow everything; the same check with keys is oauth2.accessTokenValidation.jwt.
-              `${where}.jwt: Gloo's jwt step only trusts Envoy's JWT filter (options.jwt), which Legate does not ` +
-              'configure, so it would allow every request; verify the token with oauth2.accessTokenValidation.jwt ' +
-              '{remoteJwks | localJwks, issuer, audiences} instead'
-            : kind === 'pluginAuth'
-              ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
-                'auth server and call it with passThroughAuth (grpc or http)'
-              : kind === 'ldapInternal'
-                ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+          kind === 'pluginAuth'
+            ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
+              'auth server and call it with passThroughAuth (grpc or http)'
+            : kind === 'ldapInternal'
+              ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+              : kind === 'oauth'
+                ? `${where}.oauth: Gloo's deprecated OIDC step; write it as oauth2.oidcAuthorizationCode (same fields: ` +
+                  'appUrl, callbackPath, clientId, clientSecretRef, issuerUrl, scopes, authEndpointQueryParams)'
                 : `${where}.${kind}: ${kind} steps are not supported (supported: ${supported})`,
       });
     }
