@@ -12,6 +12,7 @@ import { nsName } from '../../names.js';
 import { bindListenerExtauth } from './listener.js';
 import { extauthRender, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
+import type { RegoCheck } from './steps/common.js';
 
 /**
  * `skip`: the header and value with which a request skips ext_authz (the wasm edge cache); `servers`: the user's own
@@ -22,6 +23,7 @@ export function extauthFeature(
   skip?: { header: string; value: string },
   servers: Readonly<Record<string, CustomAuthServer>> = {},
   defaults?: ListenerExtauth,
+  regoCheck?: RegoCheck,
 ): Feature {
   // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
   // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
@@ -30,7 +32,7 @@ export function extauthFeature(
     kinds: ['AuthConfig'],
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) =>
-        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps),
+        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps, regoCheck),
       );
       return {
         bindGateway(gw, ir, sink) {

@@ -10,6 +10,7 @@ import type { AuthConfig, ConfigMap, Secret } from '../../../api/resources.js';
 import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
 import type { Attempt, Problem } from '../../feature.js';
 import { STEP_RESOLVERS } from './steps/index.js';
+import type { RegoCheck } from './steps/common.js';
 
 /**
  * A short content hash of what decides a token's fate. Secrets are left out (introspection client
@@ -44,6 +45,7 @@ export function translateAuthConfig(
   ac: AuthConfig,
   secrets: ReadonlyMap<string, Secret>,
   configMaps: ReadonlyMap<string, ConfigMap> = new Map(),
+  regoCheck?: RegoCheck,
 ): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
@@ -92,6 +94,7 @@ export function translateAuthConfig(
       problems,
       warnings,
       failOnRedirect: ac.spec.failOnRedirect ?? false,
+      regoCheck,
     });
     if (out) steps.push(out);
   });
