@@ -240,6 +240,10 @@ export const CodeFlowStepSchema = z
     tokenEndpoint: HttpUrl.optional(),
     jwksUri: HttpUrl.optional(),
     revocationEndpoint: HttpUrl.optional(),
+    /** RP-initiated logout: overrides the discovered end_session_endpoint */
+    endSessionEndpoint: HttpUrl.optional(),
+    /** logout sends the browser to the end-session endpoint (get), or extauth POSTs to it itself (post) */
+    endSessionMethod: z.enum(['get', 'post']).default('get'),
     /** ID token algorithms accepted (default: every asymmetric one) */
     idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
     /** token endpoint client authentication: basic (default) or the secret in the form */

@@ -49,6 +49,8 @@ interface Endpoints {
   token: string;
   jwksUri: string | undefined;
   revocation: string | undefined;
+  /** RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0) */
+  endSession: string | undefined;
 }
 
 /** One provider: discovery (OIDC) or the configured endpoints (plain OAuth2), and its JWK set. */
@@ -73,6 +75,7 @@ export class ProviderEndpoints {
         token: config.tokenEndpoint!,
         jwksUri: undefined,
         revocation: config.revocationEndpoint,
+        endSession: config.endSessionEndpoint,
       };
     } else {
       this.timer = setInterval(() => void this.discover().catch(() => undefined), config.discoveryPollIntervalMs);
@@ -127,6 +130,7 @@ export class ProviderEndpoints {
           token,
           jwksUri: c.jwksUri ?? str('jwks_uri'),
           revocation: c.revocationEndpoint ?? str('revocation_endpoint'),
+          endSession: c.endSessionEndpoint ?? str('end_session_endpoint'),
         };
         this.endpoints = e;
         this.lastError = '';
@@ -639,9 +643,27 @@ export class CodeFlowStep implements AuthStep {
       );
     }
     hold.detail = 'logout';
-    redirect(hold, this.config.afterLogoutUrl ?? this.config.appUrl, [
-      this.cookie(hold, this.config.session.cookieName, '', 0, undefined, true),
-    ]);
+    const after = this.config.afterLogoutUrl ?? this.config.appUrl;
+    // the provider's session ends too (RP-initiated logout): the browser is sent there (get), or extauth posts
+    // the request itself (post, best effort); the provider sends the browser on to afterLogoutUrl
+    const endSession = (this.provider.now ?? (await this.provider.get().catch(() => undefined)))?.endSession;
+    let location = after;
+    if (endSession !== undefined) {
+      const params = new URLSearchParams({ client_id: this.config.clientId, post_logout_redirect_uri: after });
+      if (session?.idToken !== undefined) params.set('id_token_hint', session.idToken);
+      if (this.config.endSessionMethod === 'get') {
+        const u = new URL(endSession);
+        for (const [k, v] of params) u.searchParams.set(k, v);
+        location = u.toString();
+      } else {
+        await fetch(endSession, { method: 'POST', body: params, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) }).then(
+          (r) => r.body?.cancel(),
+          (err: unknown) =>
+            this.log.error('logout: the end-session request failed', { error: err instanceof Error ? err.message : 'unknown' }),
+        );
+      }
+    }
+    redirect(hold, location, [this.cookie(hold, this.config.session.cookieName, '', 0, undefined, true)]);
     return 'redirect';
   }
 
@@ -740,6 +762,7 @@ export const codeFlowStep: StepFactory<CodeFlowStepConfig> = (config, ctx) => {
     config.tokenEndpoint,
     config.jwksUri,
     config.revocationEndpoint,
+    config.endSessionEndpoint,
     config.discoveryPollIntervalMs,
   ]);
   const provider = ctx.pool.get(
