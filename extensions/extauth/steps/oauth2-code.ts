@@ -691,6 +691,8 @@ export class CodeFlowStep implements AuthStep {
       hold.detail = `session redis: ${message}`;
       this.log.error('session redis read failed', { error: message });
       if (this.config.session.failOnFetchFailure) return 'unavailable';
+      // a Redis that hangs would hold the new login's write as long again, past Envoy's ext_authz timeout
+      if (err instanceof Error && err.message.includes('took longer than')) return 'unavailable';
       return undefined;
     }
   }
