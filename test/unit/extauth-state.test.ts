@@ -176,6 +176,17 @@ describe.skipIf(!fs.existsSync(OPA_BIN))('state shared by the steps of a check',
   }, 60_000);
 });
 
+describe.skipIf(!fs.existsSync(OPA_BIN))('opaAuth builtins the wasm target leaves to the host', () => {
+  it('a builtin extauth does not provide denies, and the log names it', async () => {
+    process.env['LEGATE_OPA'] = OPA_BIN;
+    const policy = 'package h\n\nallow if http.send({"method": "GET", "url": "http://127.0.0.1:1/"}).status_code == 200\n';
+    const a = authorizer({ name: 'ns.c', steps: [{ type: 'opa', query: 'data.h.allow', modules: { 'h.rego': policy } } as never] });
+    expect((await check(a, { path: '/' })).outcome).toBe('access_denied');
+    expect(lines.some((l) => l.includes('not implemented: built-in function') && l.includes('http.send'))).toBe(true);
+    a.stop();
+  }, 60_000);
+});
+
 describe("Gloo's jwt step (Envoy's JWT filter verified the token)", () => {
   it('allows with a verified payload in the JWT filter metadata, denies without', async () => {
     const a = authorizer({ name: 'ns.c', booleanExpr: 'jwt', steps: [{ type: 'envoy-jwt', name: 'jwt' }] });

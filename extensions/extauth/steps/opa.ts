@@ -60,7 +60,9 @@ export class OpaStep implements AuthStep {
       if (this.policy.evaluate(input(hold.request, hold.state))) return 'allow';
       hold.detail = 'opa: the query is not true';
     } catch (err) {
-      hold.detail = `opa: evaluation failed (${err instanceof Error ? err.message.slice(0, 100) : 'error'})`;
+      // opa-wasm throws plain objects ({message: 'not implemented: built-in function …'})
+      const message = (err as { message?: unknown } | null)?.message;
+      hold.detail = `opa: evaluation failed (${typeof message === 'string' ? message.slice(0, 100) : 'error'})`;
     }
     return 'access_denied';
   }
