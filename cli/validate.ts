@@ -7,6 +7,9 @@ import { listFiles } from '../controller/source/file/source.js';
 import { parseResources } from '../controller/source/parse.js';
 import type { LoadError } from '../controller/source/source.js';
 import { formatVerdict, validateResources } from '../controller/validation/files.js';
+import { createLogger } from '../common/log.js';
+import { regoChecker } from '../controller/rego-check.js';
+import { DEFAULT_RENDER_OPTIONS } from '../controller/translate/render.js';
 import { UsageError } from './flags.js';
 
 /** Reads each path: a directory's resource files (recursive), a file, or `-` (stdin). */
@@ -42,7 +45,9 @@ export function readResourcePaths(paths: readonly string[]): { resources: RawRes
 export function validatePaths(paths: readonly string[], write: (text: string) => void, output: 'text' | 'json' = 'text'): number {
   if (!paths.length) throw new UsageError('name at least one file or directory (- for stdin)');
   const { resources, errors } = readResourcePaths(paths);
-  const verdict = validateResources(resources, errors);
+  // opaAuth Rego is compiled as the controller does, when an opa binary is here (quietly skipped otherwise)
+  const regoCheck = regoChecker(createLogger('validate', { level: 'error' }));
+  const verdict = validateResources(resources, errors, regoCheck ? { render: { ...DEFAULT_RENDER_OPTIONS, regoCheck } } : undefined);
   write(output === 'json' ? JSON.stringify(verdict, null, 2) + '\n' : formatVerdict(verdict));
   return verdict.ok ? 0 : 1;
 }

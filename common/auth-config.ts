@@ -62,6 +62,8 @@ export const IntrospectionStepSchema = z.object({
   /** the introspection response's attribute naming the user: a token whose answer lacks it is denied */
   userIdAttributeName: z.string().min(1).optional(),
   dynamicMetadataFromClaims: MetadataFromClaims,
+  /** the userinfo answer for the token goes into the check's state (`introspection`), kept cacheTimeoutMs */
+  userinfoUrl: HttpUrl.optional(),
 });
 
 export const JwtStepSchema = z
@@ -85,8 +87,19 @@ export const JwtStepSchema = z
      */
     cacheTimeoutMs: z.number().finite().min(0).default(0),
     dynamicMetadataFromClaims: MetadataFromClaims,
+    /** the userinfo answer for the token goes into the check's state (`introspection`), kept cacheTimeoutMs */
+    userinfoUrl: HttpUrl.optional(),
   })
   .refine((s) => (s.remoteJwks === undefined) !== (s.localJwks === undefined), 'set exactly one of remoteJwks, localJwks');
+
+/** Gloo's `jwt: {}` step: allows when Envoy's JWT filter (options.jwt / jwtStaged) verified a token of the request. */
+export const EnvoyJwtStepSchema = z.object({
+  type: z.literal('envoy-jwt'),
+  name: StepName,
+});
+
+/** Where Envoy's JWT filter puts the payloads it verified (payload_in_metadata), sent to extauth with the check. */
+export const JWT_AUTHN_METADATA = 'envoy.filters.http.jwt_authn';
 
 /** Default of `apiKeyAuth.headerName` (Gloo's). */
 export const DEFAULT_API_KEY_HEADER = 'api-key';
@@ -227,6 +240,10 @@ export const CodeFlowStepSchema = z
     tokenEndpoint: HttpUrl.optional(),
     jwksUri: HttpUrl.optional(),
     revocationEndpoint: HttpUrl.optional(),
+    /** RP-initiated logout: overrides the discovered end_session_endpoint */
+    endSessionEndpoint: HttpUrl.optional(),
+    /** logout sends the browser to the end-session endpoint (get), or extauth POSTs to it itself (post) */
+    endSessionMethod: z.enum(['get', 'post']).default('get'),
     /** ID token algorithms accepted (default: every asymmetric one) */
     idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
     /** token endpoint client authentication: basic (default) or the secret in the form */
@@ -320,6 +337,7 @@ export const STEP_TYPES = [
   'passthrough-http',
   'hmac',
   'oauth2-code',
+  'envoy-jwt',
 ] as const;
 export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   IntrospectionStepSchema,
@@ -333,12 +351,15 @@ export const AuthStepConfigSchema = z.discriminatedUnion('type', [
   PassThroughHttpStepSchema,
   HmacStepSchema,
   CodeFlowStepSchema,
+  EnvoyJwtStepSchema,
 ]);
 
 /** What a step reads of the request: the bearer token, and which other headers (`'*'`: every header). */
 export interface StepReads {
   bearer: boolean;
   headers: readonly string[] | '*';
+  /** filter metadata namespaces ext_authz must send (metadata_context_namespaces) */
+  metadata?: readonly string[];
 }
 
 /**
@@ -360,6 +381,7 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   hmac: () => ({ bearer: false, headers: '*' }),
   // the session cookie, and the host and path (sent anyway)
   'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
+  'envoy-jwt': () => ({ bearer: false, headers: [], metadata: [JWT_AUTHN_METADATA] }),
 };
 
 export function stepReads(step: AuthStepConfig): StepReads {
@@ -403,6 +425,7 @@ export type PassThroughGrpcStepConfig = z.infer<typeof PassThroughGrpcStepSchema
 export type PassThroughHttpStepConfig = z.infer<typeof PassThroughHttpStepSchema>;
 export type HmacStepConfig = z.infer<typeof HmacStepSchema>;
 export type CodeFlowStepConfig = z.infer<typeof CodeFlowStepSchema>;
+export type EnvoyJwtStepConfig = z.infer<typeof EnvoyJwtStepSchema>;
 export type AuthStepConfig = z.infer<typeof AuthStepConfigSchema>;
 export type AuthConfigConfig = z.infer<typeof AuthConfigConfigSchema>;
 

@@ -27,6 +27,7 @@ import { matchRequest } from './routetest/match.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { moduleSha256Reader } from './wasm-modules.js';
+import { regoChecker } from './rego-check.js';
 import { Validator } from './validation/admission.js';
 import { checkRequest, startWebhookServer, type RunningWebhook } from './validation/server.js';
 import { SnapshotCache } from './xds/cache.js';
@@ -151,6 +152,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
   // the user's wasm modules named by file: their sha256 is checked at translation
   if (!render.wasm.moduleSha256) render = { ...render, wasm: { ...render.wasm, moduleSha256: moduleSha256Reader() } };
+  // opaAuth Rego that does not compile is a reason on its AuthConfig (when an opa binary is here, as in the image)
+  if (!render.regoCheck) {
+    const regoCheck = regoChecker(log);
+    if (regoCheck) render = { ...render, regoCheck };
+  }
   if (options.wasm) {
     const base = render;
     const modules = ['bearer-check', 'graphql-check'];

@@ -826,7 +826,7 @@ const OidcAuthorizationCodeSchema = z.strictObject({
       responseTypes: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
       subjects: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
       claims: notSupported('Legate does not read the provider metadata this overrides; leave it out'),
-      endSessionEndpoint: notSupported("logout ends Legate's session and redirects to afterLogoutUrl; it does not call the provider"),
+      endSessionEndpoint: z.string().optional(),
     })
     .optional(),
   discoveryPollInterval: Duration.optional(),
@@ -836,7 +836,7 @@ const OidcAuthorizationCodeSchema = z.strictObject({
   sessionIdHeaderName: z.string().optional(),
   parseCallbackPathAsRegex: z.boolean().optional(),
   autoMapFromMetadata: notSupported('query parameters from dynamic metadata are not implemented'),
-  endSessionProperties: notSupported("logout ends Legate's session and redirects to afterLogoutUrl; it does not call the provider"),
+  endSessionProperties: z.strictObject({ methodType: z.enum(['GetMethod', 'PostMethod']).optional() }).optional(),
   dynamicMetadataFromClaims: z.record(z.string(), z.string()).optional(),
   disableClientSecret: z.boolean().optional(),
   accessToken: z.strictObject({ claimsToHeaders: z.array(ClaimToHeaderSchema).optional() }).optional(),
@@ -884,6 +884,7 @@ export const AUTH_STEP_KINDS = [
   'hmacAuth',
   'opaServerAuth',
   'ldapInternal',
+  'oauth',
 ] as const;
 
 /** The step kinds with a schema of their own (the rest are stored as unknown and reported). */

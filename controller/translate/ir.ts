@@ -103,6 +103,8 @@ export type AuthBindingIR =
       headers?: string[];
       /** its steps read every request header (ext_authz must send them all) */
       allHeaders?: true;
+      /** filter metadata namespaces its steps read (ext_authz metadata_context_namespaces), e.g. the JWT filter's */
+      metadataNamespaces?: string[];
       sourceType: 'virtual_host' | 'route' | 'weighted_destination';
       sourceName: string;
     }

@@ -12,10 +12,20 @@ export interface ProviderClient {
   /** a browser app: authorization code and refresh tokens, to these redirect URIs */
   web?: boolean;
   redirectUris?: string[];
+  /** where RP-initiated logout may send the browser back to (post_logout_redirect_uri) */
+  postLogoutRedirectUris?: string[];
 }
 
-/** The browser app's client (authorization code, refresh tokens); default id legate-web, secret legate-web-secret. */
-export declare function webClient(redirectUris: string[], clientSecret?: string, clientId?: string): ProviderClient;
+/**
+ * The browser app's client (authorization code, refresh tokens); default id legate-web, secret legate-web-secret.
+ * postLogoutRedirectUris: default each redirect URI's origin + `/`.
+ */
+export declare function webClient(
+  redirectUris: string[],
+  clientSecret?: string,
+  clientId?: string,
+  postLogoutRedirectUris?: string[],
+): ProviderClient;
 
 /** A fresh RS256 signing key set (pass the same one to a restarted provider so its tokens still verify). */
 export declare function signingKeys(): { keys: object[] };

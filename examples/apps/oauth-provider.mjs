@@ -48,9 +48,17 @@ export const DEFAULT_CLIENTS = [
   webClient(process.env.WEB_REDIRECT_URI ? [process.env.WEB_REDIRECT_URI] : ['http://localhost:8080/callback']),
 ];
 
-/** The browser app's client (authorization code, refresh tokens) with these redirect URIs. */
-export function webClient(redirectUris, clientSecret = process.env.WEB_CLIENT_SECRET || 'legate-web-secret', clientId = 'legate-web') {
-  return { clientId, clientSecret, web: true, redirectUris, scope: 'openid email profile offline_access' };
+/**
+ * The browser app's client (authorization code, refresh tokens) with these redirect URIs, and where RP-initiated
+ * logout (the end_session_endpoint, /session/end) may send the browser back to (default: each origin's `/`).
+ */
+export function webClient(
+  redirectUris,
+  clientSecret = process.env.WEB_CLIENT_SECRET || 'legate-web-secret',
+  clientId = 'legate-web',
+  postLogoutRedirectUris = [...new Set(redirectUris.map((u) => `${new URL(u).origin}/`))],
+) {
+  return { clientId, clientSecret, web: true, redirectUris, postLogoutRedirectUris, scope: 'openid email profile offline_access' };
 }
 
 /** The demo's users: any name logs in; these have claims. */
@@ -177,11 +185,14 @@ export async function startProvider(options = {}) {
       grant_types: c.web ? ['authorization_code', 'refresh_token'] : c.introspector ? [] : ['client_credentials'],
       response_types: c.web ? ['code'] : [],
       redirect_uris: c.web ? c.redirectUris : [],
+      ...(c.web ? { post_logout_redirect_uris: c.postLogoutRedirectUris ?? [] } : {}),
       token_endpoint_auth_method: 'client_secret_basic',
       ...(c.scope ? { scope: c.scope } : {}),
     })),
     scopes: ['openid', 'offline_access', 'email', 'profile', ...SCOPES, ...(options.extraScopes ?? [])],
     claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+    // the ID token carries the granted scopes' claims (email, name), as Dex's and Keycloak's do
+    conformIdTokenClaims: false,
     findAccount: async (_ctx, id) => ({
       accountId: id,
       claims: async () => ({ sub: id, ...(USERS[id] ?? { email: `${id}@example.com`, name: id }) }),
@@ -205,6 +216,8 @@ export async function startProvider(options = {}) {
       clientCredentials: { enabled: true },
       introspection: { enabled: true, allowedPolicy: allowed },
       revocation: { enabled: true, allowedPolicy: allowed },
+      // RP-initiated logout (end_session_endpoint /session/end): a page asks "sign out?", then back to the app
+      rpInitiatedLogout: { enabled: true },
     },
     ttl: {
       ClientCredentials: ttlSeconds,

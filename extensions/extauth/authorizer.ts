@@ -73,6 +73,8 @@ interface CompiledConfig {
   readonly bearer: boolean;
   /** the parsed booleanExpr, when set */
   readonly expr: BoolExpr | undefined;
+  /** some step reads the state earlier steps set (opaAuth, passThroughAuth): each check carries one */
+  readonly state: boolean;
   /** the shared clients its steps use, held while the config is loaded */
   readonly lease: PoolLease;
   readonly summary: AuthConfigSummary;
@@ -193,6 +195,7 @@ export class Authorizer {
               )
             : undefined;
         const bearer = steps.some((st) => st.bearer);
+        const state = steps.some((st) => st.readsState === true);
         // the edge cache keys on the bearer token: only configs decided by it alone may use it
         const edgeKey =
           config.version !== undefined && expr === undefined && steps.every((st) => st.bearer)
@@ -202,7 +205,7 @@ export class Authorizer {
           steps: steps.map((st, i) => (config.steps[i]?.name !== undefined ? { ...st.summary, name: config.steps[i].name } : st.summary)),
           ...(config.booleanExpr !== undefined ? { booleanExpr: config.booleanExpr } : {}),
         };
-        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, lease, summary });
+        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, state, lease, summary });
       } catch (err) {
         lease.releaseAll();
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
@@ -336,11 +339,13 @@ export class Authorizer {
     hold.detail = '';
     hold.request = request;
     hold.answer = undefined;
+    hold.state = config.state ? {} : undefined;
     for (let i = 0; i < steps.length; i++) {
       const verdict = steps[i]!.decideNow(token, hash, now, hold);
       if (verdict === undefined) {
-        const later: Hold = { until: hold.until, detail: '', request: request.stable(), answer: hold.answer };
+        const later: Hold = { until: hold.until, detail: '', request: request.stable(), answer: hold.answer, state: hold.state };
         hold.answer = undefined;
+        hold.state = undefined;
         return this.checkFrom(config, i, token, hash, later, grant);
       }
       if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail, hold, grant);
@@ -350,6 +355,7 @@ export class Authorizer {
       if (hold.answer !== undefined) grant.answer = hold.answer;
     }
     hold.answer = undefined;
+    hold.state = undefined;
     return this.record('allow');
   }
 
@@ -397,7 +403,7 @@ export class Authorizer {
     request: AuthRequest,
     grant: EdgeGrant | undefined,
   ): Promise<Outcome> {
-    const hold: Hold = { until: 0, detail: '', request, answer: undefined };
+    const hold: Hold = { until: 0, detail: '', request, answer: undefined, state: config.state ? {} : undefined };
     let lastDenial: DenyReason = 'access_denied';
     let lastDetail = '';
     const evaluate = async (e: BoolExpr): Promise<boolean> => {
@@ -448,6 +454,7 @@ export class Authorizer {
     if (hold !== undefined) {
       if (grant !== undefined && hold.answer !== undefined) grant.answer = hold.answer;
       hold.answer = undefined;
+      hold.state = undefined;
     }
     this.logDenial(config.name, reason, hash, detail);
     this.record(reason);

@@ -19,10 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
+import { OPA_QUERY_PACKAGE, opaQueryModule as queryModule } from '../../common/opa-query.js';
 
-/** The generated package holding the query: `data.legate_opa_query.allow`. */
-const QUERY_PACKAGE = 'legate_opa_query';
-const ENTRYPOINT = `${QUERY_PACKAGE}/allow`;
+const ENTRYPOINT = `${OPA_QUERY_PACKAGE}/allow`;
 /** How long an `opa build` may take before the config is refused. */
 const BUILD_TIMEOUT_MS = 60_000;
 
@@ -69,17 +68,6 @@ function tarEntry(tar: Buffer, name: string): Buffer | undefined {
     off = start + Math.ceil(size / 512) * 512;
   }
   return undefined;
-}
-
-/**
- * The generated module around the query; v0 syntax unless `v1`. `strict`: the query's value must be `true`
- * (Gloo's rule); otherwise the query must succeed (for queries of several expressions, which cannot be a value).
- */
-function queryModule(query: string, v1: boolean, strict: boolean): string {
-  const body = strict ? `__legate_result := (${query})\n__legate_result == true` : query;
-  return v1
-    ? `package ${QUERY_PACKAGE}\n\ndefault allow := false\n\nallow if {\n${body}\n}\n`
-    : `package ${QUERY_PACKAGE}\n\ndefault allow = false\n\nallow {\n${body}\n}\n`;
 }
 
 const compiled = new Map<string, Promise<Buffer>>();
@@ -138,13 +126,27 @@ async function build(modules: Readonly<Record<string, string>>, query: string): 
   }
 }
 
+/**
+ * Builtins OPA's wasm target leaves to the host: io.jwt.decode (Gloo's OIDC + OPA guide decodes input.state.jwt
+ * with it), as OPA defines it: [header, payload, signature as hex]; not a compact JWS is an error (undefined).
+ */
+const HOST_BUILTINS: Record<string, (...args: unknown[]) => unknown> = {
+  'io.jwt.decode': (jwt: unknown) => {
+    if (typeof jwt !== 'string') throw new Error('io.jwt.decode: operand must be a string');
+    const parts = jwt.split('.');
+    if (parts.length !== 3) throw new Error('io.jwt.decode: encoded JWT had no period separators');
+    const json = (seg: string): unknown => JSON.parse(Buffer.from(seg, 'base64url').toString('utf8'));
+    return [json(parts[0]!), json(parts[1]!), Buffer.from(parts[2]!, 'base64url').toString('hex')];
+  },
+};
+
 /** A compiled opaAuth policy: evaluate(input) -> allowed. */
 export class OpaWasmPolicy {
   private constructor(private readonly policy: LoadedPolicy) {}
 
   static async load(modules: Readonly<Record<string, string>>, query: string): Promise<OpaWasmPolicy> {
     const wasm = await compileOpaWasm(modules, query);
-    return new OpaWasmPolicy(await loadPolicy(wasm));
+    return new OpaWasmPolicy(await loadPolicy(wasm, undefined, HOST_BUILTINS));
   }
 
   /** true only when the query held (a `true` result); throws when evaluation fails (the step denies). */

@@ -29,6 +29,8 @@ export interface PassThroughRequest {
   /** lower-case names */
   headers: Readonly<Record<string, string>>;
   body?: string;
+  /** the filter metadata Envoy sent with the check (namespace -> fields) */
+  filterMetadata?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
 // ---- http
@@ -47,7 +49,7 @@ export async function askHttpPassThrough(
   const doc: Record<string, unknown> = {};
   if (step.passThroughBody) doc['body'] = req.body ?? '';
   if (step.passThroughState) doc['state'] = state;
-  if (step.passThroughFilterMetadata) doc['filterMetadata'] = {};
+  if (step.passThroughFilterMetadata) doc['filterMetadata'] = req.filterMetadata ?? {};
   if (step.config) doc['config'] = step.config;
   const hasBody = Object.keys(doc).length > 0;
   if (hasBody) headers['content-type'] = 'application/json';
@@ -187,7 +189,10 @@ export function askGrpcPassThrough(
   state: Record<string, unknown>,
   contextExtensions: Readonly<Record<string, string>>,
 ): Promise<PassThroughAnswer> {
-  const filterMetadata: Record<string, object> = { 'solo.auth.passthrough': toStruct(state) };
+  const filterMetadata: Record<string, object> = {};
+  // the request's own metadata as Envoy sent it, then Gloo's two namespaces
+  for (const [ns, fields] of Object.entries(req.filterMetadata ?? {})) filterMetadata[ns] = toStruct(fields as Record<string, unknown>);
+  filterMetadata['solo.auth.passthrough'] = toStruct(state);
   if (step.config) filterMetadata['solo.auth.passthrough.config'] = toStruct(step.config);
   const request = {
     attributes: {

@@ -28,6 +28,11 @@ export interface AuthRequest {
   /** the downstream peer's IP address; '' when not known */
   readonly sourceAddress: string;
   /**
+   * The filter metadata Envoy sent (ext_authz metadata_context_namespaces, e.g. the JWT filter's verified
+   * payloads under `envoy.filters.http.jwt_authn`): namespace -> fields; {} when none.
+   */
+  readonly filterMetadata: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
    * A request that stays valid after the check answers synchronously (a step that awaits keeps it):
    * itself, or a copy when this object is reused per call.
    */
@@ -47,9 +52,11 @@ export interface PlainRequestParts {
   body?: string;
   rawBody?: Buffer;
   sourceAddress?: string;
+  filterMetadata?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_METADATA: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.freeze({});
 
 /** A request from plain values. `reusable`: stable() copies it (the caller refills it per call). */
 export class PlainRequest implements AuthRequest {
@@ -64,6 +71,7 @@ export class PlainRequest implements AuthRequest {
   body: string | undefined = undefined;
   rawBody: Buffer | undefined = undefined;
   sourceAddress = '';
+  filterMetadata: Readonly<Record<string, Readonly<Record<string, unknown>>>> = NO_METADATA;
 
   constructor(
     parts: PlainRequestParts = {},
@@ -93,6 +101,7 @@ export class PlainRequest implements AuthRequest {
     if (parts.body !== undefined) this.body = parts.body;
     if (parts.rawBody !== undefined) this.rawBody = parts.rawBody;
     if (parts.sourceAddress !== undefined) this.sourceAddress = parts.sourceAddress;
+    if (parts.filterMetadata !== undefined) this.filterMetadata = parts.filterMetadata;
     return this;
   }
 
@@ -119,6 +128,7 @@ export class PlainRequest implements AuthRequest {
     copy.body = this.body;
     copy.rawBody = this.rawBody;
     copy.sourceAddress = this.sourceAddress;
+    copy.filterMetadata = this.filterMetadata;
     return copy;
   }
 }

@@ -53,6 +53,12 @@ export interface Hold {
   request: AuthRequest;
   /** what steps add to the answer; undefined until one does (see addUpstreamHeader and friends) */
   answer: Answer | undefined;
+  /**
+   * Gloo's AuthorizationRequest state, shared by the steps of one check (`jwt`, `jwtAccessToken`,
+   * `introspection`, a passthrough server's state); read by opaAuth (`input.state`) and passThroughAuth.
+   * Undefined when no step of the config reads it (then setState does nothing).
+   */
+  state?: Record<string, unknown> | undefined;
 }
 
 /** A step's answer about itself, for `configs()` and the `got new config` log: no secrets. */
@@ -75,6 +81,8 @@ export interface AuthStep {
   decideNow(token: string, hash: string, now: number, hold: Hold): Outcome | undefined;
   /** The outcome, calling out as needed. Never rejects; logs its own call failures (rate-limited). */
   decide(token: string, hash: string, hold: Hold, configId: string): Promise<Outcome>;
+  /** The step reads the state earlier steps set (so the Authorizer keeps one per check). */
+  readonly readsState?: boolean;
   /** Drops expired cache entries (every 30 s). */
   sweep?(now: number): void;
   /** Called on every loaded step after each config update (e.g. to size a shared cache). */
@@ -134,6 +142,11 @@ export function addResponseHeader(hold: Hold, name: string, value: string, appen
 export function addMetadata(hold: Hold, fields: Record<string, unknown>): void {
   const a = answerOf(hold);
   a.metadata = { ...a.metadata, ...fields };
+}
+
+/** Records `value` under `key` of the check's state, when some step of the config reads it. */
+export function setState(hold: Hold, key: string, value: unknown): void {
+  if (hold.state !== undefined) hold.state[key] = value;
 }
 
 /** A denial answers with this response (the outcome's DenyReason still names it in metrics and logs). */

@@ -88,6 +88,10 @@ export class CheckInput implements AuthRequest {
     return this.decoded().sourceAddress;
   }
 
+  get filterMetadata(): Readonly<Record<string, Readonly<Record<string, unknown>>>> {
+    return this.decoded().filterMetadata;
+  }
+
   stable(): AuthRequest {
     return this;
   }
@@ -111,8 +115,10 @@ interface Decoded {
   body: string | undefined;
   rawBody: Buffer | undefined;
   sourceAddress: string;
+  filterMetadata: Record<string, Record<string, unknown>>;
 }
 const NOTHING: Decoded = Object.freeze({
+  filterMetadata: Object.freeze({}) as Record<string, Record<string, unknown>>,
   method: '',
   scheme: '',
   host: '',
@@ -125,10 +131,20 @@ const NOTHING: Decoded = Object.freeze({
 /**
  * The slow path: CheckRequest.attributes = 1 -> AttributeContext.source = 1 (Peer.address = 1 ->
  * Address.socket_address = 1 -> SocketAddress.address = 2) and .request = 4 -> Request.http = 2 ->
- * HttpRequest.method = 2, path = 4, host = 5, scheme = 6, body = 11, raw_body = 12.
+ * HttpRequest.method = 2, path = 4, host = 5, scheme = 6, body = 11, raw_body = 12; and
+ * AttributeContext.metadata_context = 11 -> Metadata.filter_metadata = 1 (map<string, Struct>).
  */
 function decode(message: Buffer): Decoded {
-  const out: Decoded = { method: '', scheme: '', host: '', path: '', body: undefined, rawBody: undefined, sourceAddress: '' };
+  const out: Decoded = {
+    method: '',
+    scheme: '',
+    host: '',
+    path: '',
+    body: undefined,
+    rawBody: undefined,
+    sourceAddress: '',
+    filterMetadata: {},
+  };
   const rd = new ProtoReader();
   rd.reset(message);
   /** the [start, end) of the first length-delimited field `wanted` within [from, to) */
@@ -152,6 +168,8 @@ function decode(message: Buffer): Decoded {
     const socket = address && field(address[0], address[1], 1);
     const ip = socket && field(socket[0], socket[1], 2);
     if (ip) out.sourceAddress = message.toString('latin1', ip[0], ip[1]);
+    const meta = field(attributes[0], attributes[1], 11);
+    if (meta) out.filterMetadata = filterMetadata(rd, meta[0], meta[1]);
     const request = field(attributes[0], attributes[1], 4);
     const http = request && field(request[0], request[1], 2);
     if (!http) return out;
@@ -178,6 +196,104 @@ function decode(message: Buffer): Decoded {
     if (!(err instanceof MalformedProtobuf)) throw err;
   }
   return out;
+}
+
+/** Metadata.filter_metadata (map<string, Struct>, field 1) within [from, to). */
+function filterMetadata(rd: ProtoReader, from: number, to: number): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  rd.pos = from;
+  while (rd.pos < to) {
+    const tag = rd.varint(to);
+    if (tag !== ((1 << 3) | 2)) {
+      rd.skip(tag & 7, to);
+      continue;
+    }
+    const e = rd.delimited(to);
+    let key = '';
+    let value: Record<string, unknown> = {};
+    while (rd.pos < e) {
+      const t = rd.varint(e);
+      if ((t & 7) !== 2) {
+        rd.skip(t & 7, e);
+        continue;
+      }
+      const fe = rd.delimited(e);
+      if (t >> 3 === 1) key = rd.buf.toString('utf8', rd.pos, fe);
+      else if (t >> 3 === 2) value = struct(rd, rd.pos, fe);
+      rd.pos = fe;
+    }
+    if (key !== '') out[key] = value;
+    rd.pos = e;
+  }
+  return out;
+}
+
+/** google.protobuf.Struct (fields = 1, map<string, Value>) within [from, to), as plain JSON. */
+function struct(rd: ProtoReader, from: number, to: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  rd.pos = from;
+  while (rd.pos < to) {
+    const tag = rd.varint(to);
+    if (tag !== ((1 << 3) | 2)) {
+      rd.skip(tag & 7, to);
+      continue;
+    }
+    const e = rd.delimited(to);
+    let key = '';
+    let value: unknown = null;
+    while (rd.pos < e) {
+      const t = rd.varint(e);
+      if (t === ((1 << 3) | 2)) {
+        const fe = rd.delimited(e);
+        key = rd.buf.toString('utf8', rd.pos, fe);
+        rd.pos = fe;
+      } else if (t === ((2 << 3) | 2)) {
+        const fe = rd.delimited(e);
+        value = protoValue(rd, rd.pos, fe);
+        rd.pos = fe;
+      } else rd.skip(t & 7, e);
+    }
+    out[key] = value;
+    rd.pos = e;
+  }
+  return out;
+}
+
+/** google.protobuf.Value: null = 1, number = 2 (double), string = 3, bool = 4, struct = 5, list = 6 (values = 1). */
+function protoValue(rd: ProtoReader, from: number, to: number): unknown {
+  let value: unknown = null;
+  rd.pos = from;
+  while (rd.pos < to) {
+    const tag = rd.varint(to);
+    const n = tag >> 3;
+    if (n === 2 && (tag & 7) === 1) {
+      if (rd.pos + 8 > to) throw new MalformedProtobuf('truncated double');
+      value = rd.buf.readDoubleLE(rd.pos);
+      rd.pos += 8;
+    } else if (n === 4 && (tag & 7) === 0) value = rd.varint(to) !== 0;
+    else if (n === 1 && (tag & 7) === 0) {
+      rd.varint(to);
+      value = null;
+    } else if ((tag & 7) === 2 && (n === 3 || n === 5 || n === 6)) {
+      const e = rd.delimited(to);
+      if (n === 3) value = rd.buf.toString('utf8', rd.pos, e);
+      else if (n === 5) value = struct(rd, rd.pos, e);
+      else {
+        const list: unknown[] = [];
+        while (rd.pos < e) {
+          const t = rd.varint(e);
+          if (t === ((1 << 3) | 2)) {
+            const ve = rd.delimited(e);
+            list.push(protoValue(rd, rd.pos, ve));
+            rd.pos = ve;
+          } else rd.skip(t & 7, e);
+        }
+        value = list;
+      }
+      rd.pos = e;
+    } else rd.skip(tag & 7, to);
+  }
+  return value;
 }
 
 const AUTHORIZATION = Buffer.from('authorization', 'latin1');

@@ -1,8 +1,9 @@
 // Browser login end to end: a real chromium -> Envoy (ext_authz) -> Legate's extauth, OIDC authorization code
 // with PKCE against a real provider (oidc-provider with its login form) -> the app (an echo upstream). The
 // AuthConfig is Gloo's documented one (Dex guide) with the provider's address, plus the fields this test
-// exercises: the ID token header, logout, refresh. A second AuthConfig keeps its sessions in a real
-// redis-server. Skipped where chromium is not installed.
+// exercises: the ID token header, logout (ending the provider's session too), refresh. A second AuthConfig keeps
+// its sessions in a real redis-server; a third is Gloo's OPA guide ("Validate JWTs with Open Policy Agent": the
+// OIDC step, then an opaAuth policy on input.state.jwt). Skipped where chromium is not installed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,6 +24,8 @@ import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 import { eventually, freePort, sleep, stopProcess } from './harness/util.js';
 
 const REDIS = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+const OPA = process.env['LEGATE_OPA'] || path.join(process.cwd(), '.cache/opa/bin/opa');
+const HAS_OPA = fs.existsSync(OPA);
 const ID_TOKEN_TTL = 6;
 
 let gw: Gateway;
@@ -65,14 +68,17 @@ const startProviderOn = (port: number): Promise<RunningProvider> =>
     jwks,
     quiet: true,
     idTokenTtlSeconds: ID_TOKEN_TTL,
-    clients: [...DEFAULT_CLIENTS.filter((c) => !c.web), webClient([`${base}/callback`, `${base}/r/callback`], 'secretvalue', 'gloo')],
+    clients: [
+      ...DEFAULT_CLIENTS.filter((c) => !c.web),
+      webClient([`${base}/callback`, `${base}/r/callback`, `${base}/opa/callback`], 'secretvalue', 'gloo', [`${base}/public/bye`]),
+    ],
   });
 
-async function login(page: Page, url: string): Promise<void> {
+async function login(page: Page, url: string, user = 'alice'): Promise<void> {
   await page.goto(url);
   // oidc-provider's login form (any user, any password)
   await page.waitForSelector('input[name="login"]', { timeout: 15_000 });
-  await page.fill('input[name="login"]', 'alice');
+  await page.fill('input[name="login"]', user);
   await page.fill('input[name="password"]', 'any');
   await Promise.all([page.waitForURL((u) => u.toString().startsWith(base), { timeout: 15_000 }), page.click('button[type="submit"]')]);
 }
@@ -87,15 +93,18 @@ const skip = browserPath() === undefined;
 beforeAll(async () => {
   if (skip) return;
   app = await startEcho('app');
-  gw = await startGateway({
-    'app.yaml': `
+  gw = await startGateway(
+    {
+      'app.yaml': `
 apiVersion: gloo.solo.io/v1
 kind: Upstream
 metadata: { name: app, namespace: gloo-system }
 spec:
   static: { hosts: [{ addr: 127.0.0.1, port: ${app.port} }] }
 `,
-  });
+    },
+    HAS_OPA ? { env: { LEGATE_OPA: OPA } } : {},
+  );
   base = `http://127.0.0.1:${gw.ports.http}`;
   provider = await startProviderOn(0);
   if (REDIS) {
@@ -151,6 +160,42 @@ ${authConfig(
 `,
 ).replace('callbackPath: /callback', 'callbackPath: /r/callback')}
 ---
+# Gloo's OPA guide: the policy file check-jwt.rego and the multi-step AuthConfig (its oauth step as oauth2)
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: allow-jwt, namespace: gloo-system }
+data:
+  check-jwt.rego: |
+    package test
+
+    default allow = false
+
+    allow {
+        [header, payload, signature] = io.jwt.decode(input.state.jwt)
+        payload["email"] = "admin@example.com"
+    }
+    allow {
+        [header, payload, signature] = io.jwt.decode(input.state.jwt)
+        payload["email"] = "user@example.com"
+        not startswith(input.http_request.path, "/opa/owners")
+    }
+---
+${authConfig(
+  'jwt-opa',
+  `        session:
+          cookieOptions:
+            notSecure: true
+            path: /opa
+          cookie:
+            keyPrefix: opa
+  - opaAuth:
+      modules:
+      - name: allow-jwt
+        namespace: gloo-system
+      query: "data.test.allow == true"
+`,
+).replace('callbackPath: /callback', 'callbackPath: /opa/callback')}
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata:
@@ -170,6 +215,13 @@ spec:
         extauth:
           configRef:
             name: oidc-redis
+            namespace: gloo-system
+    - matchers: [{ prefix: /opa/ }]
+      routeAction: { single: { upstream: { name: app, namespace: gloo-system } } }
+      options:
+        extauth:
+          configRef:
+            name: jwt-opa
             namespace: gloo-system
     - matchers:
       - prefix: /
@@ -259,17 +311,54 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     await gw.until('/owners', (r) => r.status === 200, { headers: { cookie: `__session=${cookie.value}` } }, 20_000);
   });
 
-  it('logs out: the session cookie is cleared and the browser lands on afterLogoutUrl', async () => {
+  it('logs out of Legate and of the provider (RP-initiated logout): the next visit asks for the login again', async () => {
     // the refresh above (a plain client's) rotated the refresh token: the browser logs in again
     await context.clearCookies();
     await login(page, `${base}/owners`);
     expect(page.url()).toBe(`${base}/owners`);
+    // while the provider's session lives, a lost Legate session is a silent login (no form)
+    const before = (await context.cookies()).filter((c) => c.name !== '__session');
+    await context.clearCookies();
+    await context.addCookies(before);
+    await page.goto(`${base}/owners/silent`);
+    expect(page.url()).toBe(`${base}/owners/silent`);
+    // logout: Legate's cookie cleared, the browser sent to the provider's end_session_endpoint with id_token_hint
+    const sent: string[] = [];
+    page.on('request', (r) => sent.push(r.url()));
     await page.goto(`${base}/logout`);
-    expect(page.url()).toBe(`${base}/public/bye`);
+    const endSession = new URL(sent.find((u) => u.startsWith(`${provider.issuer}/session/end`))!);
+    expect(endSession.searchParams.get('post_logout_redirect_uri')).toBe(`${base}/public/bye`);
+    expect(endSession.searchParams.get('id_token_hint')?.split('.')).toHaveLength(3);
+    // oidc-provider asks to confirm, then sends the browser back to afterLogoutUrl
+    await Promise.all([
+      page.waitForURL(`${base}/public/bye`, { timeout: 15_000 }),
+      page.click('button[name="logout"][value="yes"]', { timeout: 15_000 }),
+    ]);
     expect((await context.cookies()).find((c) => c.name === '__session')).toBeUndefined();
     const after = await fetch(`${base}/owners`, { redirect: 'manual', headers: { cookie: '' } });
     expect(after.status).toBe(302);
+    // the provider's session is gone too: the next visit shows its login form again
+    await page.goto(`${base}/owners`);
+    await page.waitForSelector('input[name="login"]', { timeout: 15_000 });
+    expect(page.url().startsWith(provider.issuer)).toBe(true);
     await context.close();
+  });
+
+  it.skipIf(!HAS_OPA)("Gloo's OIDC + OPA guide: the policy decides on the ID token in input.state.jwt", async () => {
+    const admin = await browser.newContext();
+    const a = await admin.newPage();
+    await login(a, `${base}/opa/owners`, 'admin');
+    expect(a.url()).toBe(`${base}/opa/owners`);
+    expect((await echoed(a)).upstream).toBe('app');
+    await admin.close();
+    const user = await browser.newContext();
+    const u = await user.newPage();
+    await login(u, `${base}/opa/vets`, 'user');
+    expect(u.url()).toBe(`${base}/opa/vets`);
+    expect((await echoed(u)).upstream).toBe('app');
+    const denied = await u.goto(`${base}/opa/owners`);
+    expect(denied?.status()).toBe(403);
+    await user.close();
   });
 
   it.skipIf(!REDIS)('keeps sessions in Redis: the cookie holds only an id, and logout deletes the session', async () => {
@@ -285,7 +374,10 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     await p.reload();
     expect(p.url()).toBe(`${base}/r/orders`);
     await p.goto(`${base}/r/logout`);
-    expect(p.url()).toBe(`${base}/public/bye`);
+    await Promise.all([
+      p.waitForURL(`${base}/public/bye`, { timeout: 15_000 }),
+      p.click('button[name="logout"][value="yes"]', { timeout: 15_000 }),
+    ]);
     // the old id no longer opens a session: a new login starts
     const replay = await gw.request('/r/orders', { headers: { cookie: `redis-session=${cookie.value}` } });
     expect(replay.status).toBe(302);

@@ -121,6 +121,41 @@ ${appBehindAuth(app.port, [
     expect((await gw.request('/api/pets/2', { method: 'DELETE' })).status).toBe(200);
   });
 
+  it("Rego that does not compile is a reason on its AuthConfig (with opa's message); the other configs keep working", async () => {
+    const status = (name: string): { state?: string; reason?: string } =>
+      (
+        JSON.parse(gw.ctl('get', 'authconfig', name, '-n', 'legate-system', '-o', 'json').stdout || '{}') as {
+          status?: { statuses?: Record<string, { state?: string; reason?: string }> };
+        }
+      ).status?.statuses?.['legate-system'] ?? {};
+    // the policy's ConfigMap edited into something opa cannot parse
+    gw.write(
+      'broken.yaml',
+      `
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: broken-policy, namespace: legate-system }
+data:
+  policy.rego: |
+    package test
+    allow {{ nope
+---
+apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: opa-broken, namespace: legate-system }
+spec:
+  configs:
+  - opaAuth:
+      modules: [{ name: broken-policy, namespace: legate-system }]
+      query: "data.test.allow == true"
+`,
+    );
+    await eventually('the broken policy to be rejected', () => (status('opa-broken').state === 'Rejected' ? true : undefined), 20_000);
+    expect(status('opa-broken').reason).toMatch(/configs\[0\]\.opaAuth: the Rego does not compile: .*policy\.rego.*rego_parse_error/);
+    expect(status('opa').state).toBe('Accepted');
+    expect((await gw.request('/api/pets')).status).toBe(200);
+  }, 60_000);
+
   it('opaServerAuth asks the OPA server, whose policy sees the path and headers', async () => {
     expect((await gw.request('/server/ok', { headers: { 'x-team': 'shop' } })).status).toBe(200);
     expect((await gw.request('/server/ok', { headers: { 'x-team': 'other' } })).status).toBe(403);

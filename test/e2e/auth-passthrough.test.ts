@@ -2,10 +2,13 @@
 // Gloo's example (`authorization: authorize me` passes), which also sees the step's `config` under the
 // filter metadata `solo.auth.passthrough.config` and adds a header for the upstream. HTTP: a server that
 // allows `x-token: good`, returns headers for the upstream and for the client on denial. Both servers going
-// away deny; `failureModeAllow` lets requests through then, as Gloo documents.
+// away deny; `failureModeAllow` lets requests through then, as Gloo documents. The state Gloo shares between
+// steps: a JWT step's claims sent with passThroughState, a server's readStateFromResponse state handed on.
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindServer, loadEnvoyService, lookupService, type BoundServer } from '../../extensions/common/grpc.js';
 import { startGateway, type Gateway } from './harness/gateway.js';
@@ -20,6 +23,10 @@ let httpPort = 0;
 const httpSeen: { headers: http.IncomingHttpHeaders; body: string }[] = [];
 /** the config the gRPC server saw */
 let grpcConfig: unknown;
+const keys = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const pem = keys.publicKey.export({ format: 'pem', type: 'spki' }).toString();
+const jwtFor = (sub: string): Promise<string> =>
+  new SignJWT({ sub }).setProtectedHeader({ alg: 'ES256' }).setExpirationTime('5m').sign(keys.privateKey);
 
 interface CheckCall {
   attributes?: {
@@ -51,7 +58,17 @@ describe('passThroughAuth', () => {
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
         httpSeen.push({ headers: req.headers, body });
-        if (req.headers['x-token'] === 'good') {
+        if (req.url === '/state/team') {
+          // allows the JWT step's user alice, and tells the next step her team
+          const state = (JSON.parse(body || '{}') as { state?: { jwtAccessToken?: { sub?: string } } }).state;
+          const alice = state?.jwtAccessToken?.sub === 'alice';
+          res.writeHead(alice ? 200 : 403, { 'content-type': 'application/json' });
+          res.end(alice ? JSON.stringify({ state: { team: 'shop' } }) : '');
+        } else if (req.url === '/state/shop') {
+          const state = (JSON.parse(body || '{}') as { state?: { team?: string } }).state;
+          res.writeHead(state?.team === 'shop' ? 200 : 403);
+          res.end();
+        } else if (req.headers['x-token'] === 'good') {
           res.writeHead(200, { 'x-user-id': 'u-1', 'x-not-allowed': 'secret' });
           res.end();
         } else {
@@ -105,7 +122,28 @@ spec:
       http: { url: "http://127.0.0.1:1/nothing-listens" }
       failureModeAllow: true
 ---
+apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: passthrough-state, namespace: legate-system }
+spec:
+  configs:
+  - oauth2:
+      accessTokenValidation:
+        jwt:
+          localJwks:
+            inlineString: ${JSON.stringify(pem)}
+  - passThroughAuth:
+      http:
+        url: http://127.0.0.1:${httpPort}/state/team
+        request: { passThroughState: true }
+        response: { readStateFromResponse: true }
+  - passThroughAuth:
+      http:
+        url: http://127.0.0.1:${httpPort}/state/shop
+        request: { passThroughState: true }
+---
 ${appBehindAuth(app.port, [
+  ['/state', 'passthrough-state'],
   ['/http', 'passthrough-http'],
   ['/open', 'passthrough-open'],
   ['/', 'passthrough-auth'],
@@ -144,6 +182,18 @@ ${appBehindAuth(app.port, [
     const denied = await gw.request('/http/a', { headers: { 'x-token': 'bad' } });
     expect(denied.status).toBe(403);
     expect(denied.headers.get('x-auth-reason')).toBe('bad token');
+  });
+
+  it("HTTP: passThroughState sends the JWT step's claims; readStateFromResponse hands the server's state to the next step", async () => {
+    const ok = await gw.request('/state/x', { headers: { authorization: `Bearer ${await jwtFor('alice')}` } });
+    expect(ok.status).toBe(200);
+    const sent = JSON.parse(httpSeen.find((s) => s.body.includes('jwtAccessToken'))!.body) as { state: Record<string, unknown> };
+    expect((sent.state['jwtAccessToken'] as Record<string, unknown>)['sub']).toBe('alice');
+    // bob passes the JWT step; the first server refuses him, so the second is not asked
+    expect((await gw.request('/state/x', { headers: { authorization: `Bearer ${await jwtFor('bob')}` } })).status).toBe(403);
+    const none = await gw.request('/state/x');
+    expect(none.status).not.toBe(200);
+    expect(none.text).toContain('missing_token');
   });
 
   it('a server that is down denies, unless failureModeAllow', async () => {

@@ -2,7 +2,8 @@
 // end: tokens signed here with jose, checked by Envoy's jwt_authn against a local JWKS and a remote one
 // (a small JWKS server behind an Upstream); claims copied to upstream headers; allowMissingOrFailedJwt;
 // a route that turns JWT off; RBAC by claim, path prefix and method; and the order against ext_authz
-// (an API-key AuthConfig) of the beforeExtAuth and afterExtAuth stages.
+// (an API-key AuthConfig) of the beforeExtAuth and afterExtAuth stages; Gloo's `jwt: {}` AuthConfig step in a
+// booleanExpr (a JWT verified by Envoy, or an API key).
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -223,6 +224,34 @@ spec:
       - matchers: [{ prefix: / }]
         ${toApp}
 ---
+apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: jwt-or-apikey, namespace: default }
+spec:
+  booleanExpr: jwt || apikey
+  configs:
+    - name: jwt
+      jwt: {}
+    - name: apikey
+      apiKeyAuth: { apiKeySecretRefs: [{ name: client, namespace: default }] }
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: either, namespace: default }
+spec:
+  virtualHost:
+    domains: [either.test]
+    options:
+      extauth: { configRef: { name: jwt-or-apikey, namespace: default } }
+      jwtStaged:
+        beforeExtAuth:
+          allowMissingOrFailedJwt: true
+          providers:
+            local:${localProvider(14)}
+    routes:
+      - matchers: [{ prefix: / }]
+        ${toApp}
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata: { name: hmac, namespace: default }
@@ -357,6 +386,20 @@ describe('stages: before and after ext_authz', () => {
     expect(noJwt.status).toBe(401);
     expect(noJwt.text).toBe('Jwt is missing');
     expect((await gw.request('/x', { host: 'after.test', headers: { ...(await bearer()), 'api-key': API_KEY } })).status).toBe(200);
+  });
+});
+
+describe("Gloo's jwt AuthConfig step", () => {
+  it('jwt || apikey: a JWT Envoy verified, or an API key, allows; neither (or a bad JWT) is denied by extauth', async () => {
+    expect((await gw.request('/x', { host: 'either.test', headers: await bearer() })).status).toBe(200);
+    expect((await gw.request('/x', { host: 'either.test', headers: { 'api-key': API_KEY } })).status).toBe(200);
+    // allowMissingOrFailedJwt let these through Envoy's JWT filter; extauth finds no verified payload
+    const neither = await gw.request('/x', { host: 'either.test' });
+    expect(neither.status).toBe(401);
+    const bad = await gw.request('/x', { host: 'either.test', headers: await bearer({ key: stranger.privateKey }) });
+    expect(bad.status).toBe(401);
+    const expired = await gw.request('/x', { host: 'either.test', headers: await bearer({ exp: Math.floor(Date.now() / 1000) - 600 }) });
+    expect(expired.status).toBe(401);
   });
 });
 

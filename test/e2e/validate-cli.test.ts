@@ -8,13 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './harness/gateway.js';
 
 let dir: string;
+const OPA = process.env['LEGATE_OPA'] || path.join(ROOT, '.cache/opa/bin/opa');
 
-const run = (bin: 'legate' | 'legatectl', args: string[], input = ''): { status: number; stdout: string; stderr: string } => {
+const run = (
+  bin: 'legate' | 'legatectl',
+  args: string[],
+  input = '',
+  env: Record<string, string> = {},
+): { status: number; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', `${bin}.js`), ...args], {
     encoding: 'utf8',
     input,
     cwd: dir,
     timeout: 60_000,
+    env: { ...process.env, ...env },
   });
   return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
 };
@@ -107,6 +114,28 @@ describe('legate validate / legatectl validate', () => {
     const broken = run('legate', ['validate', 'broken.yaml']);
     expect(broken.status).toBe(1);
     expect(broken.stdout).toMatch(/^broken\.yaml#1: invalid YAML/m);
+  });
+
+  it.skipIf(!fs.existsSync(OPA))('compiles opaAuth Rego with the opa binary: a policy that does not parse fails, with opa’s reason', () => {
+    fs.writeFileSync(
+      path.join(dir, 'rego.yaml'),
+      `apiVersion: v1
+kind: ConfigMap
+metadata: { name: policy, namespace: default }
+data:
+  policy.rego: "package test\\nallow {{ nope"
+---
+apiVersion: enterprise.gloo.solo.io/v1
+kind: AuthConfig
+metadata: { name: opa, namespace: default }
+spec:
+  configs:
+  - opaAuth: { modules: [{ name: policy }], query: data.test.allow == true }
+`,
+    );
+    const r = run('legate', ['validate', 'rego.yaml'], '', { LEGATE_OPA: OPA });
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/AuthConfig default\.opa: Rejected: configs\[0\]\.opaAuth: the Rego does not compile: .*rego_parse_error/);
   });
 
   it('is a usage error without a path, or with one that does not exist', () => {

@@ -1,6 +1,8 @@
 // The browser login step through the Authorizer, against the demo provider (discovery, no browser): the
 // answers it shapes (a 302 with PKCE and a state cookie, logout, failOnRedirect's 401), and that cookies it
 // did not seal open nothing. The whole flow in a browser: test/e2e/auth-oidc.test.ts.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthConfigConfig, CodeFlowStepConfig } from '../../common/auth-config.js';
 import { CodeFlowStepSchema } from '../../common/auth-config.js';
@@ -101,11 +103,38 @@ describe('browser login step', () => {
     expect(header(grant, 'location')[0]).toContain(`${provider.issuer}/auth?`);
   });
 
-  it('logs out: the session cookie expired, then afterLogoutUrl', async () => {
+  it("logs out: the session cookie expired, then the provider's end-session endpoint, back to afterLogoutUrl", async () => {
     const { outcome, grant } = await check('ns.web', '/logout', '__session=x');
     expect(outcome).toBe('redirect');
-    expect(header(grant, 'location')).toEqual(['http://app.test/bye']);
+    const location = new URL(header(grant, 'location')[0]!);
+    // the discovered end_session_endpoint (RP-initiated logout); no id_token_hint without a session that opens
+    expect(`${location.origin}${location.pathname}`).toBe(`${provider.issuer}/session/end`);
+    expect(Object.fromEntries(location.searchParams)).toEqual({ client_id: 'legate-web', post_logout_redirect_uri: 'http://app.test/bye' });
     expect(header(grant, 'set-cookie')[0]).toMatch(/^__session=; Path=\/; Max-Age=0/);
+  });
+
+  it('endSessionProperties PostMethod: extauth posts the end-session request itself, the browser goes to afterLogoutUrl', async () => {
+    const posted: string[] = [];
+    const sink = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        posted.push(`${req.method} ${body}`);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+    const endSessionEndpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/logout`;
+    authz.apply([
+      config('ns.web', step()),
+      config('ns.api', step({ failOnRedirect: true })),
+      config('ns.post', step({ endSessionEndpoint, endSessionMethod: 'post' })),
+    ]);
+    const { outcome, grant } = await check('ns.post', '/logout', '__session=x');
+    expect(outcome).toBe('redirect');
+    expect(header(grant, 'location')).toEqual(['http://app.test/bye']);
+    expect(posted).toEqual(['POST client_id=legate-web&post_logout_redirect_uri=http%3A%2F%2Fapp.test%2Fbye']);
+    await new Promise<void>((r) => sink.close(() => r()));
   });
 
   it('marks cookies Secure on a request that came over TLS, even with notSecure', async () => {

@@ -446,8 +446,6 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
-  'AuthConfig configs[].oauth2.accessTokenValidation.userinfoUrl':
-    "its answer goes to the state Gloo's later steps (plugins) read; Legate's steps share no state, so no decision depends on it",
   'GraphQLApi statPrefix': 'the GraphQL service keeps no per-API stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.statPrefix': 'the GraphQL service keeps no per-resolver stats',
   'GraphQLApi executableSchema.executor.local.resolutions.*.restResolver.spanName': 'the GraphQL service makes no per-resolver spans',

@@ -11,6 +11,7 @@ import { envoyOptionsFeature } from './envoy-options/index.js';
 import { extauthFeature } from './extauth/index.js';
 import { extProcFeature, type ExtProcFilterOptions } from './extproc/index.js';
 import type { CustomAuthServer } from './extauth/render.js';
+import type { RegoCheck } from './extauth/steps/common.js';
 import { faultsFeature } from './faults/index.js';
 import { functionsFeature } from './functions/index.js';
 import { graphqlFeature } from './graphql/index.js';
@@ -50,6 +51,8 @@ export interface RenderOptions {
   extauthDefaults?: ListenerExtauth;
   /** Settings gateway.virtualServiceOptions.oneWayTls */
   oneWayTls?: boolean;
+  /** compiles opaAuth Rego (modules and query) with the `opa` binary: opa's error, or undefined (controller/rego-check.ts) */
+  regoCheck?: RegoCheck;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -78,7 +81,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tcpFeature,
     hybridFeature,
     wasmFeature(options.wasm),
-    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth, options.extauthDefaults),
+    extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth, options.extauthDefaults, options.regoCheck),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
     jwtFeature,
     corsFeature,

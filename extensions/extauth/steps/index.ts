@@ -12,6 +12,8 @@ import { hmacStep } from './hmac.js';
 import { ldapStep } from './ldap.js';
 import { opaServerStep, opaStep } from './opa.js';
 import { passThroughStep } from './passthrough.js';
+import { envoyJwtStep } from './envoy-jwt.js';
+import { UserInfo, WithUserInfo } from '../userinfo.js';
 
 export const STEP_FACTORIES: { readonly [K in AuthStepConfig['type']]: StepFactory<Extract<AuthStepConfig, { type: K }>> } = {
   'oauth2-introspection': introspectionStep,
@@ -25,9 +27,18 @@ export const STEP_FACTORIES: { readonly [K in AuthStepConfig['type']]: StepFacto
   'passthrough-http': passThroughStep,
   hmac: hmacStep,
   'oauth2-code': codeFlowStep,
+  'envoy-jwt': envoyJwtStep,
 };
 
 /** Builds the step of `config` with its kind's factory. */
 export function buildStep(config: AuthStepConfig, ctx: Parameters<StepFactory>[1]): ReturnType<StepFactory> {
-  return (STEP_FACTORIES[config.type] as StepFactory)(config, ctx);
+  const step = (STEP_FACTORIES[config.type] as StepFactory)(config, ctx);
+  if ((config.type !== 'oauth2-introspection' && config.type !== 'oauth2-jwt') || config.userinfoUrl === undefined) return step;
+  const url = config.userinfoUrl;
+  const userinfo = ctx.pool.get(
+    `userinfo:${url}`,
+    () => new UserInfo(url, ctx.settings.introspectionTimeoutMs, ctx.settings.cacheMaxEntries),
+    (u) => u.clear(),
+  );
+  return new WithUserInfo(step, userinfo, config.cacheTimeoutMs, ctx.log);
 }

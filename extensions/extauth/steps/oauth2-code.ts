@@ -30,6 +30,7 @@ import {
   addUpstreamHeader,
   denyWith,
   redirect,
+  setState,
   type AuthStep,
   type Hold,
   type StepFactory,
@@ -48,6 +49,8 @@ interface Endpoints {
   token: string;
   jwksUri: string | undefined;
   revocation: string | undefined;
+  /** RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0) */
+  endSession: string | undefined;
 }
 
 /** One provider: discovery (OIDC) or the configured endpoints (plain OAuth2), and its JWK set. */
@@ -72,6 +75,7 @@ export class ProviderEndpoints {
         token: config.tokenEndpoint!,
         jwksUri: undefined,
         revocation: config.revocationEndpoint,
+        endSession: config.endSessionEndpoint,
       };
     } else {
       this.timer = setInterval(() => void this.discover().catch(() => undefined), config.discoveryPollIntervalMs);
@@ -126,6 +130,7 @@ export class ProviderEndpoints {
           token,
           jwksUri: c.jwksUri ?? str('jwks_uri'),
           revocation: c.revocationEndpoint ?? str('revocation_endpoint'),
+          endSession: c.endSessionEndpoint ?? str('end_session_endpoint'),
         };
         this.endpoints = e;
         this.lastError = '';
@@ -402,6 +407,8 @@ export class CodeFlowStep implements AuthStep {
   }
 
   private allow(session: Session, hold: Hold): Outcome {
+    // Gloo's state for later steps: the ID token (opaAuth policies decode input.state.jwt)
+    if (session.idToken !== undefined) setState(hold, 'jwt', session.idToken);
     const h = this.config.headers;
     if (h.idTokenHeader !== undefined && session.idToken !== undefined) addUpstreamHeader(hold, h.idTokenHeader, session.idToken);
     if (h.accessTokenHeader !== undefined)
@@ -636,9 +643,27 @@ export class CodeFlowStep implements AuthStep {
       );
     }
     hold.detail = 'logout';
-    redirect(hold, this.config.afterLogoutUrl ?? this.config.appUrl, [
-      this.cookie(hold, this.config.session.cookieName, '', 0, undefined, true),
-    ]);
+    const after = this.config.afterLogoutUrl ?? this.config.appUrl;
+    // the provider's session ends too (RP-initiated logout): the browser is sent there (get), or extauth posts
+    // the request itself (post, best effort); the provider sends the browser on to afterLogoutUrl
+    const endSession = (this.provider.now ?? (await this.provider.get().catch(() => undefined)))?.endSession;
+    let location = after;
+    if (endSession !== undefined) {
+      const params = new URLSearchParams({ client_id: this.config.clientId, post_logout_redirect_uri: after });
+      if (session?.idToken !== undefined) params.set('id_token_hint', session.idToken);
+      if (this.config.endSessionMethod === 'get') {
+        const u = new URL(endSession);
+        for (const [k, v] of params) u.searchParams.set(k, v);
+        location = u.toString();
+      } else {
+        await fetch(endSession, { method: 'POST', body: params, redirect: 'manual', signal: AbortSignal.timeout(this.timeoutMs) }).then(
+          (r) => r.body?.cancel(),
+          (err: unknown) =>
+            this.log.error('logout: the end-session request failed', { error: err instanceof Error ? err.message : 'unknown' }),
+        );
+      }
+    }
+    redirect(hold, location, [this.cookie(hold, this.config.session.cookieName, '', 0, undefined, true)]);
     return 'redirect';
   }
 
@@ -666,6 +691,8 @@ export class CodeFlowStep implements AuthStep {
       hold.detail = `session redis: ${message}`;
       this.log.error('session redis read failed', { error: message });
       if (this.config.session.failOnFetchFailure) return 'unavailable';
+      // a Redis that hangs would hold the new login's write as long again, past Envoy's ext_authz timeout
+      if (err instanceof Error && err.message.includes('took longer than')) return 'unavailable';
       return undefined;
     }
   }
@@ -737,6 +764,7 @@ export const codeFlowStep: StepFactory<CodeFlowStepConfig> = (config, ctx) => {
     config.tokenEndpoint,
     config.jwksUri,
     config.revocationEndpoint,
+    config.endSessionEndpoint,
     config.discoveryPollIntervalMs,
   ]);
   const provider = ctx.pool.get(

@@ -23,7 +23,7 @@ import { ExpiringCache } from '../cache.js';
 import { redactUrl, tokenRef } from '../introspect.js';
 import type { Outcome } from '../outcome.js';
 import { claimsMetadata } from '../claims.js';
-import { addMetadata, type AuthStep, type Hold, type StepCounters, type StepFactory, type StepSummary } from '../step.js';
+import { addMetadata, setState, type AuthStep, type Hold, type StepCounters, type StepFactory, type StepSummary } from '../step.js';
 
 /** Seconds of clock difference tolerated on `exp`, `nbf` and `iat`. */
 export const JWT_CLOCK_SKEW_SECONDS = 30;
@@ -250,7 +250,7 @@ export class JwtStep implements AuthStep {
       if (hit !== undefined) {
         if (hit.generation === (this.remote?.generation ?? 0)) {
           this.counters.jwtCacheHits++;
-          return this.judge(hit.payload, hit.deadAt, hold);
+          return this.judge(token, hit.payload, hit.deadAt, hold);
         }
         verified.delete(hash); // verified with a key set that has changed since
       }
@@ -282,15 +282,18 @@ export class JwtStep implements AuthStep {
     if (deadAt <= now)
       deadAt = 0; // past `exp` but within the clock skew: allowed, never reused
     else if (this.verified !== undefined) this.verified.set(hash, { deadAt, payload, generation });
-    return this.judge(payload, deadAt, hold);
+    return this.judge(token, payload, deadAt, hold);
   }
 
   /** Scopes, then the allow's reuse deadline (0 = none) into the hold (the edge grant). */
-  private judge(payload: JWTPayload, deadAt: number, hold: Hold): Outcome {
+  private judge(token: string, payload: JWTPayload, deadAt: number, hold: Hold): Outcome {
     if (!hasScopes(payload, this.requiredScopes)) {
       hold.detail = 'a required scope is missing';
       return 'insufficient_scope';
     }
+    // Gloo's state: the claims under jwtAccessToken; the token itself under jwt (what OPA policies decode)
+    setState(hold, 'jwtAccessToken', payload);
+    setState(hold, 'jwt', token);
     if (deadAt < hold.until) hold.until = deadAt;
     if (this.metadataFromClaims.length) {
       addMetadata(hold, claimsMetadata(payload, this.metadataFromClaims));

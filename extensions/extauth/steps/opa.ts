@@ -12,19 +12,24 @@ import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
 const ERROR_LOG_EVERY_MS = 10_000;
 const OPA_SERVER_TIMEOUT_MS = 2_000;
 
-function input(req: AuthRequest): Record<string, unknown> {
-  return opaInput({
-    method: req.method,
-    path: req.path,
-    host: req.host,
-    scheme: req.scheme,
-    headers: req.allHeaders,
-    ...(req.body !== undefined ? { body: req.body } : {}),
-  });
+/** Gloo's input document; `state`: what earlier steps of the check found (`input.state.jwt`, …). */
+function input(req: AuthRequest, state: Record<string, unknown> = {}): Record<string, unknown> {
+  return opaInput(
+    {
+      method: req.method,
+      path: req.path,
+      host: req.host,
+      scheme: req.scheme,
+      headers: req.allHeaders,
+      ...(req.body !== undefined ? { body: req.body } : {}),
+    },
+    state,
+  );
 }
 
 export class OpaStep implements AuthStep {
   readonly bearer = false;
+  readonly readsState = true;
   readonly summary: StepSummary;
   private policy: OpaWasmPolicy | undefined;
   private failed: string | undefined;
@@ -52,10 +57,12 @@ export class OpaStep implements AuthStep {
     }
     if (!this.policy) return undefined;
     try {
-      if (this.policy.evaluate(input(hold.request))) return 'allow';
+      if (this.policy.evaluate(input(hold.request, hold.state))) return 'allow';
       hold.detail = 'opa: the query is not true';
     } catch (err) {
-      hold.detail = `opa: evaluation failed (${err instanceof Error ? err.message.slice(0, 100) : 'error'})`;
+      // opa-wasm throws plain objects ({message: 'not implemented: built-in function …'})
+      const message = (err as { message?: unknown } | null)?.message;
+      hold.detail = `opa: evaluation failed (${typeof message === 'string' ? message.slice(0, 100) : 'error'})`;
     }
     return 'access_denied';
   }
@@ -68,6 +75,7 @@ export class OpaStep implements AuthStep {
 
 export class OpaServerStep implements AuthStep {
   readonly bearer = false;
+  readonly readsState = true;
   readonly summary: StepSummary;
   private lastErrorLogAt = 0;
 
@@ -84,7 +92,7 @@ export class OpaServerStep implements AuthStep {
 
   async decide(_token: string, _hash: string, hold: Hold, configId: string): Promise<Outcome> {
     hold.until = 0;
-    const answer = await askOpaServer(this.config.url, input(hold.request), OPA_SERVER_TIMEOUT_MS);
+    const answer = await askOpaServer(this.config.url, input(hold.request, hold.state), OPA_SERVER_TIMEOUT_MS);
     if ('error' in answer) {
       const now = Date.now();
       if (now - this.lastErrorLogAt >= ERROR_LOG_EVERY_MS) {

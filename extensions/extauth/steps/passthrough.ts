@@ -12,6 +12,7 @@ const ERROR_LOG_EVERY_MS = 10_000;
 
 export class PassThroughStep implements AuthStep {
   readonly bearer = false;
+  readonly readsState = true;
   readonly summary: StepSummary;
   private lastErrorLogAt = 0;
 
@@ -37,10 +38,14 @@ export class PassThroughStep implements AuthStep {
       scheme: r.scheme,
       headers: r.allHeaders,
       ...(r.body !== undefined ? { body: r.body } : {}),
+      filterMetadata: r.filterMetadata,
     };
     const c = this.config;
+    const state = hold.state ?? {};
     const answer: PassThroughAnswer =
-      c.type === 'passthrough-grpc' ? await askGrpcPassThrough(c, req, {}, { config_id: configId }) : await askHttpPassThrough(c, req, {});
+      c.type === 'passthrough-grpc'
+        ? await askGrpcPassThrough(c, req, state, { config_id: configId })
+        : await askHttpPassThrough(c, req, state);
     if ('error' in answer) {
       const now = Date.now();
       if (now - this.lastErrorLogAt >= ERROR_LOG_EVERY_MS) {
@@ -59,6 +64,8 @@ export class PassThroughStep implements AuthStep {
       return 'unavailable';
     }
     if (answer.allow) {
+      // the server's state (readStateFromResponse, or gRPC's solo.auth.passthrough metadata) is later steps' state
+      if (answer.state !== undefined && hold.state !== undefined) Object.assign(hold.state, answer.state);
       const headers = [
         ...Object.entries(answer.set).map(([name, value]) => ({ name, value })),
         ...Object.entries(answer.append).map(([name, value]) => ({ name, value, append: true })),

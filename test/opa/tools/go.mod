@@ -1,4 +1,4 @@
-// Pins the OPA the auth tests run (built by scripts/opa-tool.sh; not product code).
+// Pins the OPA the auth tests run (scripts/opa-tool.sh) and the image ships (Dockerfile).
 module legate.dev/test/opa
 
 go 1.26.0

@@ -12,6 +12,7 @@ import { nsName } from '../../names.js';
 import { bindListenerExtauth } from './listener.js';
 import { extauthRender, SETTINGS_EXTAUTH_SERVER, type CustomAuthServer } from './render.js';
 import { translateAuthConfig } from './resolve.js';
+import type { RegoCheck } from './steps/common.js';
 
 /**
  * `skip`: the header and value with which a request skips ext_authz (the wasm edge cache); `servers`: the user's own
@@ -22,6 +23,7 @@ export function extauthFeature(
   skip?: { header: string; value: string },
   servers: Readonly<Record<string, CustomAuthServer>> = {},
   defaults?: ListenerExtauth,
+  regoCheck?: RegoCheck,
 ): Feature {
   // config id -> what render needs of configs that are not bearer-only (from the last resolve): the API
   // key headers Envoy must send, and that the wasm bearer pre-check must not run where they bind
@@ -30,7 +32,7 @@ export function extauthFeature(
     kinds: ['AuthConfig'],
     resolve(ctx) {
       const authConfigs = ctx.resolveEach(ctx.ofKind('AuthConfig'), (ac) =>
-        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps),
+        translateAuthConfig(ac, ctx.index.secrets, ctx.index.configMaps, regoCheck),
       );
       return {
         bindGateway(gw, ir, sink) {
@@ -160,5 +162,7 @@ function authBinding(
   if (reads.some((r) => !r.bearer) || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
   if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
   if (reads.some((r) => r.headers === '*')) Object.assign(binding, { allHeaders: true });
+  const namespaces = [...new Set(reads.flatMap((r) => r.metadata ?? []))].sort();
+  if (namespaces.length) Object.assign(binding, { metadataNamespaces: namespaces });
   return binding;
 }

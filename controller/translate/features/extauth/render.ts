@@ -231,6 +231,13 @@ function extraHeaders(proxy: ProxyIR): string[] | '*' {
   return [...names].sort();
 }
 
+/** ext_authz metadata_context_namespaces: the filter metadata the bound configs read (Gloo's `jwt: {}` step), sorted. */
+function metadataNamespaces(proxy: ProxyIR): object {
+  const names = new Set<string>();
+  for (const auth of allAuthBindings(proxy)) if ('configId' in auth) for (const n of auth.metadataNamespaces ?? []) names.add(n);
+  return names.size ? { metadata_context_namespaces: [...names].sort() } : {};
+}
+
 /** ext_authz allowed_headers: `authorization` and the headers the bound configs read; none (every header) for '*'. */
 function allowedHeaders(proxy: ProxyIR): object {
   const extra = extraHeaders(proxy);
@@ -282,6 +289,7 @@ export function extauthRender(
           // Legate's service reads only the bearer token (and API key headers): sending those instead of all
           // headers halves what Envoy encodes and the service decodes per check; another server gets them all
           ...(o.server ? {} : allowedHeaders(proxy)),
+          ...metadataNamespaces(proxy),
         }),
       };
       // off where no virtual host or route config turns it on: a listener update (the filter added or removed)

@@ -10,6 +10,7 @@ import type { AuthConfig, ConfigMap, Secret } from '../../../api/resources.js';
 import { AUTH_STEP_KINDS } from '../../../api/schemas.js';
 import type { Attempt, Problem } from '../../feature.js';
 import { STEP_RESOLVERS } from './steps/index.js';
+import type { RegoCheck } from './steps/common.js';
 
 /**
  * A short content hash of what decides a token's fate. Secrets are left out (introspection client
@@ -44,6 +45,7 @@ export function translateAuthConfig(
   ac: AuthConfig,
   secrets: ReadonlyMap<string, Secret>,
   configMaps: ReadonlyMap<string, ConfigMap> = new Map(),
+  regoCheck?: RegoCheck,
 ): Attempt<AuthConfigConfig> {
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
@@ -63,18 +65,14 @@ export function translateAuthConfig(
       problems.push({
         code: 'NotSupported',
         message:
-          kind === 'jwt'
-            ? // Gloo's `jwt: {}` carries no keys: it passes requests whose JWT Envoy's jwt_authn filter (Gloo's
-              // VirtualHost options.jwt) already verified. Legate renders no such filter, so the step would
-              // allow everything; the same check with keys is oauth2.accessTokenValidation.jwt.
-              `${where}.jwt: Gloo's jwt step only trusts Envoy's JWT filter (options.jwt), which Legate does not ` +
-              'configure, so it would allow every request; verify the token with oauth2.accessTokenValidation.jwt ' +
-              '{remoteJwks | localJwks, issuer, audiences} instead'
-            : kind === 'pluginAuth'
-              ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
-                'auth server and call it with passThroughAuth (grpc or http)'
-              : kind === 'ldapInternal'
-                ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+          kind === 'pluginAuth'
+            ? `${where}.pluginAuth: Gloo's Go plugins (.so files) cannot load into Legate's extauth; run the logic as your own ` +
+              'auth server and call it with passThroughAuth (grpc or http)'
+            : kind === 'ldapInternal'
+              ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
+              : kind === 'oauth'
+                ? `${where}.oauth: Gloo's deprecated OIDC step; write it as oauth2.oidcAuthorizationCode (same fields: ` +
+                  'appUrl, callbackPath, clientId, clientSecretRef, issuerUrl, scopes, authEndpointQueryParams)'
                 : `${where}.${kind}: ${kind} steps are not supported (supported: ${supported})`,
       });
     }
@@ -96,6 +94,7 @@ export function translateAuthConfig(
       problems,
       warnings,
       failOnRedirect: ac.spec.failOnRedirect ?? false,
+      regoCheck,
     });
     if (out) steps.push(out);
   });

@@ -1,5 +1,6 @@
 // What every AuthConfig step resolver uses: the context it resolves in, and the checks they share.
 import { AuthStepConfigSchema, describeIssues, type AuthStepConfig } from '../../../../../common/auth-config.js';
+import type { RegoCheck } from '../../../../../common/opa-query.js';
 import type { ConfigMap, Secret } from '../../../../api/resources.js';
 import { parseDuration } from '../../../duration.js';
 import type { Problem } from '../../../feature.js';
@@ -21,7 +22,11 @@ export interface StepResolveContext {
   readonly warnings: Problem[];
   /** the AuthConfig's failOnRedirect: a browser login step answers 401 instead of redirecting */
   readonly failOnRedirect: boolean;
+  /** compiles an opaAuth policy as extauth will (undefined: no `opa` binary here, not checked) */
+  readonly regoCheck?: RegoCheck | undefined;
 }
+
+export type { RegoCheck } from '../../../../../common/opa-query.js';
 
 /**
  * Resolves one Gloo step kind (`spec` is the value of its key, e.g. `configs[i].oauth2`) into the config the

@@ -9,6 +9,7 @@ import { resolveOpaAuth } from './opa-auth.js';
 import { resolveOpaServerAuth } from './opa-server-auth.js';
 import { resolvePassThroughAuth } from './pass-through-auth.js';
 import { resolveHmacAuth } from './hmac-auth.js';
+import { resolveJwt } from './jwt.js';
 
 export const STEP_RESOLVERS: Readonly<Record<string, { resolve: StepResolver; label: string }>> = {
   oauth2: { resolve: resolveOAuth2, label: 'oauth2' },
@@ -19,4 +20,5 @@ export const STEP_RESOLVERS: Readonly<Record<string, { resolve: StepResolver; la
   opaServerAuth: { resolve: resolveOpaServerAuth, label: 'opaServerAuth' },
   passThroughAuth: { resolve: resolvePassThroughAuth, label: 'passThroughAuth' },
   hmacAuth: { resolve: resolveHmacAuth, label: 'hmacAuth' },
+  jwt: { resolve: resolveJwt, label: 'jwt' },
 };

@@ -20,6 +20,7 @@ const USER_FIELDS: Record<string, string> = {
   idTokenAlgs: 'discoveryOverride.idTokenAlgs',
   authEndpoint: 'discoveryOverride.authEndpoint',
   tokenEndpoint: 'discoveryOverride.tokenEndpoint',
+  endSessionEndpoint: 'discoveryOverride.endSessionEndpoint',
 };
 
 export function resolveCodeFlow(
@@ -52,6 +53,7 @@ export function resolveCodeFlow(
     ['tokenEndpoint', plain?.tokenEndpoint ?? oidc?.discoveryOverride?.tokenEndpoint],
     ['revocationEndpoint', plain?.revocationEndpoint ?? oidc?.discoveryOverride?.revocationEndpoint],
     ['jwksUri', oidc?.discoveryOverride?.jwksUri],
+    ['discoveryOverride.endSessionEndpoint', oidc?.discoveryOverride?.endSessionEndpoint],
   ] as const) {
     if (value !== undefined) checkUrl(value, `${where}.${field}`, problems);
   }
@@ -110,6 +112,8 @@ export function resolveCodeFlow(
     ...optional('tokenEndpoint', plain?.tokenEndpoint ?? oidc?.discoveryOverride?.tokenEndpoint),
     ...optional('jwksUri', oidc?.discoveryOverride?.jwksUri),
     ...optional('revocationEndpoint', plain?.revocationEndpoint ?? oidc?.discoveryOverride?.revocationEndpoint),
+    ...optional('endSessionEndpoint', oidc?.discoveryOverride?.endSessionEndpoint || undefined),
+    endSessionMethod: oidc?.endSessionProperties?.methodType === 'PostMethod' ? 'post' : 'get',
     idTokenAlgs: (oidc?.discoveryOverride?.idTokenAlgs ?? []) as CodeFlowStepConfig['idTokenAlgs'],
     clientSecretPost:
       authMethods !== undefined && !authMethods.includes('client_secret_basic') && authMethods.includes('client_secret_post'),

@@ -28,6 +28,11 @@ export function resolveOAuth2(raw: unknown, ctx: StepResolveContext): AuthStepCo
   return atv.jwt ? jwtStep(atv, ctx) : introspectionStep(atv, ctx);
 }
 
+/** userinfoUrl, when set (checkStep reports one that is not http or https). */
+function userinfo(atv: AccessTokenValidation): { userinfoUrl?: string } {
+  return atv.userinfoUrl === undefined || atv.userinfoUrl === '' ? {} : { userinfoUrl: atv.userinfoUrl };
+}
+
 /** dynamicMetadataFromClaims, when it names any claim. */
 function metadataFromClaims(atv: AccessTokenValidation): { dynamicMetadataFromClaims?: Record<string, string> } {
   const m = atv.dynamicMetadataFromClaims;
@@ -55,6 +60,7 @@ function jwtStep(atv: AccessTokenValidation, ctx: StepResolveContext): AuthStepC
     // cache, Envoy's edge cache), never past its `exp`; 0s = verify every request
     cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
     ...metadataFromClaims(atv),
+    ...userinfo(atv),
   };
   return checkStep(out, `${ctx.where}.oauth2.accessTokenValidation`, ctx.problems) ? out : undefined;
 }
@@ -69,6 +75,7 @@ function introspectionStep(atv: AccessTokenValidation, ctx: StepResolveContext):
     cacheTimeoutMs: durationMs(atv.cacheTimeout ?? DEFAULT_AUTH_CACHE_TIMEOUT),
     requiredScopes: atv.requiredScopes?.scope ?? [],
     ...metadataFromClaims(atv),
+    ...userinfo(atv),
   };
   if (atv.introspection?.userIdAttributeName) out.userIdAttributeName = atv.introspection.userIdAttributeName;
   if (atv.introspectionUrl !== undefined) {

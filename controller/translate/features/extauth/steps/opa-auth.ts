@@ -9,5 +9,12 @@ export function resolveOpaAuth(raw: unknown, ctx: StepResolveContext): AuthStepC
   const out = opaStep(raw as NonNullable<AuthStep['opaAuth']>, where, refsOf(ctx), ctx.problems);
   if (!out) return undefined;
   const step = { ...out, ...ctx.named };
-  return checkStep(step, where, ctx.problems) ? step : undefined;
+  if (!checkStep(step, where, ctx.problems)) return undefined;
+  // what extauth would refuse (and then deny every request with) is a reason on the AuthConfig instead
+  const error = ctx.regoCheck?.(step.modules, step.query);
+  if (error !== undefined) {
+    ctx.problems.push({ code: 'InvalidSpec', message: `${where}: the Rego does not compile: ${error}` });
+    return undefined;
+  }
+  return step;
 }
