@@ -871,6 +871,26 @@ const PlainOAuth2Schema = z.strictObject({
 });
 export type PlainOAuth2 = z.infer<typeof PlainOAuth2Schema>;
 
+/**
+ * Gloo's deprecated `oauth` step: the OIDC login with the first fields oidcAuthorizationCode had. Gloo's docs of the
+ * time wrote it with the proto's own names (`app_url`), which Gloo's protobuf-JSON reading accepts, so both are read.
+ */
+const DeprecatedOAuthSchema = z.preprocess(
+  (v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), x]))
+      : v,
+  z.strictObject({
+    clientId: z.string().min(1),
+    clientSecretRef: ResourceRefSchema.optional(),
+    issuerUrl: z.string().min(1),
+    authEndpointQueryParams: z.record(z.string(), z.string()).optional(),
+    appUrl: z.string().min(1),
+    callbackPath: z.string().min(1),
+    scopes: z.array(z.string().min(1)).optional(),
+  }),
+);
+
 /** The step kinds Gloo knows; those without a schema below are reported as not supported. */
 export const AUTH_STEP_KINDS = [
   'basicAuth',
@@ -897,6 +917,7 @@ const TYPED_STEP_KINDS = {
   opaServerAuth: true,
   passThroughAuth: true,
   hmacAuth: true,
+  oauth: true,
 } as const;
 
 const AuthStepSchema = z.strictObject({
@@ -915,6 +936,7 @@ const AuthStepSchema = z.strictObject({
   opaServerAuth: OpaServerAuthSchema.optional(),
   passThroughAuth: PassThroughAuthSchema.optional(),
   hmacAuth: HmacAuthSchema.optional(),
+  oauth: DeprecatedOAuthSchema.optional(),
   ...Object.fromEntries(AUTH_STEP_KINDS.filter((k) => !Object.hasOwn(TYPED_STEP_KINDS, k)).map((k) => [k, z.unknown().optional()])),
 });
 export type AuthStep = z.infer<typeof AuthStepSchema> & {
@@ -930,6 +952,7 @@ export type AuthStep = z.infer<typeof AuthStepSchema> & {
   opaServerAuth?: z.infer<typeof OpaServerAuthSchema>;
   passThroughAuth?: z.infer<typeof PassThroughAuthSchema>;
   hmacAuth?: z.infer<typeof HmacAuthSchema>;
+  oauth?: z.infer<typeof DeprecatedOAuthSchema>;
 };
 
 export const AuthConfigSpecSchema = z.strictObject({

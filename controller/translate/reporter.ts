@@ -37,7 +37,8 @@ export type ReportCode =
   | 'EnvoyRejected'
   | 'ServingLastAccepted'
   | 'NotServed'
-  | 'RestartRequired';
+  | 'RestartRequired'
+  | 'Deprecated';
 
 export interface Report {
   resource: SourceRef;

@@ -70,10 +70,7 @@ export function translateAuthConfig(
               'auth server and call it with passThroughAuth (grpc or http)'
             : kind === 'ldapInternal'
               ? `${where}.ldapInternal: Gloo's internal form of ldap (not user-facing); write ldap with groupLookupSettings`
-              : kind === 'oauth'
-                ? `${where}.oauth: Gloo's deprecated OIDC step; write it as oauth2.oidcAuthorizationCode (same fields: ` +
-                  'appUrl, callbackPath, clientId, clientSecretRef, issuerUrl, scopes, authEndpointQueryParams)'
-                : `${where}.${kind}: ${kind} steps are not supported (supported: ${supported})`,
+              : `${where}.${kind}: ${kind} steps are not supported (supported: ${supported})`,
       });
     }
     if (known.length > 1) {

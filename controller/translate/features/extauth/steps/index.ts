@@ -2,7 +2,7 @@
 // exporting a StepResolver (and the extauth side: extensions/extauth/steps/), and one line below.
 import type { StepResolver } from './common.js';
 import { resolveApiKeyAuth } from './api-key-auth.js';
-import { resolveOAuth2 } from './oauth2.js';
+import { resolveDeprecatedOAuth, resolveOAuth2 } from './oauth2.js';
 import { resolveBasicAuth } from './basic-auth.js';
 import { resolveLdap } from './ldap.js';
 import { resolveOpaAuth } from './opa-auth.js';
@@ -21,4 +21,5 @@ export const STEP_RESOLVERS: Readonly<Record<string, { resolve: StepResolver; la
   passThroughAuth: { resolve: resolvePassThroughAuth, label: 'passThroughAuth' },
   hmacAuth: { resolve: resolveHmacAuth, label: 'hmacAuth' },
   jwt: { resolve: resolveJwt, label: 'jwt' },
+  oauth: { resolve: resolveDeprecatedOAuth, label: 'oauth (deprecated)' },
 };

@@ -28,6 +28,13 @@ export function resolveOAuth2(raw: unknown, ctx: StepResolveContext): AuthStepCo
   return atv.jwt ? jwtStep(atv, ctx) : introspectionStep(atv, ctx);
 }
 
+/** Gloo's deprecated `oauth` step: served as the oidcAuthorizationCode login it became, with a Warning. */
+export function resolveDeprecatedOAuth(raw: unknown, ctx: StepResolveContext): AuthStepConfig | undefined {
+  const where = `${ctx.where}.oauth`;
+  ctx.warnings.push({ code: 'Deprecated', message: `${where}: deprecated in Gloo; served as oauth2.oidcAuthorizationCode` });
+  return resolveCodeFlow(raw as NonNullable<AuthStep['oauth']>, 'oidc', where, ctx, ctx.failOnRedirect);
+}
+
 /** userinfoUrl, when set (checkStep reports one that is not http or https). */
 function userinfo(atv: AccessTokenValidation): { userinfoUrl?: string } {
   return atv.userinfoUrl === undefined || atv.userinfoUrl === '' ? {} : { userinfoUrl: atv.userinfoUrl };
