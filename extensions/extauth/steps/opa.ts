@@ -4,7 +4,7 @@
 // `unavailable` (denied, logged at most every 10 s).
 import type { OpaServerStepConfig, OpaStepConfig } from '../../../common/auth-config.js';
 import type { Logger } from '../../../common/log.js';
-import { OpaWasmPolicy, askOpaServer, opaInput } from '../opa.js';
+import { OpaWasmPolicy, askOpaServer, opaInput, opaInputJson, type OpaHttpRequest } from '../opa.js';
 import type { Outcome } from '../outcome.js';
 import type { AuthRequest } from '../request.js';
 import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
@@ -12,15 +12,20 @@ import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
 const ERROR_LOG_EVERY_MS = 10_000;
 const OPA_SERVER_TIMEOUT_MS = 2_000;
 
-function input(req: AuthRequest): Record<string, unknown> {
-  return opaInput({
+function httpRequest(req: AuthRequest): OpaHttpRequest {
+  const body = req.body;
+  return {
     method: req.method,
     path: req.path,
     host: req.host,
     scheme: req.scheme,
     headers: req.allHeaders,
-    ...(req.body !== undefined ? { body: req.body } : {}),
-  });
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
+function input(req: AuthRequest): Record<string, unknown> {
+  return opaInput(httpRequest(req));
 }
 
 export class OpaStep implements AuthStep {
@@ -52,7 +57,7 @@ export class OpaStep implements AuthStep {
     }
     if (!this.policy) return undefined;
     try {
-      if (this.policy.evaluate(input(hold.request))) return 'allow';
+      if (this.policy.evaluateJson(opaInputJson(httpRequest(hold.request)))) return 'allow';
       hold.detail = 'opa: the query is not true';
     } catch (err) {
       hold.detail = `opa: evaluation failed (${err instanceof Error ? err.message.slice(0, 100) : 'error'})`;
