@@ -417,10 +417,11 @@ export const authCached = authScenario({
 export const authOidcSession = authScenario({
   name: 'auth-oidc-session',
   description:
-    'GET on a route protected by oidcAuthorizationCode, logged in: a sealed session cookie, opened by the extauth service on every ' +
-    'request (an ext_authz Check, no provider call), the ID token forwarded in a header: the pair of auth-unprotected',
+    'GET on a route protected by oidcAuthorizationCode, logged in: a sealed session cookie, opened by the extauth service once and ' +
+    'granted to the edge cache (credential-check), which then skips ext_authz and sets the ID token header itself',
   route: '/oidc',
   compareTo: ['auth-unprotected', 'auth-cached-no-edge'],
+  aims: { 'auth-unprotected': 0.6 },
   request: () => ({ headers: { cookie: OIDC_COOKIE } }),
   notes: ['the cookie is sealed by the bench with the AuthConfig cipher key (no browser login)'],
 });

@@ -43,9 +43,8 @@ function request(o: {
 }): TestRequest {
   const route = o.route ?? { key: KEY, cookie: '__session', checkPaths: '/callback /logout' };
   const properties: Record<string, string> = {};
-  if (route.key !== undefined) properties[`${META}.auth_key`] = route.key;
-  if (route.cookie !== undefined) properties[`${META}.cookie`] = route.cookie;
-  if (route.checkPaths !== undefined) properties[`${META}.check_paths`] = route.checkPaths;
+  const kind = route.cookie !== undefined ? `cookie:${route.cookie}` : 'authorization';
+  if (route.key !== undefined) properties[`${META}.edge`] = `${route.key}\n${kind}\n${route.checkPaths ?? ''}`;
   const g = o.granted;
   const response = g
     ? {

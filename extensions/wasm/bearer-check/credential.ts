@@ -3,11 +3,11 @@
 // oauth2) or the whole Authorization value (ldap, basicAuth). It never refuses anything itself: a request
 // it cannot vouch for goes on to ext_authz, which decides as before.
 //
-// Route metadata (filter_metadata["legate.credential_check"], set by the controller):
-//   auth_key     `<ns>.<name>@<version>` of the route's AuthConfig (absent: the filter does nothing)
-//   cookie       the session cookie's name: the credential is that cookie's value (absent: Authorization)
-//   check_paths  space-separated paths (query left out) that always go to ext_authz: the login callback and
-//                logout path. A logout request also ends the grant of the cookie it carries, for every worker.
+// Route metadata (filter_metadata["legate.credential_check"].edge, set by the controller; one property read),
+// three lines: `<ns>.<name>@<version>` of the route's AuthConfig; the credential, `cookie:<name>` (the session
+// cookie's value) or `authorization` (the whole Authorization value); the space-separated paths (query left
+// out) that always go to ext_authz, the login callback and logout path (may be empty). A logout request also
+// ends the grant of the cookie it carries, for every worker. No `edge`: the filter does nothing.
 // After an allow, ext_authz dynamic metadata says what was granted: `legate_auth_key` (must equal the
 // route's), `legate_credential` (`cookie:<name>` or `authorization`: must be what the route keys on),
 // `legate_cache_ms` and `legate_headers` (the request headers the extauth service set for the upstream, e.g.
@@ -33,36 +33,57 @@ const MAX_PAYLOAD_BYTES: usize = 16384;
 const AUTHORIZATION = String.UTF8.encode("authorization");
 const COOKIE = String.UTF8.encode("cookie");
 const PATH = String.UTF8.encode(":path");
-const ROUTE_AUTH_KEY = propertyPath(["xds", "route_metadata", "filter_metadata", "legate.credential_check", "auth_key"]);
-const ROUTE_COOKIE = propertyPath(["xds", "route_metadata", "filter_metadata", "legate.credential_check", "cookie"]);
-const ROUTE_CHECK_PATHS = propertyPath(["xds", "route_metadata", "filter_metadata", "legate.credential_check", "check_paths"]);
+const ROUTE_EDGE = propertyPath(["xds", "route_metadata", "filter_metadata", "legate.credential_check", "edge"]);
+const COOKIE_PREFIX = "cookie:";
 const CHECKED_AUTH_KEY = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_auth_key"]);
 const CHECKED_CACHE_MS = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_cache_ms"]);
 const CHECKED_CREDENTIAL = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_credential"]);
 const CHECKED_HEADERS = propertyPath(["metadata", "filter_metadata", "envoy.filters.http.ext_authz", "legate_headers"]);
 
 const value = new HostBytes();
-const routeKey = new HostBytes();
-const cookieName = new HostBytes();
-const paths = new HostBytes();
+/** the route's `edge` value and where its three lines are */
+const route = new HostBytes();
+let keyLen: usize = 0;
+let credentialAt: usize = 0;
+let credentialLen: usize = 0;
+let pathsAt: usize = 0;
 const path = new HostBytes();
 const checked = new HostBytes();
 const sha = new Sha256();
 const lookupDigest = new Digest();
 
-function sameBytes(a: HostBytes, b: HostBytes): bool {
-  if (a.len != b.len) return false;
-  for (let i: usize = 0; i < a.len; i++) if (a.byteAt(i) != b.byteAt(i)) return false;
+/** Whether `b` holds exactly the `len` bytes at `ptr`. */
+function equalsAt(b: HostBytes, ptr: usize, len: usize): bool {
+  if (b.len != len) return false;
+  for (let i: usize = 0; i < len; i++) if (b.byteAt(i) != <u32>load<u8>(ptr + i)) return false;
   return true;
 }
 
-/** Whether `b` holds exactly `prefix` followed by the bytes of `rest`. */
-function equalsJoined(b: HostBytes, prefix: string, rest: HostBytes): bool {
-  const p = String.UTF8.encode(prefix);
-  const plen = <usize>p.byteLength;
-  if (b.len != plen + rest.len) return false;
-  for (let i: usize = 0; i < plen; i++) if (b.byteAt(i) != <u32>load<u8>(changetype<usize>(p) + i)) return false;
-  for (let i: usize = 0; i < rest.len; i++) if (b.byteAt(plen + i) != rest.byteAt(i)) return false;
+/** Reads the route's `edge` into `route` and finds its lines; false when absent or malformed. */
+function readRoute(): bool {
+  if (getProperty(ROUTE_EDGE, route) != Status.Ok) {
+    route.release();
+    return false;
+  }
+  let i: usize = 0;
+  while (i < route.len && route.byteAt(i) != 0x0a) i++;
+  keyLen = i;
+  credentialAt = i + 1;
+  i = credentialAt;
+  while (i < route.len && route.byteAt(i) != 0x0a) i++;
+  credentialLen = i - credentialAt;
+  pathsAt = i + 1;
+  if (keyLen == 0 || credentialLen == 0 || pathsAt > route.len) {
+    route.release();
+    return false;
+  }
+  return true;
+}
+
+/** Whether the route keys on a cookie (`cookie:<name>`); the name is then at credentialAt + 7. */
+function byCookie(): bool {
+  if (credentialLen <= <usize>COOKIE_PREFIX.length) return false;
+  for (let k = 0; k < COOKIE_PREFIX.length; k++) if (route.byteAt(credentialAt + <usize>k) != <u32>COOKIE_PREFIX.charCodeAt(k)) return false;
   return true;
 }
 
@@ -87,7 +108,7 @@ function isSpace(c: u32): bool {
  * (parts split at ';', name and value trimmed): start offset in `found[0]`, length in `found[1]`. False when
  * it is absent or appears more than once (then the request is left to ext_authz).
  */
-function findCookie(ptr: usize, len: usize, name: HostBytes, found: StaticArray<usize>): bool {
+function findCookie(ptr: usize, len: usize, namePtr: usize, nameLen: usize, found: StaticArray<usize>): bool {
   let seen = false;
   let i: usize = 0;
   while (i < len) {
@@ -100,10 +121,10 @@ function findCookie(ptr: usize, len: usize, name: HostBytes, found: StaticArray<
       let ne = eq;
       while (ns < ne && isSpace(<u32>load<u8>(ptr + ns))) ns++;
       while (ne > ns && isSpace(<u32>load<u8>(ptr + ne - 1))) ne--;
-      if (ne - ns == name.len) {
+      if (ne - ns == nameLen) {
         let same = true;
-        for (let k: usize = 0; k < name.len; k++) {
-          if (<u32>load<u8>(ptr + ns + k) != name.byteAt(k)) {
+        for (let k: usize = 0; k < nameLen; k++) {
+          if (load<u8>(ptr + ns + k) != load<u8>(namePtr + k)) {
             same = false;
             break;
           }
@@ -125,8 +146,8 @@ function findCookie(ptr: usize, len: usize, name: HostBytes, found: StaticArray<
   return seen && found[1] > 0;
 }
 
-/** Whether the request path (query left out) is one of the space-separated `list`. */
-function pathListed(list: HostBytes, p: HostBytes): bool {
+/** Whether the request path (query left out) is one of the space-separated list at `list`/`listLen`. */
+function pathListed(list: usize, listLen: usize, p: HostBytes): bool {
   let plen = p.len;
   for (let i: usize = 0; i < p.len; i++) {
     if (p.byteAt(i) == 0x3f) {
@@ -135,13 +156,13 @@ function pathListed(list: HostBytes, p: HostBytes): bool {
     }
   }
   let i: usize = 0;
-  while (i < list.len) {
+  while (i < listLen) {
     let end = i;
-    while (end < list.len && list.byteAt(end) != 0x20) end++;
+    while (end < listLen && load<u8>(list + end) != 0x20) end++;
     if (end - i == plen) {
       let same = true;
       for (let k: usize = 0; k < plen; k++) {
-        if (list.byteAt(i + k) != p.byteAt(k)) {
+        if (<u32>load<u8>(list + i + k) != p.byteAt(k)) {
           same = false;
           break;
         }
@@ -242,8 +263,6 @@ const cookieAt = new StaticArray<usize>(2);
 class CredentialCheckStream extends StreamContext {
   /** set on a miss: the digest to store if ext_authz grants it */
   private pending: Digest | null = null;
-  /** what the route keys on: `cookie:<name>` or `authorization` */
-  private credential: string = "";
 
   constructor(contextId: u32, private root: CredentialCheckRoot) {
     super(contextId);
@@ -256,14 +275,13 @@ class CredentialCheckStream extends StreamContext {
       value.release();
       removeHeader(MapType.HttpRequestHeaders, root.verifiedHeader);
     }
-    if (getProperty(ROUTE_AUTH_KEY, routeKey) != Status.Ok || routeKey.len == 0) {
-      routeKey.release();
-      return Action.Continue;
-    }
-    const byCookie = getProperty(ROUTE_COOKIE, cookieName) == Status.Ok && cookieName.len > 0;
+    if (!readRoute()) return Action.Continue;
+    const cookie = byCookie();
     let digest = false;
-    if (byCookie) {
-      if (getHeader(MapType.HttpRequestHeaders, COOKIE, value) == Status.Ok && findCookie(value.ptr, value.len, cookieName, cookieAt)) {
+    if (cookie) {
+      const name = route.ptr + credentialAt + <usize>COOKIE_PREFIX.length;
+      const nameLen = credentialLen - <usize>COOKIE_PREFIX.length;
+      if (getHeader(MapType.HttpRequestHeaders, COOKIE, value) == Status.Ok && findCookie(value.ptr, value.len, name, nameLen, cookieAt)) {
         this.hash(0x63, value.ptr + cookieAt[0], cookieAt[1]);
         digest = true;
       }
@@ -274,7 +292,7 @@ class CredentialCheckStream extends StreamContext {
     value.release();
     if (digest && this.onCheckPath()) {
       // the callback and logout always reach the extauth service; a logout also ends this cookie's grant
-      if (byCookie) root.cache!.drop(lookupDigest);
+      if (cookie) root.cache!.drop(lookupDigest);
       root.alwaysChecked!.increment();
       digest = false;
     }
@@ -287,17 +305,15 @@ class CredentialCheckStream extends StreamContext {
         root.hits!.increment();
       } else {
         this.pending = lookupDigest.clone();
-        this.credential = byCookie ? "cookie:" + cookieName.toString() : "authorization";
       }
     }
-    routeKey.release();
-    cookieName.release();
+    route.release();
     return Action.Continue;
   }
 
   /** lookupDigest = SHA-256(route key, NUL, kind, NUL, credential). */
   private hash(kind: u8, ptr: usize, len: usize): void {
-    sha.update(routeKey.ptr, routeKey.len);
+    sha.update(route.ptr, keyLen);
     sha.updateByte(0);
     sha.updateByte(kind);
     sha.updateByte(0);
@@ -306,14 +322,10 @@ class CredentialCheckStream extends StreamContext {
   }
 
   private onCheckPath(): bool {
-    if (getProperty(ROUTE_CHECK_PATHS, paths) != Status.Ok || paths.len == 0) {
-      paths.release();
-      return false;
-    }
+    if (pathsAt >= route.len) return false;
     let listed = false;
-    if (getHeader(MapType.HttpRequestHeaders, PATH, path) == Status.Ok) listed = pathListed(paths, path);
+    if (getHeader(MapType.HttpRequestHeaders, PATH, path) == Status.Ok) listed = pathListed(route.ptr + pathsAt, route.len - pathsAt, path);
     path.release();
-    paths.release();
     return listed;
   }
 
@@ -340,18 +352,15 @@ class CredentialCheckStream extends StreamContext {
     const ms = parseMillis(checked);
     checked.release();
     if (ms <= 0) return Action.Continue;
-    let same = false;
-    if (getProperty(CHECKED_AUTH_KEY, checked) == Status.Ok && getProperty(ROUTE_AUTH_KEY, routeKey) == Status.Ok) {
-      same = routeKey.len > 0 && sameBytes(checked, routeKey);
-    }
+    if (!readRoute()) return Action.Continue;
+    // the grant must be for this route's AuthConfig version and for what it keys on (never a cookie grant
+    // stored under an Authorization value)
+    let same = getProperty(CHECKED_AUTH_KEY, checked) == Status.Ok && equalsAt(checked, route.ptr, keyLen);
     checked.release();
-    routeKey.release();
+    if (same) same = getProperty(CHECKED_CREDENTIAL, checked) == Status.Ok && equalsAt(checked, route.ptr + credentialAt, credentialLen);
+    checked.release();
+    route.release();
     if (!same) return Action.Continue;
-    // the grant must be for what this route keys on (never a cookie grant stored under an Authorization value)
-    const empty = new HostBytes();
-    const credential = getProperty(CHECKED_CREDENTIAL, checked) == Status.Ok && equalsJoined(checked, this.credential, empty);
-    checked.release();
-    if (!credential) return Action.Continue;
     const payload = this.payload();
     if (payload === null) return Action.Continue;
     const root = this.root;

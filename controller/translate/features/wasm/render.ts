@@ -283,11 +283,12 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
         const authKey = `${auth.configId}@${auth.configVersion}`;
         const credential = auth.edgeCredential;
         if (credential === undefined) byFilter[BEARER_CHECK] = { auth_key: authKey };
-        else if (credentialOn(options))
-          byFilter[CREDENTIAL_CHECK] = {
-            auth_key: authKey,
-            ...('cookie' in credential ? { cookie: credential.cookie, check_paths: credential.checkPaths.join(' ') } : {}),
-          };
+        else if (credentialOn(options)) {
+          // one string, so the filter reads one property: key, credential, always-checked paths (one line each)
+          const kind = 'cookie' in credential ? `cookie:${credential.cookie}` : 'authorization';
+          const paths = 'cookie' in credential ? credential.checkPaths.join(' ') : '';
+          byFilter[CREDENTIAL_CHECK] = { edge: `${authKey}\n${kind}\n${paths}` };
+        }
       }
       // on where its AuthConfig is cached by credential-check, off where a route's own AuthConfig is not
       // (off on the HCM: only a virtual host that turned it on needs turning off again)
