@@ -388,6 +388,27 @@ export function stepReads(step: AuthStepConfig): StepReads {
   return (STEP_READS[step.type] as (s: AuthStepConfig) => StepReads)(step);
 }
 
+/**
+ * What Envoy's edge cache may key an allow of this config on (docs/wasm.md): `bearer`, the bearer token (every
+ * step judges it); `cookie`, a browser session cookie (one oidcAuthorizationCode / oauth2 step; `checkPaths`, the
+ * callback and logout, always reach the extauth service); `authorization`, the whole Authorization value (ldap and
+ * basicAuth steps only); undefined: nothing (booleanExpr, steps that read more of the request, a regex callback
+ * path or a session target domain, which the filter cannot match).
+ */
+export type EdgeCredential = { kind: 'bearer' } | { kind: 'cookie'; name: string; checkPaths: string[] } | { kind: 'authorization' };
+
+export function edgeCredential(steps: readonly AuthStepConfig[], booleanExpr: string | undefined): EdgeCredential | undefined {
+  if (booleanExpr !== undefined || steps.length === 0) return undefined;
+  if (steps.every((st) => stepReads(st).bearer)) return { kind: 'bearer' };
+  if (steps.every((st) => st.type === 'ldap' || st.type === 'basic-auth')) return { kind: 'authorization' };
+  const only = steps.length === 1 ? steps[0] : undefined;
+  if (only?.type !== 'oauth2-code' || only.callbackPathIsRegex || only.session.targetDomain !== undefined) return undefined;
+  const checkPaths = [only.callbackPath, ...(only.logoutPath !== undefined ? [only.logoutPath] : [])];
+  // the filter reads the list space-separated
+  if (checkPaths.some((p) => /\s/.test(p))) return undefined;
+  return { kind: 'cookie', name: only.session.cookieName, checkPaths };
+}
+
 export const AuthConfigConfigSchema = z
   .object({
     /** `<namespace>.<name>`: the `config_id` context extension of routes using it */

@@ -2,17 +2,19 @@
 // `legate run` with routes to the shared upstream: /open (no auth), /ldap (ldap against a Debian slapd loaded
 // with Gloo's guide users: rick, a manager, passes; the step keeps an outcome 10 s, so most checks bind
 // nothing), /opa (opaAuth: Gloo's guide policy compiled to wasm, evaluated in extauth per request) and /basic
-// (basicAuth apr1, a verified credential remembered a minute). None of them is offered to bearer-check's edge
-// cache: every request is an ext_authz Check. Skipped where slapd or the opa binary (make opa) is missing.
+// (basicAuth apr1, a verified credential remembered a minute). ldap and basicAuth allows are granted to the edge
+// cache (credential-check, keyed on Authorization) as long as extauth keeps them; every OPA request is an ext_authz
+// Check. Skipped where slapd or the opa binary (make opa) is missing.
 import fs from 'node:fs';
 import path from 'node:path';
 import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../../test/e2e/harness/ldap.js';
-import { legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
+import { envoyStats, legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { routeYaml, upstreamYaml, vsWithRoutesYaml } from '../lib/resources.js';
 import { send, waitFor } from '../lib/net.js';
 import { acquire } from '../lib/servers.js';
 import { ScenarioSkipped, type BenchContext, type LoadScenario, type LoadTarget, type Upstream } from '../lib/types.js';
 
+const EXT_AUTHZ_CALLS = 'cluster.legate-extauth.upstream_rq_total';
 const RICK = `Basic ${Buffer.from('rick:rickpwd').toString('base64')}`;
 const USER = `Basic ${Buffer.from('user:password').toString('base64')}`;
 
@@ -148,6 +150,9 @@ function stepScenario(o: {
         path: `${o.route}/bench`,
         ...(o.authorization ? { request: { headers: { authorization: o.authorization } } } : {}),
         processes: [...legateProcesses(g.value.gw), { label: 'upstream', role: 'upstream', pid: g.value.up.pid }],
+        counters: async () => ({
+          'ext_authz checks': (await envoyStats(g.value.gw.ports.admin, [EXT_AUTHZ_CALLS]))[EXT_AUTHZ_CALLS]!,
+        }),
         notes: [],
         stop: () => g.release(),
       };
@@ -167,7 +172,7 @@ export const authLdap = stepScenario({
   name: 'auth-ldap',
   description:
     "GET on a route protected by an ldap AuthConfig (Gloo's guide, slapd on loopback), one user's Basic credentials: " +
-    'an ext_authz Check per request, answered from the step’s 10 s outcome cache (a bind every 10 s)',
+    'the step’s 10 s outcome granted to the edge cache (credential-check) as long, so an ext_authz Check and a bind every 10 s',
   route: '/ldap',
   authorization: RICK,
   compareTo: ['auth-steps-unprotected'],
@@ -186,7 +191,8 @@ export const authOpa = stepScenario({
 
 export const authBasic = stepScenario({
   name: 'auth-basic',
-  description: 'GET on a route protected by basicAuth (apr1): an ext_authz Check per request, the verified credential remembered',
+  description:
+    'GET on a route protected by basicAuth (apr1): the credential verified once, remembered a minute and granted to the edge cache as long',
   route: '/basic',
   authorization: USER,
   compareTo: ['auth-steps-unprotected'],

@@ -140,6 +140,34 @@ spec:
 `;
 }
 
+/** Host of the VirtualService whose virtual host verifies JWTs in Envoy (jwtStaged, jwt_authn): the auth-jwt-envoy scenario. */
+const JWT_ENVOY_HOST = 'jwt-envoy.bench.test';
+
+/**
+ * A VirtualService on JWT_ENVOY_HOST with Gloo's `jwtStaged.beforeExtAuth` (one provider, the bench key as a local
+ * JWKS, issuer and audience) and one route to the upstream: Envoy's own jwt_authn filter verifies the token, no
+ * ext_authz call.
+ */
+function jwtEnvoyVsYaml(jwks: string): string {
+  return `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: auth-jwt-envoy, namespace: default }
+spec:
+  virtualHost:
+    domains: [${JWT_ENVOY_HOST}]
+    options:
+      jwtStaged:
+        beforeExtAuth:
+          providers:
+            bench:
+              issuer: ${JWT_ISSUER}
+              audiences: [${JWT_AUDIENCE}]
+              jwks: { local: { key: ${JSON.stringify(jwks)} } }
+    routes:
+${routeYaml('/')}
+`;
+}
+
 /** The OIDC route's session key (a Secret the AuthConfig's cipherConfig names) and a logged-in session cookie. */
 const OIDC_KEY = '0123456789abcdef0123456789abcdef';
 const OIDC_COOKIE = `__session=${sealCookieSession(Buffer.from(OIDC_KEY).toString('base64'), '__session', {
@@ -245,6 +273,7 @@ function gateway(ctx: BenchContext, p: Provider, variant: AuthVariant): Promise<
         routeYaml('/jwt', 'bench-jwt'),
         routeYaml('/oidc', 'bench-oidc'),
       ]),
+      'jwt-envoy.yaml': jwtEnvoyVsYaml(jwt.jwks),
       ...(edge ? {} : { 'settings.yaml': wasmChecksSettingsYaml({ bearerCheck: true, graphqlCheck: true, cacheEntries: 0 }) }),
       ...(variant === 'edge-per-worker' ? { 'settings.yaml': PER_WORKER_SETTINGS } : {}),
     };
@@ -267,6 +296,19 @@ function gateway(ctx: BenchContext, p: Provider, variant: AuthVariant): Promise<
         const denied = await send(gw.ports.http, { path: route });
         if (denied.status !== 403) throw new Error(`${route} without a token answered ${denied.status}, expected 403`);
       }
+      await waitFor(
+        'the jwtStaged virtual host to let a valid JWT through',
+        async () => {
+          const r = await send(gw.ports.http, {
+            path: '/bench',
+            headers: { host: JWT_ENVOY_HOST, authorization: `Bearer ${jwtToken}` },
+          });
+          return r.status === 200 && r.text === up.body ? true : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, abortIf: dead },
+      );
+      const unsigned = await send(gw.ports.http, { path: '/bench', headers: { host: JWT_ENVOY_HOST } });
+      if (unsigned.status !== 401) throw new Error(`the jwtStaged virtual host without a JWT answered ${unsigned.status}, expected 401`);
       await waitFor(
         '/oidc to let a session cookie through',
         async () => {
@@ -306,6 +348,8 @@ function authScenario(o: {
   /** measured at the same time as the other scenarios of the group, each on its own legate run */
   group?: string;
   connections?: number;
+  /** Host header (default: wrk's own) */
+  host?: string;
 }): LoadScenario {
   return {
     kind: 'load',
@@ -322,6 +366,7 @@ function authScenario(o: {
           ...(o.connections !== undefined ? { connections: o.connections } : {}),
           port: g.value.gw.ports.http,
           path: `${o.route}/bench`,
+          ...(o.host !== undefined ? { host: o.host } : {}),
           request: o.request(p.value, await oneJwt()),
           processes: [
             ...legateProcesses(g.value.gw),
@@ -372,10 +417,11 @@ export const authCached = authScenario({
 export const authOidcSession = authScenario({
   name: 'auth-oidc-session',
   description:
-    'GET on a route protected by oidcAuthorizationCode, logged in: a sealed session cookie, opened by the extauth service on every ' +
-    'request (an ext_authz Check, no provider call), the ID token forwarded in a header: the pair of auth-unprotected',
+    'GET on a route protected by oidcAuthorizationCode, logged in: a sealed session cookie, opened by the extauth service once and ' +
+    'granted to the edge cache (credential-check), which then skips ext_authz and sets the ID token header itself',
   route: '/oidc',
   compareTo: ['auth-unprotected', 'auth-cached-no-edge'],
+  aims: { 'auth-unprotected': 0.6 },
   request: () => ({ headers: { cookie: OIDC_COOKIE } }),
   notes: ['the cookie is sealed by the bench with the AuthConfig cipher key (no browser login)'],
 });
@@ -426,6 +472,19 @@ export const authJwtNoEdge = authScenario({
   request: oneJwtRequest,
   notes: [],
   variant: 'no-edge',
+});
+
+export const authJwtEnvoy = authScenario({
+  name: 'auth-jwt-envoy',
+  description:
+    "GET on a virtual host with Gloo's jwtStaged (beforeExtAuth, one provider, the same ES256 key as a local JWKS, issuer and " +
+    "audience), one valid JWT reused: verified by Envoy's own jwt_authn filter on every request, no ext_authz call",
+  route: '',
+  host: JWT_ENVOY_HOST,
+  compareTo: ['auth-unprotected', 'auth-jwt'],
+  aims: { 'auth-unprotected': 0.85 },
+  request: oneJwtRequest,
+  notes: ['the VirtualService of the jwtStaged host is in the same legate run as auth-unprotected (another domain)'],
 });
 
 export const authJwtVerify = authScenario({

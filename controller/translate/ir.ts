@@ -99,6 +99,8 @@ export type AuthBindingIR =
       configVersion?: string;
       /** the AuthConfig may allow a request without a bearer token (API keys, booleanExpr): no bearer pre-check */
       bearerOptional?: true;
+      /** Envoy's edge cache keys its allows on this credential (credential-check): a session cookie, or Authorization */
+      edgeCredential?: { cookie: string; checkPaths: string[] } | { authorization: true };
       /** request headers its steps read besides `authorization` (API key headers), which ext_authz must send */
       headers?: string[];
       /** its steps read every request header (ext_authz must send them all) */

@@ -8,7 +8,7 @@
 // allocations are the token slice and its sha256. Anything that is not a clear "allow" is a denial,
 // including every error (fail closed).
 import { createHash } from 'node:crypto';
-import { parseAuthConfigConfig, parseBooleanExpr, type AuthConfigConfig, type BoolExpr } from '../../common/auth-config.js';
+import { edgeCredential, parseAuthConfigConfig, parseBooleanExpr, type AuthConfigConfig, type BoolExpr } from '../../common/auth-config.js';
 import type { Logger } from '../../common/log.js';
 import { parseBearer } from './token.js';
 import { Introspector, tokenHash, tokenRef } from './introspect.js';
@@ -66,6 +66,8 @@ interface CompiledConfig {
   readonly name: string;
   /** `<name>@<version>` when the controller versioned the config, else undefined (no edge caching) */
   readonly edgeKey: string | undefined;
+  /** what the edge grant is keyed on besides the route: '' the bearer token, `cookie:<name>`, `authorization` */
+  readonly edgeCredential: string;
   /** identity of the config's content: unchanged configs are kept as they are across updates */
   readonly fingerprint: string;
   readonly steps: readonly AuthStep[];
@@ -91,6 +93,10 @@ export interface EdgeGrant {
   until: number;
   /** headers, metadata or a denial's own response the steps set; undefined when none (the usual case) */
   answer?: Answer | undefined;
+  /** `cookie:<name>` or `authorization` when the grant is keyed on that instead of a bearer token */
+  credential?: string;
+  /** the upstream headers a cached answer must set again (credential grants): name NUL value NUL ... */
+  headers?: string;
 }
 
 function sha256(text: string): string {
@@ -196,16 +202,20 @@ export class Authorizer {
             : undefined;
         const bearer = steps.some((st) => st.bearer);
         const state = steps.some((st) => st.readsState === true);
-        // the edge cache keys on the bearer token: only configs decided by it alone may use it
-        const edgeKey =
-          config.version !== undefined && expr === undefined && steps.every((st) => st.bearer)
-            ? `${config.name}@${config.version}`
-            : undefined;
+        // the edge cache keys on one credential: the bearer token, a session cookie or the Authorization value
+        const credential = edgeCredential(config.steps, config.booleanExpr);
+        const edgeKey = config.version !== undefined && credential !== undefined ? `${config.name}@${config.version}` : undefined;
+        const edgeCredentialName =
+          credential === undefined || credential.kind === 'bearer'
+            ? ''
+            : credential.kind === 'cookie'
+              ? `cookie:${credential.name}`
+              : 'authorization';
         const summary: AuthConfigSummary = {
           steps: steps.map((st, i) => (config.steps[i]?.name !== undefined ? { ...st.summary, name: config.steps[i].name } : st.summary)),
           ...(config.booleanExpr !== undefined ? { booleanExpr: config.booleanExpr } : {}),
         };
-        keep({ name: config.name, edgeKey, fingerprint, steps, bearer, expr, state, lease, summary });
+        keep({ name: config.name, edgeKey, edgeCredential: edgeCredentialName, fingerprint, steps, bearer, expr, state, lease, summary });
       } catch (err) {
         lease.releaseAll();
         problems.push(`${config.name}: ${err instanceof Error ? err.message : String(err)}`);
@@ -351,7 +361,7 @@ export class Authorizer {
       if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail, hold, grant);
     }
     if (grant !== undefined) {
-      grantEdge(grant, config, hold.until);
+      grantEdge(grant, config, hold.until, hold.answer);
       if (hold.answer !== undefined) grant.answer = hold.answer;
     }
     hold.answer = undefined;
@@ -383,7 +393,7 @@ export class Authorizer {
       if (verdict !== 'allow') return this.deny(config, verdict, hash, hold.detail, hold, grant);
     }
     if (grant !== undefined) {
-      grantEdge(grant, config, hold.until);
+      grantEdge(grant, config, hold.until, hold.answer);
       if (hold.answer !== undefined) grant.answer = hold.answer;
     }
     return this.record('allow');
@@ -503,8 +513,18 @@ export class Authorizer {
   }
 }
 
-function grantEdge(grant: EdgeGrant, config: CompiledConfig, until: number): void {
+function grantEdge(grant: EdgeGrant, config: CompiledConfig, until: number, answer: Answer | undefined): void {
   if (config.edgeKey === undefined || !Number.isFinite(until) || until <= 0) return;
+  if (config.edgeCredential !== '') {
+    // the filter can only set request headers again: an answer with anything else is not offered
+    if (answer?.removeHeaders?.length || answer?.responseHeaders?.length || answer?.metadata !== undefined) return;
+    const upstream = answer?.upstreamHeaders ?? [];
+    if (upstream.some((h) => h.append)) return;
+    // the filter reads them as name NUL value NUL ...: a NUL inside would shift every pair after it
+    if (upstream.some((h) => h.name.includes('\0') || h.value.includes('\0'))) return;
+    grant.credential = config.edgeCredential;
+    if (upstream.length) grant.headers = upstream.map((h) => `${h.name}\0${h.value}`).join('\0');
+  } else if (answer !== undefined) return;
   grant.key = config.edgeKey;
   grant.until = until;
 }

@@ -112,8 +112,13 @@ export class LdapAuthenticator {
 
   /** Cached outcome for these credentials, if still fresh. */
   cached(user: string, password: string, now = Date.now()): LdapVerdict | undefined {
+    return this.cachedEntry(user, password, now)?.verdict;
+  }
+
+  /** The cached outcome and until when it holds (epoch ms), if still fresh. */
+  cachedEntry(user: string, password: string, now = Date.now()): { until: number; verdict: LdapVerdict } | undefined {
     const hit = this.cache.get(digest(this.userDn(user), password));
-    return hit && hit.until > now ? hit.verdict : undefined;
+    return hit && hit.until > now ? hit : undefined;
   }
 
   async authenticate(user: string, password: string): Promise<LdapVerdict> {

@@ -40,6 +40,12 @@ export function opaInput(http: OpaHttpRequest, state: Record<string, unknown> = 
   return { check_request: { attributes: { request: { http } } }, http_request: http, state };
 }
 
+/** opaInput as JSON text, the request serialized once for both places it appears (the per-check path). */
+export function opaInputJson(http: OpaHttpRequest, state: Record<string, unknown> = {}): string {
+  const h = JSON.stringify(http);
+  return `{"check_request":{"attributes":{"request":{"http":${h}}}},"http_request":${h},"state":${JSON.stringify(state)}}`;
+}
+
 function opaBinary(): string {
   return process.env['LEGATE_OPA'] || 'opa';
 }
@@ -139,10 +145,38 @@ const HOST_BUILTINS: Record<string, (...args: unknown[]) => unknown> = {
     return [json(parts[0]!), json(parts[1]!), Buffer.from(parts[2]!, 'base64url').toString('hex')];
   },
 };
+/** What evaluateJson uses of opa-wasm's LoadedPolicy (1.10, ABI 1.2's opa_eval): checked once at load. */
+interface LoadedPolicyInternals {
+  minorVersion: number;
+  mem: WebAssembly.Memory;
+  wasmInstance: WebAssembly.Instance;
+  dataAddr: number;
+  dataHeapPtr: number;
+}
+
+type OpaEval = (reserved: number, entrypoint: number, data: number, input: number, len: number, heap: number, format: number) => number;
+
+const utf8 = new TextEncoder();
+/** opa_eval's result when the query held (the generated module's only rule is a boolean). */
+const ALLOWED = Buffer.from('[{"result":true}]\0');
 
 /** A compiled opaAuth policy: evaluate(input) -> allowed. */
 export class OpaWasmPolicy {
-  private constructor(private readonly policy: LoadedPolicy) {}
+  /** the ABI 1.2 fast path without opa-wasm's per-call JSON.stringify, encoder, decoder and JSON.parse */
+  private readonly direct: { p: LoadedPolicyInternals; opaEval: OpaEval } | undefined;
+
+  private constructor(private readonly policy: LoadedPolicy) {
+    const p = policy as unknown as Partial<LoadedPolicyInternals>;
+    const opaEval = (p.wasmInstance?.exports as Record<string, unknown> | undefined)?.['opa_eval'];
+    const ok =
+      typeof p.minorVersion === 'number' &&
+      p.minorVersion >= 2 &&
+      p.mem instanceof WebAssembly.Memory &&
+      typeof p.dataAddr === 'number' &&
+      typeof p.dataHeapPtr === 'number' &&
+      typeof opaEval === 'function';
+    this.direct = ok ? { p: p as LoadedPolicyInternals, opaEval: opaEval as OpaEval } : undefined;
+  }
 
   static async load(modules: Readonly<Record<string, string>>, query: string): Promise<OpaWasmPolicy> {
     const wasm = await compileOpaWasm(modules, query);
@@ -152,6 +186,29 @@ export class OpaWasmPolicy {
   /** true only when the query held (a `true` result); throws when evaluation fails (the step denies). */
   evaluate(input: unknown): boolean {
     const result = this.policy.evaluate(input) as { result?: unknown }[];
+    return Array.isArray(result) && result[0]?.result === true;
+  }
+
+  /**
+   * evaluate() of an input given as JSON text (opaInputJson): written straight into the policy's memory and
+   * the result compared as bytes (as opa-wasm's own fast path does, minus its allocations and JSON round trip);
+   * any other result is parsed as evaluate() would.
+   */
+  evaluateJson(json: string): boolean {
+    const d = this.direct;
+    if (d === undefined) return this.evaluate(JSON.parse(json));
+    const { p, opaEval } = d;
+    const at = p.dataHeapPtr;
+    const max = json.length * 3;
+    const delta = at + max - p.mem.buffer.byteLength;
+    if (delta > 0) p.mem.grow(Math.ceil(delta / 65536));
+    const { written } = utf8.encodeInto(json, new Uint8Array(p.mem.buffer, at, max));
+    const ret = opaEval(0, 0, p.dataAddr, at, written, at + written, 0);
+    const mem = new Uint8Array(p.mem.buffer);
+    if (Buffer.from(mem.buffer, ret, ALLOWED.length).equals(ALLOWED)) return true;
+    let end = ret;
+    while (mem[end] !== 0) end++;
+    const result = JSON.parse(Buffer.from(mem.buffer, ret, end - ret).toString('utf8')) as { result?: unknown }[];
     return Array.isArray(result) && result[0]?.result === true;
   }
 }

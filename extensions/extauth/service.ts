@@ -254,7 +254,8 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
           if (grant.until === 0) return reply(shaped !== undefined ? frameMessage(shaped) : framed.allow);
           const ms = Math.floor(grant.until - Date.now());
           const allow = shaped ?? responses.allow;
-          reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(allow, grant.key, ms, 5)) : frameMessage(allow));
+          const edge = grant.credential !== undefined ? { credential: grant.credential, headers: grant.headers ?? '' } : undefined;
+          reply(ms > 0 ? framePrefix(encodeAllowWithEdgeGrant(allow, grant.key, ms, 5, edge)) : frameMessage(allow));
         });
       },
       onError: (what, err) => perCall.error(`${what} failed`, { error: err instanceof Error ? err.message : 'unknown error' }),

@@ -24,7 +24,12 @@ import { MalformedProtobuf, ProtoReader } from '../common/protowire.js';
 import { withAuthorization, type AuthRequest } from './request.js';
 
 /** Dynamic metadata keys of an allow (namespace `envoy.filters.http.ext_authz`), read by bearer-check. */
-export const EDGE_METADATA = { key: 'legate_auth_key', cacheMs: 'legate_cache_ms' } as const;
+export const EDGE_METADATA = {
+  key: 'legate_auth_key',
+  cacheMs: 'legate_cache_ms',
+  credential: 'legate_credential',
+  headers: 'legate_headers',
+} as const;
 
 /**
  * One Check's request. The fast path's fields are copied out by parseCheckRequest; the rest (method, path,
@@ -508,13 +513,25 @@ function varintLength(n: number): number {
  * buffer: the key's entry is encoded once per key, the ms entry in place (was ~6 µs with a Buffer per
  * field and concatenations, now a fraction of a µs).
  */
-export function encodeAllowWithEdgeGrant(allow: Buffer, key: string, cacheMs: number, reserve = 0): Buffer {
-  let keyEntry = keyEntries.get(key);
+export function encodeAllowWithEdgeGrant(
+  allow: Buffer,
+  key: string,
+  cacheMs: number,
+  reserve = 0,
+  edge?: { credential: string; headers: string },
+): Buffer {
+  const cacheKey = edge === undefined ? key : `${key}\0${edge.credential}`;
+  let keyEntry = keyEntries.get(cacheKey);
   if (keyEntry === undefined) {
     keyEntry = structStringEntry(EDGE_METADATA.key, key);
+    // a credential grant also says what it is keyed on
+    if (edge !== undefined) keyEntry = Buffer.concat([keyEntry, structStringEntry(EDGE_METADATA.credential, edge.credential)]);
     if (keyEntries.size >= MAX_KEY_ENTRIES) keyEntries.clear();
-    keyEntries.set(key, keyEntry);
+    keyEntries.set(cacheKey, keyEntry);
   }
+  // and the upstream headers a hit must set again (per session: never kept)
+  if (edge !== undefined && edge.headers !== '')
+    keyEntry = Buffer.concat([keyEntry, structStringEntry(EDGE_METADATA.headers, edge.headers)]);
   const digits = String(cacheMs); // ASCII
   // Value{string_value = 3: digits}
   const valueLen = 1 + varintLength(digits.length) + digits.length;

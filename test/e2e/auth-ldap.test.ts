@@ -78,6 +78,23 @@ ${appBehindAuth(app.port, [
     expect((await gw.request('/echo', { headers: { authorization: `Basic ${empty}` } })).status).toBe(401);
   });
 
+  it("reuses an allow at the edge while extauth's outcome cache holds it: a repeat request costs no ext_authz call", async () => {
+    const stat = async (name: string): Promise<number> => {
+      const filter = encodeURIComponent(`^${name.replace(/\./g, '\\.')}$`);
+      const m = /: (\d+)/.exec(await (await fetch(`http://127.0.0.1:${gw.ports.admin}/stats?filter=${filter}`)).text());
+      return m ? Number(m[1]) : 0;
+    };
+    const rick = { authorization: `Basic ${Buffer.from('rick:rickpwd').toString('base64')}` };
+    // a fresh credential spelling (lower-case scheme): its own grant, parsed by extauth as the same user
+    const fresh = { authorization: rick.authorization.replace('Basic', 'basic') };
+    const calls = await stat('cluster.legate-extauth.upstream_rq_total');
+    expect((await gw.request('/echo', { headers: fresh })).status).toBe(200);
+    expect((await gw.request('/echo', { headers: fresh })).status).toBe(200);
+    expect((await stat('cluster.legate-extauth.upstream_rq_total')) - calls).toBe(1);
+    // the bearer pre-check never applies here: no credential is still extauth's 401, not a 403
+    expect((await gw.request('/echo')).status).toBe(401);
+  });
+
   it('checks groups with the service account from a Secret (scottc is in sales, rick is not)', async () => {
     const scott = Buffer.from('scottc:scottcpwd').toString('base64');
     expect((await gw.request('/sales', { headers: { authorization: `Basic ${scott}` } })).status).toBe(200);

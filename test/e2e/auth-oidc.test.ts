@@ -88,6 +88,15 @@ async function echoed(page: Page): Promise<{ upstream: string; path: string; hea
   return JSON.parse((await page.textContent('body')) ?? '{}') as { upstream: string; path: string; headers: Record<string, string> };
 }
 
+/** An Envoy counter (0 when absent): ext_authz calls, credential-check's edge-cache hits. */
+async function stat(name: string): Promise<number> {
+  const filter = encodeURIComponent(`^${name.replace(/\./g, '\\.')}$`);
+  const m = /: (\d+)/.exec(await (await fetch(`http://127.0.0.1:${gw.ports.admin}/stats?filter=${filter}`)).text());
+  return m ? Number(m[1]) : 0;
+}
+const EXT_AUTHZ_CALLS = 'cluster.legate-extauth.upstream_rq_total';
+const EDGE_HITS = 'wasmcustom.legate_credential_check_hits';
+
 const skip = browserPath() === undefined;
 
 beforeAll(async () => {
@@ -294,6 +303,21 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     const refreshed = (await echoed(page)).headers['x-id-token'] ?? '';
     expect(refreshed.split('.')).toHaveLength(3);
     expect(refreshed).not.toBe(firstIdToken);
+    // the refreshed session, logged in: ext_authz answers its first request (and grants the edge cache until the
+    // session needs a refresh again, ID token exp less 2 s), Envoy the next one, with the ID token header still set
+    const cookie = `__session=${(await context.cookies()).find((c) => c.name === '__session')!.value}`;
+    const calls = await stat(EXT_AUTHZ_CALLS);
+    const hits = await stat(EDGE_HITS);
+    const echoedToken = async (): Promise<string | undefined> => {
+      const r = await gw.request('/owners/3', { headers: { cookie } });
+      expect(r.status).toBe(200);
+      return (JSON.parse(r.text) as { headers: Record<string, string> }).headers['x-id-token'];
+    };
+    expect(await echoedToken()).toBe(refreshed);
+    expect(await echoedToken()).toBe(refreshed);
+    // one Check for both at most (none when the browser's own next request, e.g. its favicon, was first)
+    expect((await stat(EXT_AUTHZ_CALLS)) - calls).toBeLessThanOrEqual(1);
+    expect((await stat(EDGE_HITS)) - hits).toBeGreaterThanOrEqual(1);
   });
 
   it('fails closed while the provider is down (reason logged, no token), and recovers without a restart', async () => {
@@ -337,6 +361,10 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     expect((await context.cookies()).find((c) => c.name === '__session')).toBeUndefined();
     const after = await fetch(`${base}/owners`, { redirect: 'manual', headers: { cookie: '' } });
     expect(after.status).toBe(302);
+    // the browser, logged in a moment ago (its session granted at the edge), is sent to the login again
+    const again = await context.request.get(`${base}/owners`, { maxRedirects: 0 });
+    expect(again.status()).toBe(302);
+    expect(again.headers()['location']?.startsWith(provider.issuer)).toBe(true);
     // the provider's session is gone too: the next visit shows its login form again
     await page.goto(`${base}/owners`);
     await page.waitForSelector('input[name="login"]', { timeout: 15_000 });
@@ -373,6 +401,11 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     expect(keys).toContain(`legate-oidc:${cookie.value}`);
     await p.reload();
     expect(p.url()).toBe(`${base}/r/orders`);
+    // granted at the edge: the old id is answered by Envoy until the logout below ends the grant
+    const hits = await stat(EDGE_HITS);
+    expect((await gw.request('/r/orders', { headers: { cookie: `redis-session=${cookie.value}` } })).status).toBe(200);
+    expect((await gw.request('/r/orders', { headers: { cookie: `redis-session=${cookie.value}` } })).status).toBe(200);
+    expect((await stat(EDGE_HITS)) - hits).toBeGreaterThanOrEqual(1);
     await p.goto(`${base}/r/logout`);
     await Promise.all([
       p.waitForURL(`${base}/public/bye`, { timeout: 15_000 }),

@@ -5,10 +5,13 @@ import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LdapStepSchema } from '../../common/auth-config.js';
+import { BasicAuthStepSchema, LdapStepSchema } from '../../common/auth-config.js';
+import { createLogger } from '../../common/log.js';
+import { Authorizer, type EdgeGrant } from '../../extensions/extauth/authorizer.js';
+import { PlainRequest } from '../../extensions/extauth/request.js';
 import { verifyHmac } from '../../extensions/extauth/hmac.js';
-import { LdapAuthenticator, LdapPool, escapeDnValue } from '../../extensions/extauth/ldap.js';
-import { OpaWasmPolicy, opaInput } from '../../extensions/extauth/opa.js';
+import { LDAP_CACHE_MS, LdapAuthenticator, LdapPool, escapeDnValue } from '../../extensions/extauth/ldap.js';
+import { OpaWasmPolicy, opaInput, opaInputJson } from '../../extensions/extauth/opa.js';
 import { apr1Hash, parseBasic, sha1Hash, verifyPassword } from '../../extensions/extauth/passwords.js';
 import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../e2e/harness/ldap.js';
 
@@ -32,6 +35,38 @@ describe('basic auth hashes', () => {
     expect(parseBasic('Bearer abc')).toBeUndefined();
     expect(parseBasic(`Basic ${Buffer.from(':x').toString('base64')}`)).toBeUndefined();
     expect(parseBasic('Basic !!!')).toBeUndefined();
+  });
+});
+
+describe('basicAuth edge grants', () => {
+  it('grants an allow on Authorization as long as the verified credential is remembered; never one on Proxy-Authorization', async () => {
+    const authz = new Authorizer({ logger: createLogger('extauth', { level: 'error', write: () => undefined }) });
+    try {
+      const users = { user: { salt: 'TYiryv0/', hashedPassword: '8BvzLUO9IfGPGGsPnAgSu1' } };
+      const step = BasicAuthStepSchema.parse({ type: 'basic-auth', encryption: 'apr', users });
+      expect(authz.apply([{ name: 'ns.basic', version: 'v1', steps: [step] }]).problems).toEqual([]);
+      const check = async (headers: Record<string, string>): Promise<EdgeGrant & { outcome: unknown }> => {
+        const grant: EdgeGrant = { key: '', until: 0 };
+        const { authorization, ...rest } = headers;
+        const parts = { configId: 'ns.basic', headers: rest, ...(authorization !== undefined ? { authorization } : {}) };
+        const outcome = await authz.checkRequest(new PlainRequest(parts), grant);
+        return { ...grant, outcome };
+      };
+      const good = `Basic ${Buffer.from('user:password').toString('base64')}`;
+      const t0 = Date.now();
+      const first = await check({ authorization: good });
+      expect(first).toMatchObject({ outcome: 'allow', key: 'ns.basic@v1', credential: 'authorization' });
+      expect(first.until).toBeGreaterThanOrEqual(t0 + 60_000);
+      expect((await check({ authorization: good })).until).toBe(first.until);
+      const proxied = await check({ 'proxy-authorization': good });
+      expect(proxied.outcome).toBe('allow');
+      expect(proxied.until).toBe(0);
+      const wrong = await check({ authorization: `Basic ${Buffer.from('user:nope').toString('base64')}` });
+      expect(wrong.outcome).toBe('invalid_credentials');
+      expect(wrong.until).toBe(0);
+    } finally {
+      authz.stop();
+    }
   });
 });
 
@@ -99,6 +134,32 @@ describe.skipIf(!SLAPD)('ldap client against slapd', () => {
     pool.close();
   });
 
+  it('grants the edge cache an allow keyed on the Authorization value for as long as its cached outcome', async () => {
+    const authz = new Authorizer({ logger: createLogger('extauth', { level: 'error', write: () => undefined }) });
+    try {
+      expect(authz.apply([{ name: 'ns.ldap', version: 'v1', steps: [config()] }]).problems).toEqual([]);
+      const check = async (authorization: string): Promise<EdgeGrant & { outcome: string }> => {
+        const grant: EdgeGrant = { key: '', until: 0 };
+        const outcome = await authz.checkRequest(new PlainRequest({ configId: 'ns.ldap', authorization }), grant);
+        return { ...grant, outcome };
+      };
+      const rick = `Basic ${Buffer.from('rick:rickpwd').toString('base64')}`;
+      const t0 = Date.now();
+      const bound = await check(rick);
+      expect(bound).toMatchObject({ outcome: 'allow', key: 'ns.ldap@v1', credential: 'authorization' });
+      expect(bound.headers).toBeUndefined();
+      expect(bound.until).toBeGreaterThanOrEqual(t0 + LDAP_CACHE_MS);
+      expect(bound.until).toBeLessThanOrEqual(Date.now() + LDAP_CACHE_MS);
+      // from the outcome cache: the same deadline, never a new one
+      expect((await check(rick)).until).toBe(bound.until);
+      const marco = await check(`Basic ${Buffer.from('marco:marcopwd').toString('base64')}`);
+      expect(marco.outcome).toBe('access_denied');
+      expect(marco.until).toBe(0);
+    } finally {
+      authz.stop();
+    }
+  });
+
   it('checks groups with a service account; with disableGroupChecking any valid user passes', async () => {
     const pool = new LdapPool(server.url, 2, 0);
     const sa = { username: server.rootDn, password: server.rootPassword, checkGroupsWithServiceAccount: true };
@@ -154,6 +215,24 @@ allow {
     const many = await OpaWasmPolicy.load({ 'team.rego': v1 }, 'x := input.http_request.method\nx == "GET"');
     expect(many.evaluate(req('GET', '/'))).toBe(true);
     expect(many.evaluate(req('PUT', '/'))).toBe(false);
+  }, 60_000);
+
+  it('decides the same from the JSON input of the per-check path (one serialization, no JSON round trip)', async () => {
+    const policy = await OpaWasmPolicy.load({ 'policy.rego': guide }, 'data.test.allow == true');
+    const http = (method: string, p: string) => ({ method, path: p, host: 'h', scheme: 'http', headers: { 'x-team': 'shop', 'x-é': 'ü' } });
+    expect(JSON.parse(opaInputJson(http('GET', '/x')))).toEqual(opaInput(http('GET', '/x')));
+    for (const [method, p] of [
+      ['GET', '/api/pets/1'],
+      ['DELETE', '/api/pets/1'],
+      ['GET', '/other'],
+      ['GET', `/api/pets/${'é'.repeat(40_000)}`],
+    ] as const) {
+      expect(policy.evaluateJson(opaInputJson(http(method, p))), `${method} ${p.slice(0, 20)}`).toBe(
+        policy.evaluate(opaInput(http(method, p))),
+      );
+    }
+    // repeated: the policy's memory is reused, decisions stay right
+    for (let i = 0; i < 2000; i++) expect(policy.evaluateJson(opaInputJson(http(i % 2 ? 'GET' : 'PUT', '/api/pets/1')))).toBe(i % 2 === 1);
   }, 60_000);
 
   it('refuses Rego that does not compile, with opa’s reason', async () => {

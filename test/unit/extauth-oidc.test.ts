@@ -9,6 +9,7 @@ import { CodeFlowStepSchema } from '../../common/auth-config.js';
 import { createLogger } from '../../common/log.js';
 import { DEFAULT_CLIENTS, startProvider, webClient, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
 import { Authorizer, type EdgeGrant, type Outcome } from '../../extensions/extauth/authorizer.js';
+import { sealCookieSession } from '../../extensions/extauth/steps/oauth2-code.js';
 import { PlainRequest } from '../../extensions/extauth/request.js';
 
 let provider: RunningProvider;
@@ -184,6 +185,70 @@ describe('browser login step', () => {
       expect(lines.some((l) => l.includes('OIDC discovery failed'))).toBe(true);
     } finally {
       down.stop();
+    }
+  });
+});
+
+describe('browser login step: edge grants (docs/wasm.md)', () => {
+  const idToken = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2ln';
+  const cookie = (expiresAt: number, name = '__session'): string =>
+    `${name}=${sealCookieSession(KEY, name, { idToken, accessToken: 'at', expiresAt })}`;
+  let edge: Authorizer;
+  beforeAll(() => {
+    edge = new Authorizer({ logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }) });
+    const headers = { idTokenHeader: 'x-id-token', useBearerSchemaForAuthorization: false };
+    const problems = edge.apply([
+      { name: 'ns.edge', version: 'v1', steps: [step({ headers })] },
+      { name: 'ns.meta', version: 'v1', steps: [step({ headers, dynamicMetadataFromClaims: { user: 'sub' } })] },
+      { name: 'ns.regex', version: 'v1', steps: [step({ headers, callbackPath: '/cb.*', callbackPathIsRegex: true })] },
+      { name: 'ns.noversion', steps: [step({ headers })] },
+    ]).problems;
+    expect(problems).toEqual([]);
+  });
+  afterAll(() => edge?.stop());
+
+  async function edgeCheck(configId: string, path: string, c?: string): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
+    const grant: EdgeGrant = { key: '', until: 0 };
+    const req = new PlainRequest({ configId, method: 'GET', scheme: 'http', host: 'app.test', path, headers: c ? { cookie: c } : {} });
+    return { outcome: await edge.checkRequest(req, grant), grant };
+  }
+
+  it('grants a logged-in request keyed on the session cookie, with the ID token header, until the session needs a refresh', async () => {
+    const now = Date.now();
+    const { outcome, grant } = await edgeCheck('ns.edge', '/orders', cookie(now + 120_000));
+    expect(outcome).toBe('allow');
+    expect(grant.key).toBe('ns.edge@v1');
+    expect(grant.credential).toBe('cookie:__session');
+    expect(grant.headers).toBe(`x-id-token\0${idToken}`);
+    expect(grant.answer?.upstreamHeaders).toEqual([{ name: 'x-id-token', value: idToken }]);
+    // the session's expiry less preExpiryBuffer (2 s)
+    expect(grant.until).toBeGreaterThan(now + 117_000);
+    expect(grant.until).toBeLessThanOrEqual(now + 118_000 + 1000);
+    // a long session: at most 10 minutes
+    const long = await edgeCheck('ns.edge', '/orders', cookie(now + 86_400_000));
+    expect(long.grant.until).toBeLessThanOrEqual(Date.now() + 600_000);
+  });
+
+  it('grants nothing for a session that needs a refresh, the callback, the logout, or a login', async () => {
+    const expiring = await edgeCheck('ns.edge', '/orders', cookie(Date.now() + 1000));
+    expect(expiring.outcome).toBe('redirect');
+    expect(expiring.grant.until).toBe(0);
+    const c = cookie(Date.now() + 120_000);
+    for (const path of ['/logout', '/callback?code=x&state=y', '/callback']) {
+      const r = await edgeCheck('ns.edge', path, c);
+      expect(r.outcome, path).toBe('redirect');
+      expect(r.grant.until, path).toBe(0);
+    }
+    expect((await edgeCheck('ns.edge', '/orders')).grant.until).toBe(0);
+  });
+
+  it('grants nothing when a hit could not reproduce the answer, or the filter could not match the callback', async () => {
+    const c = cookie(Date.now() + 120_000);
+    for (const id of ['ns.meta', 'ns.regex', 'ns.noversion']) {
+      const r = await edgeCheck(id, '/orders', c);
+      expect(r.outcome, id).toBe('allow');
+      expect(r.grant.until, id).toBe(0);
+      expect(r.grant.key, id).toBe('');
     }
   });
 });

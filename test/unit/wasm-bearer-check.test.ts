@@ -122,11 +122,11 @@ describe('bearer-check configuration', () => {
     }
   });
 
-  it('refuses a root_id it does not provide, and takes an empty root_id as its own', async () => {
+  it('refuses a root_id it does not provide, and takes an empty root_id as bearer-check (its first)', async () => {
     const other = await TestHost.load(wasmPath);
     expect(other.startPlugin({ rootId: 'legate.other', configuration: '' }).configured).toBe(false);
     expect(other.logs.find((l) => l.level === LogLevel.error)?.message).toBe(
-      'no filter is registered for root_id "legate.other"; this module provides "legate.bearer_check"',
+      'no filter is registered for root_id "legate.other"; this module provides "legate.bearer_check", "legate.credential_check"',
     );
     const empty = await TestHost.load(wasmPath);
     expect(empty.startPlugin({ rootId: '', configuration: '' }).configured).toBe(true);

@@ -32,18 +32,21 @@ export class LdapStep implements AuthStep {
   }
 
   decideNow(_token: string, _hash: string, now: number, hold: Hold): Outcome | undefined {
-    hold.until = 0;
     const creds = parseBasic(hold.request.authorization);
     if (!creds) return this.judge({ verdict: 'invalid_credentials' }, hold);
-    const hit = this.auth.cached(creds.user, creds.password, now);
-    return hit ? this.judge(hit, hold) : undefined;
+    const hit = this.auth.cachedEntry(creds.user, creds.password, now);
+    if (!hit) return undefined;
+    // an allow holds as long as its cached outcome: Envoy's edge cache may reuse it that long (keyed on Authorization)
+    if (hit.until < hold.until) hold.until = hit.until;
+    return this.judge(hit.verdict, hold);
   }
 
   async decide(_token: string, _hash: string, hold: Hold, configId: string): Promise<Outcome> {
-    hold.until = 0;
     const creds = parseBasic(hold.request.authorization);
     if (!creds) return this.judge({ verdict: 'invalid_credentials' }, hold);
     const verdict = await this.auth.authenticate(creds.user, creds.password);
+    const until = this.auth.cachedEntry(creds.user, creds.password)?.until ?? 0;
+    if (until < hold.until) hold.until = until;
     if (verdict.verdict === 'unavailable') {
       const now = Date.now();
       if (now - this.lastErrorLogAt >= ERROR_LOG_EVERY_MS) {

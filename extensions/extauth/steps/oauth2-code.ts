@@ -40,6 +40,10 @@ import {
 const FLOW_TTL_SECONDS = 600;
 /** Longest sealed session a cookie may carry (browsers keep 4096 bytes per cookie, name and attributes included). */
 const MAX_COOKIE_VALUE = 3800;
+/** Longest edge grant of a cookie session's allow (the session's own expiry is usually sooner). */
+const EDGE_GRANT_MS = 10 * 60_000;
+/** Longest edge grant of a Redis session's allow. */
+const EDGE_GRANT_REDIS_MS = 60_000;
 /** Least time between two discovery attempts after a failure. */
 const DISCOVERY_RETRY_MS = 1000;
 
@@ -339,7 +343,6 @@ export class CodeFlowStep implements AuthStep {
   }
 
   decideNow(_token: string, _hash: string, now: number, hold: Hold): Outcome | undefined {
-    hold.until = 0; // a browser session is never offered to the edge cache (it keys on bearer tokens)
     if (this.redis !== undefined) return undefined;
     const req = hold.request;
     const path = pathOf(req.path);
@@ -351,11 +354,10 @@ export class CodeFlowStep implements AuthStep {
       cookieValue(req.header('cookie'), this.config.session.cookieName),
     );
     if (!isSession(session) || session.expiresAt - this.config.session.preExpiryBufferMs <= now) return undefined;
-    return this.allow(session, hold);
+    return this.allow(session, hold, now);
   }
 
   async decide(_token: string, _hash: string, hold: Hold, configId: string): Promise<Outcome> {
-    hold.until = 0;
     const req = hold.request;
     const path = pathOf(req.path);
     try {
@@ -367,12 +369,15 @@ export class CodeFlowStep implements AuthStep {
       const now = Date.now();
       if (found !== undefined) {
         const { session, id } = found;
-        if (session.expiresAt - this.config.session.preExpiryBufferMs > now) return this.allow(session, hold);
+        if (session.expiresAt - this.config.session.preExpiryBufferMs > now) return this.allow(session, hold, now);
         if (this.config.session.allowRefreshing && session.refreshToken !== undefined) {
           const refreshed = await this.refresh(session, hold);
           if (refreshed !== undefined) {
             await this.saveSession(refreshed, hold, id);
-            return this.allow(refreshed, hold);
+            // the refreshed session's first answer carries its new cookie: never an edge grant
+            const out = this.allow(refreshed, hold, now);
+            hold.until = 0;
+            return out;
           }
         }
       }
@@ -406,7 +411,15 @@ export class CodeFlowStep implements AuthStep {
     return false;
   }
 
-  private allow(session: Session, hold: Hold): Outcome {
+  /**
+   * Allows with the session's headers. The allow may be reused by Envoy's edge cache (docs/wasm.md, keyed on the
+   * session cookie) until the session needs a refresh, at most EDGE_GRANT_MS (a Redis session: EDGE_GRANT_REDIS_MS,
+   * as it can end in Redis without a logout through this gateway).
+   */
+  private allow(session: Session, hold: Hold, now: number): Outcome {
+    const cap = now + (this.redis !== undefined ? EDGE_GRANT_REDIS_MS : EDGE_GRANT_MS);
+    const until = Math.min(session.expiresAt - this.config.session.preExpiryBufferMs, cap);
+    if (until < hold.until) hold.until = until > now ? until : 0;
     // Gloo's state for later steps: the ID token (opaAuth policies decode input.state.jwt)
     if (session.idToken !== undefined) setState(hold, 'jwt', session.idToken);
     const h = this.config.headers;

@@ -4,7 +4,7 @@
 // `unavailable` (denied, logged at most every 10 s).
 import type { OpaServerStepConfig, OpaStepConfig } from '../../../common/auth-config.js';
 import type { Logger } from '../../../common/log.js';
-import { OpaWasmPolicy, askOpaServer, opaInput } from '../opa.js';
+import { OpaWasmPolicy, askOpaServer, opaInput, opaInputJson, type OpaHttpRequest } from '../opa.js';
 import type { Outcome } from '../outcome.js';
 import type { AuthRequest } from '../request.js';
 import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
@@ -12,19 +12,21 @@ import type { AuthStep, Hold, StepFactory, StepSummary } from '../step.js';
 const ERROR_LOG_EVERY_MS = 10_000;
 const OPA_SERVER_TIMEOUT_MS = 2_000;
 
+function httpRequest(req: AuthRequest): OpaHttpRequest {
+  const body = req.body;
+  return {
+    method: req.method,
+    path: req.path,
+    host: req.host,
+    scheme: req.scheme,
+    headers: req.allHeaders,
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
 /** Gloo's input document; `state`: what earlier steps of the check found (`input.state.jwt`, …). */
 function input(req: AuthRequest, state: Record<string, unknown> = {}): Record<string, unknown> {
-  return opaInput(
-    {
-      method: req.method,
-      path: req.path,
-      host: req.host,
-      scheme: req.scheme,
-      headers: req.allHeaders,
-      ...(req.body !== undefined ? { body: req.body } : {}),
-    },
-    state,
-  );
+  return opaInput(httpRequest(req), state);
 }
 
 export class OpaStep implements AuthStep {
@@ -57,7 +59,7 @@ export class OpaStep implements AuthStep {
     }
     if (!this.policy) return undefined;
     try {
-      if (this.policy.evaluate(input(hold.request, hold.state))) return 'allow';
+      if (this.policy.evaluateJson(opaInputJson(httpRequest(hold.request), hold.state))) return 'allow';
       hold.detail = 'opa: the query is not true';
     } catch (err) {
       // opa-wasm throws plain objects ({message: 'not implemented: built-in function …'})

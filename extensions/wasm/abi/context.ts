@@ -108,7 +108,7 @@ export const rootContexts = new Map<u32, RootContext>();
 export const streamContexts = new Map<u32, StreamContext>();
 
 /** Creates the root context of a plugin. Its root_id comes from the `plugin_root_id` property (the host
- * does not pass it); an empty root_id selects the only registered filter, if there is exactly one. */
+ * does not pass it); an empty root_id selects the first registered filter. */
 export function createRootContext(contextId: u32): void {
   const prop = getPropertyString(["plugin_root_id"]);
   const rootId = prop !== null ? prop : "";
@@ -119,7 +119,7 @@ export function createRootContext(contextId: u32): void {
       break;
     }
   }
-  if (found === null && rootId.length == 0 && registrations.length == 1) found = registrations[0];
+  if (found === null && rootId.length == 0 && registrations.length > 0) found = registrations[0];
   const root = found !== null ? found.factory(contextId, found.rootId) : new UnknownRootContext(contextId, rootId);
   rootContexts.set(contextId, root);
 }

@@ -55,6 +55,11 @@ export function replaceHeader(map: MapType, lowerName: ArrayBuffer, value: Array
   );
 }
 
+/** Sets header `nameLen` bytes at `namePtr` (lower case) of `map` to the `valueLen` bytes at `valuePtr`. */
+export function replaceHeaderBytes(map: MapType, namePtr: usize, nameLen: usize, valuePtr: usize, valueLen: usize): Status {
+  return <Status>proxy_replace_header_map_value(<u32>map, namePtr, nameLen, valuePtr, valueLen);
+}
+
 /** Removes header `lowerName` from `map` (Ok when it was absent too). */
 export function removeHeader(map: MapType, lowerName: ArrayBuffer): Status {
   return <Status>proxy_remove_header_map_value(<u32>map, changetype<usize>(lowerName), <usize>lowerName.byteLength);

@@ -160,3 +160,116 @@ export class SharedTokenCache {
     return false;
   }
 }
+
+/** A grant value: magic "LBC2", the payload length, the digest's four words, the deadline, then the payload. */
+const GRANT_MAGIC: u32 = 0x3243424c; // "LBC2" little-endian
+const GRANT_HEAD: usize = 48;
+
+/** Whether `v` is a grant value holding digest `d`. */
+function holdsGrant(v: HostBytes, d: Digest): bool {
+  if (v.len < GRANT_HEAD || load<u32>(v.ptr) != GRANT_MAGIC || <usize>load<u32>(v.ptr, 4) != v.len - GRANT_HEAD) return false;
+  return load<u64>(v.ptr, 8) == d.d0 && load<u64>(v.ptr, 16) == d.d1 && load<u64>(v.ptr, 24) == d.d2 && load<u64>(v.ptr, 32) == d.d3;
+}
+
+/**
+ * credential-check's grants over proxy-wasm shared data: the SharedTokenCache layout (keys `lbc/<slot>` in
+ * its own vm_id) with a payload after the 48-byte head: the request headers the grant adds (encoded by the
+ * filter). Every lookup reads shared data (there is no per-worker table), so a grant dropped by one worker
+ * (a logout) is gone for every worker at once.
+ */
+export class SharedGrantCache {
+  /** the value of the last hit, valid until the next call (payloadPtr / payloadLen) */
+  private readonly value: HostBytes = new HostBytes();
+  failures: i32 = 0;
+
+  constructor(public capacity: i32) {}
+
+  /** The deadline of `d` when it is granted past `now` (its payload then readable), else 0. */
+  lookup(d: Digest, now: i64): i64 {
+    writeKey(<u32>(d.d0 % <u64>this.capacity));
+    const v = this.value;
+    const status = getSharedData(KEY, KEY_LEN, v);
+    if (status != Status.Ok) {
+      if (status != Status.NotFound) this.failures++;
+      return 0;
+    }
+    if (holdsGrant(v, d)) {
+      const at = load<i64>(v.ptr, 40);
+      if (at > now) return at;
+    }
+    v.release();
+    return 0;
+  }
+
+  get payloadPtr(): usize {
+    return this.value.ptr + GRANT_HEAD;
+  }
+
+  get payloadLen(): usize {
+    return this.value.len - GRANT_HEAD;
+  }
+
+  /** Frees the value of the last hit. */
+  done(): void {
+    this.value.release();
+  }
+
+  /** Stores `d` until `deadline` with the `len` payload bytes at `payload`; false when the store gave up. */
+  set(d: Digest, deadline: i64, payload: usize, len: usize): bool {
+    const buf = heap.alloc(GRANT_HEAD + len);
+    store<u32>(buf, GRANT_MAGIC);
+    store<u32>(buf, <u32>len, 4);
+    store<u64>(buf, d.d0, 8);
+    store<u64>(buf, d.d1, 16);
+    store<u64>(buf, d.d2, 24);
+    store<u64>(buf, d.d3, 32);
+    store<i64>(buf, deadline, 40);
+    if (len > 0) memory.copy(buf + GRANT_HEAD, payload, len);
+    const ok = this.write(d, buf, GRANT_HEAD + len, false);
+    heap.free(buf);
+    return ok;
+  }
+
+  /** Ends the grant of `d`, when the slot holds it (a logout): the slot keeps the digest with deadline 0. */
+  drop(d: Digest): bool {
+    const buf = heap.alloc(GRANT_HEAD);
+    store<u32>(buf, GRANT_MAGIC);
+    store<u32>(buf, 0, 4);
+    store<u64>(buf, d.d0, 8);
+    store<u64>(buf, d.d1, 16);
+    store<u64>(buf, d.d2, 24);
+    store<u64>(buf, d.d3, 32);
+    store<i64>(buf, 0, 40);
+    const ok = this.write(d, buf, GRANT_HEAD, true);
+    heap.free(buf);
+    return ok;
+  }
+
+  /** CAS write of slot(d); `onlyIfHeld`: leave a slot that holds another digest (or nothing) alone. */
+  private write(d: Digest, buf: usize, len: usize, onlyIfHeld: bool): bool {
+    writeKey(<u32>(d.d0 % <u64>this.capacity));
+    const v = this.value;
+    for (let attempt = 0; attempt < STORE_ATTEMPTS; attempt++) {
+      const got = getSharedData(KEY, KEY_LEN, v);
+      let cas: u32 = 0;
+      if (got == Status.Ok) {
+        cas = lastSharedDataCas();
+        const held = holdsGrant(v, d);
+        v.release();
+        if (onlyIfHeld && !held) return true;
+      } else if (got == Status.NotFound) {
+        if (onlyIfHeld) return true;
+      } else {
+        this.failures++;
+        return false;
+      }
+      const status = setSharedData(KEY, KEY_LEN, buf, len, cas);
+      if (status == Status.Ok) return true;
+      if (status != Status.CasMismatch) {
+        this.failures++;
+        return false;
+      }
+    }
+    return false;
+  }
+}

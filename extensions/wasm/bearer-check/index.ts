@@ -24,6 +24,7 @@ export {
 import { checkBearer } from "./token";
 import { Digest, SharedTokenCache, TokenCache } from "./cache";
 import { Sha256 } from "./sha256";
+import { CREDENTIAL_ROOT_ID, newCredentialRoot } from "./credential";
 
 const ROOT_ID = "legate.bearer_check";
 const DEFAULT_MAX_TOKEN_BYTES: i64 = 4096;
@@ -287,3 +288,4 @@ class BearerCheckStream extends StreamContext {
 }
 
 registerRootContext(ROOT_ID, (contextId: u32, rootId: string): RootContext => new BearerCheckRoot(contextId, rootId));
+registerRootContext(CREDENTIAL_ROOT_ID, (contextId: u32, rootId: string): RootContext => newCredentialRoot(contextId));

@@ -1,7 +1,7 @@
 // Access-token auth: AuthConfig resources -> configs for the extauth service (its own xDS role), and
 // `options.extauth` on virtual hosts and routes -> ext_authz bindings (which AuthConfig, which of the user's own
 // servers of Settings namedExtauth or Settings extauth, or none).
-import { stepReads } from '../../../../common/auth-config.js';
+import { edgeCredential, stepReads } from '../../../../common/auth-config.js';
 import { ExtensionRoles, ExtensionTypeUrls, type AuthConfigConfig } from '../../../../common/contract.js';
 import type { ExtauthOptions } from './schema.js';
 import type { ListenerExtauth } from '../../../api/schemas.js';
@@ -161,6 +161,10 @@ function authBinding(
   // with booleanExpr, even bearer-only steps may allow without a token (`!jwt`)
   if (reads.some((r) => !r.bearer) || config?.booleanExpr !== undefined) Object.assign(binding, { bearerOptional: true });
   if (headers.length) Object.assign(binding, { headers: [...new Set(headers)].sort() });
+  const credential = config?.version !== undefined ? edgeCredential(config.steps, config.booleanExpr) : undefined;
+  if (credential?.kind === 'cookie')
+    Object.assign(binding, { edgeCredential: { cookie: credential.name, checkPaths: credential.checkPaths } });
+  if (credential?.kind === 'authorization') Object.assign(binding, { edgeCredential: { authorization: true } });
   if (reads.some((r) => r.headers === '*')) Object.assign(binding, { allHeaders: true });
   const namespaces = [...new Set(reads.flatMap((r) => r.metadata ?? []))].sort();
   if (namespaces.length) Object.assign(binding, { metadataNamespaces: namespaces });

@@ -27,6 +27,8 @@ const JWT_AUTHN = 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v
 const JWT_PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig' as const;
 const RBAC = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC' as const;
 const RBAC_PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute' as const;
+/** Verified JWTs Envoy keeps per provider and worker when the key set is local (Envoy's default size is 100). */
+const JWT_CACHE_SIZE = 1000;
 /** How long Envoy waits for a remote JWKS (Gloo does not expose it). */
 const JWKS_FETCH_TIMEOUT = { seconds: 5 };
 
@@ -39,7 +41,12 @@ function envoyProvider(p: JwtProviderIR, key: string): EnvoyJwtProvider {
   const out: EnvoyJwtProvider = {};
   if (p.issuer) out.issuer = p.issuer;
   if (p.audiences) out.audiences = p.audiences;
-  if (p.localJwks !== undefined) out.local_jwks = { inline_string: p.localJwks };
+  if (p.localJwks !== undefined) {
+    out.local_jwks = { inline_string: p.localJwks };
+    // verified tokens are kept (exp is still checked on every use): a local key set changes only with the config,
+    // and a new config is a new filter with an empty cache, so no token outlives the key that signed it
+    out.jwt_cache_config = { jwt_cache_size: JWT_CACHE_SIZE };
+  }
   if (p.remoteJwks) {
     const r = p.remoteJwks;
     out.remote_jwks = {

@@ -24,6 +24,8 @@ import { perProxy, someRoute, someVirtualHost } from '../../proxy-facts.js';
 
 export const BEARER_CHECK = 'legate.bearer_check';
 export const GRAPHQL_CHECK = 'legate.graphql_check';
+/** bearer-check's second filter: the edge cache of session-cookie and Basic-credential allows (same module, own VM). */
+export const CREDENTIAL_CHECK = 'legate.credential_check';
 export const CONTROLLER_HTTP_CLUSTER = 'legate-controller-http';
 /** Set by bearer-check on requests whose token is in its edge cache; never from outside, never upstream. */
 export const VERIFIED_HEADER = 'x-legate-token-verified';
@@ -51,7 +53,11 @@ export interface WasmOptions {
 }
 
 /** module name (file stem) per filter */
-const MODULES: Record<string, string> = { [BEARER_CHECK]: 'bearer-check', [GRAPHQL_CHECK]: 'graphql-check' };
+const MODULES: Record<string, string> = {
+  [BEARER_CHECK]: 'bearer-check',
+  [GRAPHQL_CHECK]: 'graphql-check',
+  [CREDENTIAL_CHECK]: 'bearer-check',
+};
 
 // an Any without a type: Envoy 1.40 wants `config` set, and the filters read no per-route config
 const NO_CONFIG = {} as TypedConfig;
@@ -61,6 +67,16 @@ const DISABLE = (): TypedConfig => typed('type.googleapis.com/envoy.config.route
 /** A binding whose requests bearer-check may answer: an AuthConfig that always needs a bearer token. */
 function protects(auth: AuthBindingIR | undefined): boolean {
   return auth !== undefined && 'configId' in auth && !auth.bearerOptional;
+}
+
+/** A binding whose allows credential-check may reuse: a session cookie or Authorization AuthConfig with a version. */
+function credentialCached(auth: AuthBindingIR | undefined): boolean {
+  return auth !== undefined && 'configId' in auth && auth.edgeCredential !== undefined && auth.configVersion !== undefined;
+}
+
+/** credential-check is rendered: the edge cache is on and shared by the workers (a logout must reach every worker). */
+function credentialOn(options: WasmOptions): boolean {
+  return edgeCacheSkip(options) !== undefined && options.bearerCheck.sharedCache !== false;
 }
 
 /** The header and value that let a request skip ext_authz, when the edge cache is on. */
@@ -93,6 +109,14 @@ function destinationAuths(route: RouteIR): AuthBindingIR[] {
 const usesBearer = perProxy((proxy) =>
   someVirtualHost(proxy, (vh) => protects(vh.auth) || vh.routes.some((r) => protects(r.auth) || destinationAuths(r).some(protects))),
 );
+
+/** Whether any route of the proxy is protected by an AuthConfig credential-check caches. */
+const usesCredential = perProxy((proxy) =>
+  someVirtualHost(proxy, (vh) => credentialCached(vh.auth) || vh.routes.some((r) => credentialCached(r.auth))),
+);
+
+/** What a protected route tells either filter: bearer-check's route key, or credential-check's key and credential. */
+const usesEdgeFilters = perProxy((proxy) => ({ bearer: usesBearer(proxy), credential: usesCredential(proxy) }));
 
 const usesGraphql = perProxy((proxy) => someRoute(proxy, (r) => r.action.type === 'graphql'));
 
@@ -203,13 +227,18 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       if (options.bearerCheck.enabled && usesBearer(proxy)) {
         filters.push({ position: during(FilterStage.Early), filter: wasmFilter(BEARER_CHECK, bearerConfiguration(options), options.code) });
       }
+      const skip = edgeCacheSkip(options);
+      if (skip && credentialOn(options) && usesCredential(proxy)) {
+        const configuration = { cacheEntries: options.bearerCheck.cacheEntries, verifiedHeader: skip.header, verifiedValue: skip.value };
+        filters.push({ position: during(FilterStage.Early), filter: wasmFilter(CREDENTIAL_CHECK, configuration, options.code) });
+      }
       if (options.graphqlCheck.enabled && usesGraphql(proxy)) {
         const { maxBodyBytes, allowGet } = options.graphqlCheck;
         filters.push({ position: during(FilterStage.Early), filter: wasmFilter(GRAPHQL_CHECK, { maxBodyBytes, allowGet }, options.code) });
       }
       return filters;
     },
-    proxyContext: usesBearer,
+    proxyContext: usesEdgeFilters,
     patchListener(_ir, _listener, filters) {
       // Only bearer-check may set the verified header. A client's copy is removed before any filter
       // runs (early header mutation), so it cannot skip ext_authz on routes where bearer-check is off
@@ -229,7 +258,8 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
     patchVirtualHost(ir: VirtualHostIR, vhost, proxy) {
       // the virtual host's AuthConfig covers its routes; a route that turns auth off turns this off too
       if (options.bearerCheck.enabled && protects(ir.auth)) setPerFilterConfig(vhost, BEARER_CHECK, ENABLE());
-      if (edgeCacheSkip(options) && usesBearer(proxy)) {
+      if (credentialOn(options) && credentialCached(ir.auth)) setPerFilterConfig(vhost, CREDENTIAL_CHECK, ENABLE());
+      if (edgeCacheSkip(options) && (usesBearer(proxy) || (credentialOn(options) && usesCredential(proxy)))) {
         (vhost.request_headers_to_remove ??= []).push(VERIFIED_HEADER);
       }
     },
@@ -250,8 +280,20 @@ export function wasmRender(options: WasmOptions): RenderPlugin {
       const destinationAuth = destinationAuths(ir).length > 0;
       if (edgeCacheSkip(options) && !destinationAuth && auth && 'configId' in auth && auth.configVersion !== undefined) {
         const byFilter = ((route.metadata ??= {}).filter_metadata ??= {});
-        byFilter[BEARER_CHECK] = { auth_key: `${auth.configId}@${auth.configVersion}` };
+        const authKey = `${auth.configId}@${auth.configVersion}`;
+        const credential = auth.edgeCredential;
+        if (credential === undefined) byFilter[BEARER_CHECK] = { auth_key: authKey };
+        else if (credentialOn(options)) {
+          // one string, so the filter reads one property: key, credential, always-checked paths (one line each)
+          const kind = 'cookie' in credential ? `cookie:${credential.cookie}` : 'authorization';
+          const paths = 'cookie' in credential ? credential.checkPaths.join(' ') : '';
+          byFilter[CREDENTIAL_CHECK] = { edge: `${authKey}\n${kind}\n${paths}` };
+        }
       }
+      // on where its AuthConfig is cached by credential-check, off where a route's own AuthConfig is not
+      // (off on the HCM: only a virtual host that turned it on needs turning off again)
+      if (credentialOn(options) && routeAuth && (credentialCached(routeAuth) || credentialCached(vh.auth)))
+        setPerFilterConfig(route, CREDENTIAL_CHECK, credentialCached(routeAuth) ? ENABLE() : DISABLE());
       if (options.graphqlCheck.enabled && ir.action.type === 'graphql') setPerFilterConfig(route, GRAPHQL_CHECK, ENABLE());
     },
     extraClusters(proxy) {
