@@ -4,10 +4,11 @@
 // compressor with gzip) and healthCheck (Envoy's health_check filter, answering itself). The listener's
 // buffer and httpLocalRatelimit are bound here and rendered by the buffer and ratelimit features, which
 // own those filters; csrf is the cors feature's.
-import type { Gateway } from '../../../api/resources.js';
+import type { ConfigMap, Gateway } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
 import { enumName, type BindSink, type Feature } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
+import { nsName } from '../../names.js';
 import { hcmRender, type HcmOptions } from './render.js';
 
 export type { HcmOptions } from './render.js';
@@ -123,7 +124,45 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: Bind
   return ir;
 }
 
-function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefined {
+/** The base64 FileDescriptorSet of protoDescriptorConfigMap (Gloo reads `data`; `binaryData` is base64 already). */
+function descriptorFromConfigMap(
+  ref: { configMapRef: { name: string; namespace?: string | undefined }; key?: string | undefined },
+  gwNamespace: string,
+  configMaps: ReadonlyMap<string, ConfigMap>,
+  where: string,
+  sink: BindSink,
+): string | undefined {
+  const ns = ref.configMapRef.namespace || gwNamespace;
+  const cm = configMaps.get(nsName(ns, ref.configMapRef.name));
+  const name = `ConfigMap ${ns}.${ref.configMapRef.name}`;
+  if (!cm) {
+    sink.problems.push({ code: 'ConfigMapNotFound', message: `${where}.configMapRef: ${name} not found` });
+    return undefined;
+  }
+  const entries = { ...(cm.spec.binaryData ?? {}), ...(cm.spec.data ?? {}) };
+  const keys = Object.keys(entries);
+  let key = ref.key;
+  if (!key) {
+    if (keys.length !== 1) {
+      const what = keys.length ? `has ${keys.length} keys (${keys.join(', ')})` : 'has no data';
+      sink.problems.push({ code: 'InvalidSpec', message: `${where}: ${name} ${what}; name the descriptor's with key` });
+      return undefined;
+    }
+    key = keys[0]!;
+  }
+  const value = entries[key]?.replace(/\s+/g, '');
+  if (value === undefined) {
+    sink.problems.push({ code: 'InvalidSpec', message: `${where}.key: ${name} has no key ${key}` });
+    return undefined;
+  }
+  if (!value || !/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 !== 0) {
+    sink.problems.push({ code: 'InvalidSpec', message: `${where}: ${name} key ${key} is not a base64 FileDescriptorSet` });
+    return undefined;
+  }
+  return value;
+}
+
+function bindHttpListener(gw: Gateway, configMaps: ReadonlyMap<string, ConfigMap>, sink: BindSink): HttpListenerIR | undefined {
   const o = gw.spec.httpGateway?.options;
   if (!o) return undefined;
   const where = 'httpGateway.options';
@@ -143,9 +182,12 @@ function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefin
   if (o.buffer) ir.bufferMaxRequestBytes = o.buffer.maxRequestBytes;
   const t = o.grpcJsonTranscoder;
   if (t) {
-    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap: _, services, ignoredQueryParameters, ...flags } = t;
+    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap, services, ignoredQueryParameters, ...flags } = t;
+    const fromConfigMap =
+      protoDescriptorConfigMap &&
+      descriptorFromConfigMap(protoDescriptorConfigMap, gw.metadata.namespace, configMaps, `${where}.grpcJsonTranscoder.protoDescriptorConfigMap`, sink);
     ir.grpcJsonTranscoder = {
-      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? '' },
+      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? fromConfigMap ?? '' },
       services,
       ignoredQueryParameters: ignoredQueryParameters ?? [],
       ...flags,
@@ -175,10 +217,10 @@ export function hcmFeature(options: HcmOptions = {}): Feature {
   return {
     name: 'hcm',
     kinds: [],
-    resolve() {
+    resolve(ctx) {
       return {
         bindGateway(gw, ir, sink) {
-          const http = bindHttpListener(gw, sink);
+          const http = bindHttpListener(gw, ctx.index.configMaps, sink);
           if (http) ir.http = http;
         },
       };

@@ -3,7 +3,7 @@
 // feature's (composed next to these in controller/api/schemas.ts).
 import { z } from 'zod';
 
-import { Duration, Name, notSupported, protoEnum } from '../../../api/primitives.js';
+import { Duration, Name, notSupported, protoEnum, ResourceRefSchema } from '../../../api/primitives.js';
 
 const uint32 = z.number().int().min(0).max(4294967295);
 
@@ -119,7 +119,8 @@ const GrpcJsonTranscoderSchema = z
   .strictObject({
     protoDescriptor: Name.optional(),
     protoDescriptorBin: z.base64('must be base64 (a FileDescriptorSet)').min(1, 'must not be empty').optional(),
-    protoDescriptorConfigMap: notSupported('descriptors from a ConfigMap are not read yet; use protoDescriptorBin'),
+    // a ConfigMap key holding the base64 FileDescriptorSet; without `key`, the ConfigMap's only key
+    protoDescriptorConfigMap: z.strictObject({ configMapRef: ResourceRefSchema, key: z.string().optional() }).optional(),
     services: z.array(Name).min(1, 'list at least one service (package.Service)'),
     printOptions: z
       .strictObject({
