@@ -278,7 +278,7 @@ export interface Feature {
   /** The kinds this feature resolves; every validated kind is the core's or exactly one feature's. */
   readonly kinds: readonly KindName[];
   /** Stage 1 for the Upstream fields this feature owns (collected by ResolveContext.upstreamOptions). */
-  resolveUpstream?(upstream: Upstream): Attempt<Partial<UpstreamIR>>;
+  resolveUpstream?(upstream: Upstream, index: ResourceIndex): Attempt<Partial<UpstreamIR>>;
   /** Stage 1: resolve this feature's resources and return how it binds virtual services. */
   resolve?(ctx: ResolveContext): FeatureBinding;
   /** Stage 2. */

@@ -597,6 +597,8 @@ export interface HcmSettingsIR {
   };
   internalAddresses?: { unixSockets?: boolean; cidrRanges: { addressPrefix: string; prefixLen: number }[] };
   appendXForwardedPort?: boolean;
+  /** earlyHeaderManipulation: request headers set and removed before routing (a Secret's values taken literally) */
+  earlyHeaders?: { add: { key: string; value: string; append: boolean }[]; remove: string[] };
 }
 
 /** Where a listener's spans go: an Envoy tracer and the cluster of its collector. */
@@ -621,6 +623,8 @@ export interface ListenerTracingIR {
   overallSampling?: number;
   environmentTags: { tag: string; name: string; defaultValue?: string }[];
   literalTags: { tag: string; value: string }[];
+  /** metadataForTags: request or endpoint (host) metadata at namespace/path */
+  metadataTags?: { tag: string; kind: 'request' | 'host'; namespace: string; path: string[]; defaultValue?: string }[];
   spawnUpstreamSpan?: boolean;
   /** none: Envoy decides and tags, and exports nothing */
   provider?: TracingProviderIR;
@@ -669,6 +673,14 @@ export interface HttpListenerIR {
     perConnection: boolean;
     rateLimitHeaders: boolean;
   };
+  /** Envoy's connection_limit network filter in front of the HCM */
+  connectionLimit?: { maxActiveConnections: number; delayBeforeClose?: DurationIR };
+  /** Envoy's local_ratelimit network filter in front of the HCM (connections, before TLS) */
+  networkLocalRatelimit?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
+  /** Envoy's stateful_session filter: the upstream host a session sticks to, in a cookie or a header */
+  statefulSession?: { cookie?: { name: string; ttl?: DurationIR; path?: string }; header?: string; strict: boolean };
+  /** the router filter's settings */
+  router?: { suppressEnvoyHeaders?: boolean; dynamicStats?: boolean };
 }
 
 export interface ProxyIR {

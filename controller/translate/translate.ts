@@ -221,7 +221,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     upstreamOptions(upstream) {
       const out: Required<Attempt<Partial<UpstreamIR>>> = { ir: {}, problems: [], warnings: [] };
       for (const f of features) {
-        const part = f.resolveUpstream?.(upstream);
+        const part = f.resolveUpstream?.(upstream, ctx.index);
         if (!part) continue;
         out.problems.push(...part.problems);
         out.warnings.push(...(part.warnings ?? []));

@@ -178,8 +178,11 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     spec: { type: 'kubernetes.io/tls', stringData: { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA } },
   },
   Service: { spec: { spec: { ports: [{ port: 80, targetPort: 8080 }], selector: { app: WORLD_NAME } } } },
-  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it)
-  ConfigMap: { onlyFor: ['ConfigMap'], spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } } },
+  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it); a Gateway's grpcJsonTranscoder names its key (not a descriptor: reported)
+  ConfigMap: {
+    onlyFor: ['ConfigMap', 'Gateway', 'MatchableHttpGateway'],
+    spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } },
+  },
   // two named ports: a Service port without a name matches neither, and its targetPort is the port
   Endpoints: {
     spec: {
@@ -221,6 +224,7 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   'requestTransform.serviceName': ['shop.v1.Books'],
   'requestTransform.methodName': ['GetBook'],
   addressPrefix: ['10.1.0.0'],
+  'protoDescriptorConfigMap.key': ['policy.rego'],
   // a JWKS fetched by Envoy comes from a host of the Upstream named beside it
   url: ['https://127.0.0.1:8080/jwks'],
 };
