@@ -707,8 +707,11 @@ export interface UpstreamTlsIR {
 }
 
 export interface EndpointIR {
+  /** an IP or DNS name; with `pipe`, a Unix domain socket path */
   address: string;
   port: number;
+  /** a pipe upstream's endpoint: `address` is a Unix socket path (port 0) */
+  pipe?: true;
   weight?: number;
   /** Envoy filter metadata by filter name (static host metadata; `envoy.lb` keys define subsets) */
   metadata?: Record<string, Record<string, unknown>>;
@@ -793,7 +796,8 @@ export interface FailoverPriorityIR {
   localities: {
     locality?: { region?: string; zone?: string; subZone?: string };
     weight?: number;
-    endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string } })[];
+    /** `tls`: the endpoint's own upstreamSslConfig, rendered as a transport socket match */
+    endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string }; tls?: UpstreamTlsIR })[];
   }[];
 }
 

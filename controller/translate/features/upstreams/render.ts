@@ -17,7 +17,7 @@ import {
 } from '../../../../envoy/typed.js';
 import { dataSource, duration } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
-import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR } from '../../ir.js';
+import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
 
 export const upstreamsRender: RenderPlugin = {
   loadAssignment,
@@ -60,7 +60,9 @@ export const upstreamsRender: RenderPlugin = {
         ...(ir.preconnect.predictiveRatio !== undefined ? { predictive_preconnect_ratio: ir.preconnect.predictiveRatio } : {}),
       };
     }
-    if (ir.tls) cluster.transport_socket = upstreamTls(ir);
+    if (ir.tls) cluster.transport_socket = upstreamTls(ir.tls);
+    const matches = failoverTlsMatches(ir);
+    if (matches.length) cluster.transport_socket_matches = matches;
     if (ir.proxyProtocol) {
       // the PROXY header goes first on the connection, then the TLS handshake (if any) inside it
       cluster.transport_socket = {
@@ -136,7 +138,8 @@ const RAW_BUFFER: TransportSocket = {
 
 function loadAssignment(ir: UpstreamIR): ClusterLoadAssignment {
   const lbEndpoint = (e: EndpointIR & { healthCheck?: { port?: number; hostname?: string } }): LbEndpoint => {
-    const lb: LbEndpoint = { endpoint: { address: { socket_address: { address: e.address, port_value: e.port } } } };
+    const address = e.pipe ? { pipe: { path: e.address } } : { socket_address: { address: e.address, port_value: e.port } };
+    const lb: LbEndpoint = { endpoint: { address } };
     // what useHostnameForHashing hashes: without it every IP endpoint would hash alike (an empty name)
     if (ir.loadBalancer?.useHostnameForHashing && lb.endpoint) lb.endpoint.hostname = e.address;
     if (e.healthCheck && lb.endpoint) {
@@ -154,8 +157,16 @@ function loadAssignment(ir: UpstreamIR): ClusterLoadAssignment {
   const endpoints: LocalityLbEndpoints[] =
     ir.endpoints.length || ir.failover ? [{ lb_endpoints: ir.endpoints.map(lbEndpoint), ...localityWeight }] : [];
   (ir.failover ?? []).forEach((p: FailoverPriorityIR, i) => {
-    for (const l of p.localities) {
-      const group: LocalityLbEndpoints = { lb_endpoints: l.endpoints.map(lbEndpoint), priority: i + 1 };
+    for (const [j, l] of p.localities.entries()) {
+      const tlsMatch = (e: (typeof l.endpoints)[number], k: number): LbEndpoint => {
+        const lb = lbEndpoint(e);
+        if (e.tls) {
+          const metadata = lb.metadata?.filter_metadata ?? {};
+          lb.metadata = { filter_metadata: { ...metadata, 'envoy.transport_socket_match': { [TLS_MATCH_KEY]: failoverTlsName(i, j, k) } } };
+        }
+        return lb;
+      };
+      const group: LocalityLbEndpoints = { lb_endpoints: l.endpoints.map(tlsMatch), priority: i + 1 };
       if (l.locality) {
         group.locality = {
           ...(l.locality.region ? { region: l.locality.region } : {}),
@@ -215,8 +226,37 @@ function httpProtocolOptions(useHttp2: boolean, c: UpstreamConnectionIR | undefi
   return options;
 }
 
-function upstreamTls(ir: UpstreamIR): TransportSocket {
-  const tls = ir.tls;
+/** The name of failover endpoint k of locality j at priority i+1: its metadata and its transport socket match carry it. */
+const failoverTlsName = (i: number, j: number, k: number): string => `failover-${i}-${j}-${k}`;
+/** The key in an endpoint's envoy.transport_socket_match metadata that picks its match. */
+const TLS_MATCH_KEY = 'legate-tls';
+
+/** A transport socket match per failover endpoint with its own upstreamSslConfig (with the PROXY header when asked). */
+function failoverTlsMatches(ir: UpstreamIR): NonNullable<Cluster['transport_socket_matches']> {
+  const out: NonNullable<Cluster['transport_socket_matches']> = [];
+  (ir.failover ?? []).forEach((p, i) =>
+    p.localities.forEach((l, j) =>
+      l.endpoints.forEach((e, k) => {
+        if (!e.tls) return;
+        const name = failoverTlsName(i, j, k);
+        let socket = upstreamTls(e.tls);
+        if (ir.proxyProtocol) {
+          socket = {
+            name: 'envoy.transport_sockets.upstream_proxy_protocol',
+            typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport', {
+              config: { version: ir.proxyProtocol },
+              transport_socket: socket,
+            }),
+          };
+        }
+        out.push({ name, match: { [TLS_MATCH_KEY]: name }, transport_socket: socket });
+      }),
+    ),
+  );
+  return out;
+}
+
+function upstreamTls(tls: UpstreamTlsIR | undefined): TransportSocket {
   const common: CommonTlsContext = {};
   if (tls?.certChain && tls.privateKey) {
     common.tls_certificates = [{ certificate_chain: dataSource(tls.certChain), private_key: dataSource(tls.privateKey) }];

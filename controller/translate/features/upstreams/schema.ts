@@ -67,10 +67,8 @@ const FailoverEndpointSchema = z.strictObject({
   healthCheckConfig: z
     .strictObject({ portValue: z.number().int().min(0).max(65535).optional(), hostname: z.string().optional() })
     .optional(),
-  upstreamSslConfig: notSupported(
-    'TLS of its own per failover endpoint needs a transport socket match per endpoint, which Legate does not render; ' +
-      "failover endpoints use the upstream's sslConfig",
-  ),
+  // TLS of its own to this endpoint (a transport socket match), in place of the Upstream's sslConfig
+  upstreamSslConfig: UpstreamSslConfigSchema.optional(),
   loadBalancingWeight: z.number().int().min(1).optional(),
 });
 
@@ -116,7 +114,8 @@ export const OTHER_UPSTREAM_TYPES = {
   azure: notSupported("Azure Functions upstreams need Gloo's Azure function discovery; Legate has none"),
   gcp: notSupported("Google Cloud Functions / Cloud Run upstreams need Gloo Enterprise's GCP authentication; Legate has none"),
   consul: notSupported('Consul upstreams need a Consul client for service discovery; Legate discovers Kubernetes Services only'),
-  pipe: notSupported('pipe upstreams connect over a Unix domain socket path; Legate renders TCP endpoints only'),
+  // a Unix domain socket (an @name is Linux's abstract namespace), Gloo's pipe.proto UpstreamSpec
+  pipe: z.strictObject({ path: z.string().regex(/^[/@]/, 'must be an absolute socket path (or @name)'), ...serviceSpecField }).optional(),
 };
 
 const HTTP_CONNECT =
