@@ -743,6 +743,11 @@ export interface SubsetsIR {
 
 export interface UpstreamIR {
   cluster: string;
+  /**
+   * httpProxyHostname: the endpoints are an HTTP CONNECT proxy; the cluster connects through an internal listener whose
+   * tcp_proxy tunnels to `hostname` over a cluster of the endpoints (`tls`: httpConnectSslConfig, inside the tunnel)
+   */
+  tunnel?: { hostname: string; headers: { key: string; value: string }[]; tls?: UpstreamTlsIR };
   source: SourceRef;
   /** EDS for IP endpoints (pushed by the controller), STRICT_DNS when a host is a DNS name. */
   discovery: 'EDS' | 'STRICT_DNS';

@@ -1,9 +1,11 @@
 // Where an Upstream's connections go, through a real Envoy: a pipe upstream (an HTTP server on a Unix domain socket),
-// and a failover endpoint with TLS of its own (upstreamSslConfig, Envoy's transport socket match) while the Upstream's
-// own host speaks plain HTTP.
+// a failover endpoint with TLS of its own (upstreamSslConfig, Envoy's transport socket match) while the Upstream's
+// own host speaks plain HTTP, and Upstreams tunnelled through an HTTP CONNECT proxy (httpProxyHostname,
+// httpConnectHeaders, httpConnectSslConfig: TLS to the host behind the proxy, inside the tunnel).
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +24,29 @@ let socketServer: http.Server;
 let tlsBackup: https.Server;
 const seenOnSocket: string[] = [];
 const tlsServerNames: string[] = [];
+let connectProxy: http.Server;
+let plainTarget: http.Server;
+const connects: { target: string; headers: http.IncomingHttpHeaders }[] = [];
+
+/** A forward proxy answering CONNECT host:port with a TCP tunnel there (and nothing else). */
+async function startConnectProxy(): Promise<number> {
+  connectProxy = http.createServer((_req, res) => res.writeHead(405).end());
+  connectProxy.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    const target = req.url ?? '';
+    connects.push({ target, headers: req.headers });
+    const i = target.lastIndexOf(':');
+    const upstream = net.connect(Number(target.slice(i + 1)), target.slice(0, i), () => {
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', () => socket.destroy());
+    socket.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => connectProxy.listen(0, '127.0.0.1', () => resolve()));
+  return (connectProxy.address() as AddressInfo).port;
+}
 
 beforeAll(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-addr-'));
@@ -38,6 +63,12 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => tlsBackup.listen(0, '127.0.0.1', () => resolve()));
   const backupPort = (tlsBackup.address() as AddressInfo).port;
   const closedPort = await freePort();
+  const proxyPort = await startConnectProxy();
+  plainTarget = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ upstream: 'behind-proxy', path: req.url }));
+  });
+  await new Promise<void>((resolve) => plainTarget.listen(0, '127.0.0.1', () => resolve()));
+  const plainPort = (plainTarget.address() as AddressInfo).port;
   const route = (prefix: string, upstream: string, extra = ''): string => `
       - matchers: [{ prefix: ${prefix} }]
         routeAction: { single: { upstream: { name: ${upstream}, namespace: gloo-system } } }${extra}`;
@@ -67,13 +98,31 @@ spec:
                   sslFiles: { rootCa: ${certFile} }
                   verifySubjectAltName: [secure.example.com]
 ---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: via-proxy, namespace: gloo-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${proxyPort} }] }
+  httpProxyHostname: 127.0.0.1:${plainPort}
+  httpConnectHeaders: [{ key: proxy-authorization, value: Basic bGVnYXRlOnR1bm5lbA== }]
+---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: via-proxy-tls, namespace: gloo-system }
+spec:
+  static: { hosts: [{ addr: 127.0.0.1, port: ${proxyPort} }] }
+  httpProxyHostname: 127.0.0.1:${backupPort}
+  httpConnectSslConfig:
+    sni: secure.example.com
+    sslFiles: { rootCa: ${certFile} }
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata: { name: default, namespace: gloo-system }
 spec:
   virtualHost:
     domains: ["*"]
-    routes:${route('/socket', 'app-socket')}${route(
+    routes:${route('/socket', 'app-socket')}${route('/tunnel-tls', 'via-proxy-tls')}${route('/tunnel', 'via-proxy')}${route(
       '/failover',
       'primary',
       `
@@ -92,6 +141,11 @@ afterAll(async () => {
     tlsBackup.closeAllConnections();
     await new Promise<void>((resolve) => tlsBackup.close(() => resolve()));
   }
+  for (const s of [connectProxy, plainTarget]) {
+    if (!s) continue;
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -107,5 +161,22 @@ describe('upstream addresses through Envoy', () => {
     const r = await gw.until('/failover/tls', (x) => x.status === 200);
     expect(r.json()).toMatchObject({ upstream: 'tls-backup', path: '/failover/tls' });
     expect(tlsServerNames).toContain('secure.example.com');
+  });
+
+  it('httpProxyHostname: requests reach the host behind the CONNECT proxy, with httpConnectHeaders on the CONNECT', async () => {
+    const r = await gw.request('/tunnel/hello');
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ upstream: 'behind-proxy', path: '/tunnel/hello' });
+    const plain = connects.find((c) => c.target !== '' && c.headers['proxy-authorization'] !== undefined);
+    expect(plain?.headers['proxy-authorization']).toBe('Basic bGVnYXRlOnR1bm5lbA==');
+  });
+
+  it('httpConnectSslConfig: TLS to the host behind the proxy, inside the tunnel', async () => {
+    const before = tlsServerNames.length;
+    const r = await gw.request('/tunnel-tls/hello');
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ upstream: 'tls-backup', path: '/tunnel-tls/hello' });
+    expect(tlsServerNames.slice(before)).toContain('secure.example.com');
+    expect(connects.some((c) => c.target.endsWith(`:${(tlsBackup.address() as AddressInfo).port}`))).toBe(true);
   });
 });

@@ -302,6 +302,12 @@ const KEYS_WITH_META = (required: boolean) => ({
 });
 
 export const SPECS: Record<string, unknown> = {
+  // TLS inside a CONNECT tunnel is rendered only with the proxy's hostname beside it
+  'Upstream httpConnectSslConfig.alpnProtocols[]': {
+    static: { hosts: [{ addr: '127.0.0.1', port: 3128 }] },
+    httpProxyHostname: 'api.example.com:443',
+    httpConnectSslConfig: { alpnProtocols: ['h2'] },
+  },
   'AuthConfig configs[].apiKeyAuth.headersFromMetadata.*.name': {
     configs: [{ apiKeyAuth: { apiKeySecretRefs: [API_KEY_REF], headersFromMetadata: { 'x-user': { name: 'api-key' } } } }],
   },

@@ -1,7 +1,9 @@
 // Stage 2 for upstreams: clusters and endpoints, including upstream TLS.
+import { isIP } from 'node:net';
 import {
   typed,
   type Cluster,
+  type Listener,
   type ClusterLoadAssignment,
   type CommonTlsContext,
   type HttpProtocolOptions,
@@ -19,8 +21,80 @@ import { dataSource, duration } from '../../envoy-json.js';
 import type { RenderPlugin } from '../../feature.js';
 import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
 
+/** The internal listener an upstream tunnelled through a CONNECT proxy connects to, and the cluster of that proxy. */
+const tunnelListener = (ir: UpstreamIR): string => `legate-connect-${ir.cluster}`;
+const tunnelProxyCluster = (ir: UpstreamIR): string => `${ir.cluster}-connect-proxy`;
+
+/**
+ * httpProxyHostname, as Gloo renders it: the upstream's cluster (what routes name) connects to an internal listener,
+ * with httpConnectSslConfig's TLS inside the tunnel; that listener's tcp_proxy sends CONNECT hostname (with
+ * httpConnectHeaders) over a cluster of the upstream's hosts, the proxy, with the upstream's own sslConfig to it.
+ */
+function tunnelEntry(ir: UpstreamIR, cluster: Cluster): void {
+  if (!ir.tunnel) return;
+  delete cluster.eds_cluster_config;
+  delete cluster.dns_lookup_family;
+  delete cluster.dns_refresh_rate;
+  delete cluster.respect_dns_ttl;
+  delete cluster.transport_socket;
+  cluster.type = 'STATIC';
+  const address = { envoy_internal_address: { server_listener_name: tunnelListener(ir) } };
+  cluster.load_assignment = { cluster_name: ir.cluster, endpoints: [{ lb_endpoints: [{ endpoint: { address } }] }] };
+  if (ir.tunnel.tls) cluster.transport_socket = upstreamTls(ir.tunnel.tls);
+}
+
+function tunnelClusters(upstreams: readonly UpstreamIR[]): Cluster[] {
+  return upstreams.flatMap((ir) => {
+    if (!ir.tunnel) return [];
+    const name = tunnelProxyCluster(ir);
+    const names = ir.endpoints.some((e) => !e.pipe && isIP(e.address) === 0);
+    const endpoints = ir.endpoints.map((e) => ({
+      endpoint: { address: e.pipe ? { pipe: { path: e.address } } : { socket_address: { address: e.address, port_value: e.port } } },
+      ...(e.weight !== undefined ? { load_balancing_weight: e.weight } : {}),
+    }));
+    const cluster: Cluster = {
+      name,
+      connect_timeout: duration(ir.connectTimeout),
+      ...(names ? { type: 'STRICT_DNS' as const, dns_lookup_family: 'V4_PREFERRED' as const } : { type: 'STATIC' as const }),
+      load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: endpoints }] },
+      ...(ir.tls ? { transport_socket: upstreamTls(ir.tls) } : {}),
+    };
+    return [cluster];
+  });
+}
+
+function tunnelListeners(upstreams: readonly UpstreamIR[]): Listener[] {
+  return upstreams.flatMap((ir) => {
+    const t = ir.tunnel;
+    if (!t) return [];
+    const proxy = typed('type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', {
+      stat_prefix: 'connect',
+      cluster: tunnelProxyCluster(ir),
+      tunneling_config: {
+        hostname: t.hostname,
+        ...(t.headers.length
+          ? {
+              headers_to_add: t.headers.map((h) => ({
+                header: { key: h.key, value: h.value },
+                append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const,
+              })),
+            }
+          : {}),
+      },
+    });
+    const listener: Listener = {
+      name: tunnelListener(ir),
+      internal_listener: {},
+      filter_chains: [{ filters: [{ name: 'envoy.filters.network.tcp_proxy', typed_config: proxy }] }],
+    };
+    return [listener];
+  });
+}
+
 export const upstreamsRender: RenderPlugin = {
   loadAssignment,
+  extraClusters: (_proxy, upstreams) => tunnelClusters(upstreams),
+  extraListeners: (_proxy, upstreams) => tunnelListeners(upstreams),
   patchCluster(ir, cluster) {
     cluster.connect_timeout = duration(ir.connectTimeout);
     if (ir.discovery === 'EDS') {
@@ -85,6 +159,7 @@ export const upstreamsRender: RenderPlugin = {
       if (ir.subsets.defaultSubset) subsets.default_subset = ir.subsets.defaultSubset;
       cluster.lb_subset_config = subsets;
     }
+    tunnelEntry(ir, cluster);
   },
 };
 

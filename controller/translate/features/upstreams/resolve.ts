@@ -97,6 +97,31 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     });
   }
 
+  let tunnel: UpstreamIR['tunnel'];
+  // checked even without httpProxyHostname (what they name must exist), used only with it
+  const connectTls = spec.httpConnectSslConfig
+    ? upstreamTlsOf(spec.httpConnectSslConfig, undefined, ns, index, problems, 'httpConnectSslConfig')
+    : undefined;
+  const connectHeaders = (spec.httpConnectHeaders ?? []).map((h, i) => {
+    // Envoy formats these values: a % starts one of its %OPERATOR% values
+    if (h.value.replace(/%(%|[A-Z_][A-Z0-9_]*(\([^)]*\))?(:\d+)?%)/g, '').includes('%') || /[\0\r\n]/.test(h.value)) {
+      const message = `httpConnectHeaders[${i}].value: a line break, NUL or lone % (write a literal % as %%) Envoy cannot send`;
+      problems.push({ code: 'InvalidSpec', message });
+    }
+    return { key: h.key, value: h.value };
+  });
+  if (spec.httpProxyHostname !== undefined) {
+    tunnel = { hostname: spec.httpProxyHostname, headers: connectHeaders, ...(connectTls ? { tls: connectTls } : {}) };
+    if (!/:\d+$/.test(spec.httpProxyHostname)) {
+      const host = spec.httpProxyHostname;
+      const message = `httpProxyHostname: ${host} has no port; a CONNECT request names host:port (e.g. ${host}:443)`;
+      problems.push({ code: 'InvalidSpec', message });
+    }
+    if (spec.failover) problems.push({ code: 'InvalidSpec', message: 'failover: not with httpProxyHostname (the hosts are the proxy)' });
+  } else if (spec.httpConnectSslConfig || spec.httpConnectHeaders) {
+    const message = 'httpConnectSslConfig, httpConnectHeaders: apply only with httpProxyHostname (the upstream is a CONNECT proxy)';
+    warnings.push({ code: 'InvalidSpec', message });
+  }
   if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
     cluster: clusterName(ns, upstream.metadata.name),
@@ -107,6 +132,11 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     connectTimeout: parseDuration(spec.connectionConfig?.connectTimeout ?? '5s'),
   };
   if (tls) ir.tls = tls;
+  if (tunnel) {
+    ir.tunnel = tunnel;
+    // not EDS: the cluster's one endpoint is the internal listener (the proxy's cluster carries the hosts)
+    ir.discovery = 'STRICT_DNS';
+  }
   if (loadBalancer) ir.loadBalancer = loadBalancer;
   if (subsets) ir.subsets = subsets;
   if (connection) ir.connection = connection;

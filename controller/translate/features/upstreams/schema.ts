@@ -102,8 +102,9 @@ export type Failover = z.infer<typeof FailoverSchema>;
 const Window = z.number().int().min(65535).max(2147483647);
 
 const SERVICE_SPEC =
-  'serviceSpec describes the API the upstream serves for function discovery (REST / gRPC-JSON transcoding / GraphQL ' +
-  'schemas on the upstream); Legate has no function discovery: route with a VirtualService and use GraphQLApi for GraphQL';
+  "serviceSpec declares the upstream's functions: Gloo routes to rest and grpc functions with its own transformation " +
+  'filter, which upstream Envoy does not have, and Legate does not render a grpcJsonTranscoder per upstream: put those ' +
+  'fields in the Gateway (httpGateway.options.grpcJsonTranscoder), and use a GraphQLApi for graphql';
 /** `serviceSpec` of static and kube upstreams */
 export const serviceSpecField = { serviceSpec: notSupported(SERVICE_SPEC) };
 
@@ -117,11 +118,6 @@ export const OTHER_UPSTREAM_TYPES = {
   // a Unix domain socket (an @name is Linux's abstract namespace), Gloo's pipe.proto UpstreamSpec
   pipe: z.strictObject({ path: z.string().regex(/^[/@]/, 'must be an absolute socket path (or @name)'), ...serviceSpecField }).optional(),
 };
-
-const HTTP_CONNECT =
-  "tunnelling through an HTTP CONNECT proxy: Gloo renders an internal listener with tcp_proxy's tunneling_config in front " +
-  "of the cluster, and Legate renders no internal listeners (Envoy's http_11_proxy transport socket sends CONNECT only " +
-  'before TLS, to a proxy a filter names per request), so it cannot send CONNECT before the upstream requests';
 
 export const PROTOCOL_SELECTIONS = ['USE_CONFIGURED_PROTOCOL', 'USE_DOWNSTREAM_PROTOCOL'] as const;
 
@@ -139,9 +135,12 @@ export const UPSTREAM_OPTIONS = {
   proxyProtocolVersion: z.enum(['V1', 'V2']).optional(),
   dnsRefreshRate: Duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), { message: 'must be at least 1ms' }).optional(),
   respectDnsTtl: z.boolean().optional(),
-  httpProxyHostname: notSupported(HTTP_CONNECT),
-  httpConnectSslConfig: notSupported(HTTP_CONNECT),
-  httpConnectHeaders: notSupported(HTTP_CONNECT),
+  // the upstream's hosts are an HTTP CONNECT proxy: requests are tunnelled to this host:port through it
+  httpProxyHostname: z.string().min(1, 'must not be empty').optional(),
+  // TLS to the host behind the proxy, inside the tunnel (sslConfig is TLS to the proxy)
+  httpConnectSslConfig: UpstreamSslConfigSchema.optional(),
+  // headers of the CONNECT request
+  httpConnectHeaders: z.array(z.strictObject({ key: Name, value: z.string() })).optional(),
   preconnectPolicy: z
     .strictObject({
       perUpstreamPreconnectRatio: z.number().min(1).max(3).optional(),
