@@ -406,6 +406,20 @@ export interface ListenerIR {
   csrf?: CsrfIR;
   /** httpGateway.options.wasm: the user's proxy-wasm filters, in order (features/wasm) */
   wasm?: WasmFilterIR[];
+  /** httpGateway.options.dynamicForwardProxy: the DNS cache of the dynamic forward proxy routes (features/dfp) */
+  dynamicForwardProxy?: {
+    dnsCache: {
+      lookupFamily?: string;
+      refreshRate?: DurationIR;
+      hostTtl?: DurationIR;
+      maxHosts?: number;
+      failureRefresh?: { base: DurationIR; max?: DurationIR };
+      maxPendingRequests?: number;
+      queryTimeout?: DurationIR;
+      preresolve: { address: string; port: number }[];
+    };
+    saveUpstreamAddress?: boolean;
+  };
   /** httpGateway.options.extauth: this listener's ext_authz filter settings, in place of the defaults (features/extauth) */
   extauth?: ListenerExtauthIR;
   /** httpGateway.options.ratelimitServer: this listener's ratelimit filters, in place of Settings' (features/ratelimit) */

@@ -1,8 +1,8 @@
 // httpGateway.options that Gloo renders as listener filters, through a real Envoy: the gRPC-JSON transcoder's
 // descriptor read from a ConfigMap, a stateful session (cookie), the router's suppressEnvoyHeaders, early header
 // manipulation (a header, a Secret's keys, a removal), preserveCaseHeaderKeyFormat, tracing metadataForTags, and the
-// connectionLimit and networkLocalRatelimit network filters in front of the HCM (on Gateways of their own); and an
-// Upstream health check whose headers come from a Secret.
+// connectionLimit and networkLocalRatelimit network filters in front of the HCM (on Gateways of their own), the
+// dynamic forward proxy's DNS cache (dynamicForwardProxy); and an Upstream health check whose headers come from a Secret.
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -83,6 +83,9 @@ spec:
       statefulSession:
         cookieBased: { cookie: { name: legate-session, ttl: 60s } }
       router: { suppressEnvoyHeaders: true }
+      dynamicForwardProxy:
+        saveUpstreamAddress: true
+        dnsCacheConfig: { dnsLookupFamily: V4_ONLY, dnsRefreshRate: 30s, hostTtl: 120s, maxHosts: 64 }
       httpConnectionManagerSettings:
         preserveCaseHeaderKeyFormat: true
         earlyHeaderManipulation:
@@ -175,6 +178,8 @@ spec:
     routes:
       - matchers: [{ prefix: /shop.v1.Books/ }]
         routeAction: { single: { upstream: { name: books, namespace: gloo-system } } }
+      - matchers: [{ prefix: /dfp }]
+        routeAction: { dynamicForwardProxy: { autoHostRewriteHeader: x-dfp-host } }
       - matchers: [{ prefix: /raw }]
         routeAction: { single: { upstream: { name: raw, namespace: gloo-system } } }
       - matchers: [{ prefix: / }]
@@ -239,6 +244,15 @@ describe('listener filters from httpGateway.options through Envoy', () => {
     const r = await rawRequest(gw.ports.http, '/raw', { 'X-CamelCase-Header': '1' });
     expect(r.names).toContain('X-CamelCase-Header');
     expect(r.answered).toContain('X-MiXeD-Answer');
+  });
+
+  it("forwards by the DNS cache the Gateway's dynamicForwardProxy configures", async () => {
+    const r = await gw.request('/dfp/hello', { headers: { 'x-dfp-host': `127.0.0.1:${b.port}` } });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ upstream: 'b', path: '/dfp/hello' });
+    const clusters = await (await fetch(`http://127.0.0.1:${gw.ports.admin}/config_dump?resource=dynamic_active_clusters`)).text();
+    expect(clusters).toContain('"dns_lookup_family": "V4_ONLY"');
+    expect(clusters).toContain('"max_hosts": 64');
   });
 
   it('tags spans from endpoint metadata (metadataForTags): Envoy took the listener', async () => {

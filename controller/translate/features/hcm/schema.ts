@@ -201,7 +201,6 @@ export const hcmHttpListenerOptions = {
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
   waf: notSupported(`${NOT_ENTERPRISE} (ModSecurity WAF)`),
   dlp: notSupported(`${NOT_ENTERPRISE} (data loss prevention)`),
-  dynamicForwardProxy: notSupported('the listener-wide dynamic forward proxy is not rendered; routes use dynamicForwardProxy'),
   grpcJsonTranscoder: GrpcJsonTranscoderSchema.optional(),
   proxyLatency: notSupported(`${NOT_ENTERPRISE} (proxy latency)`),
   caching: notSupported(`${NOT_ENTERPRISE} (caching server)`),
