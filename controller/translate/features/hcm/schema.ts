@@ -206,7 +206,7 @@ export const hcmHttpListenerOptions = {
   caching: notSupported(`${NOT_ENTERPRISE} (caching server)`),
   tap: notSupported(
     "Gloo's tap sinks stream to a tap server over gRPC or HTTP; upstream Envoy's tap filter has no HTTP sink and " +
-      'its gRPC sink is not implemented (it writes taps to files or the admin endpoint only)',
+      'its gRPC sink is not implemented (its sinks are files, the admin endpoint and UDP)',
   ),
   statefulSession: StatefulSessionSchema.optional(),
   headerValidationSettings: notSupported('header validation settings are not rendered yet'),
