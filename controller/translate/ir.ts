@@ -253,6 +253,8 @@ export interface RouteIR {
   matchers: MatcherIR[];
   action: RouteActionIR;
   prefixRewrite?: string;
+  /** the serviceSpec.grpcJsonTranscoder of the Upstream the route goes to (features/upstreams) */
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   timeout: DurationIR;
   retries?: RetryPolicyIR;
   rateLimit?: RateLimitIR;
@@ -644,6 +646,23 @@ export interface ListenerTracingIR {
   provider?: TracingProviderIR;
 }
 
+/** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64). */
+export interface GrpcJsonTranscoderIR {
+  descriptor: { filename: string } | { base64: string };
+  services: string[];
+  printOptions?: {
+    addWhitespace?: boolean;
+    alwaysPrintPrimitiveFields?: boolean;
+    alwaysPrintEnumsAsInts?: boolean;
+    preserveProtoFieldNames?: boolean;
+  };
+  matchIncomingRequestRoute?: boolean;
+  ignoredQueryParameters: string[];
+  autoMapping?: boolean;
+  ignoreUnknownQueryParameters?: boolean;
+  convertGrpcStatus?: boolean;
+}
+
 /** httpGateway.options of a Gateway. */
 export interface HttpListenerIR {
   hcm?: HcmSettingsIR;
@@ -665,21 +684,7 @@ export interface HttpListenerIR {
   /** a buffer filter for every request */
   bufferMaxRequestBytes?: number;
   /** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64) */
-  grpcJsonTranscoder?: {
-    descriptor: { filename: string } | { base64: string };
-    services: string[];
-    printOptions?: {
-      addWhitespace?: boolean;
-      alwaysPrintPrimitiveFields?: boolean;
-      alwaysPrintEnumsAsInts?: boolean;
-      preserveProtoFieldNames?: boolean;
-    };
-    matchIncomingRequestRoute?: boolean;
-    ignoredQueryParameters: string[];
-    autoMapping?: boolean;
-    ignoreUnknownQueryParameters?: boolean;
-    convertGrpcStatus?: boolean;
-  };
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   localRatelimit?: {
     maxTokens: number;
     tokensPerFill: number;
@@ -762,6 +767,8 @@ export interface UpstreamIR {
    * tcp_proxy tunnels to `hostname` over a cluster of the endpoints (`tls`: httpConnectSslConfig, inside the tunnel)
    */
   tunnel?: { hostname: string; headers: { key: string; value: string }[]; tls?: UpstreamTlsIR };
+  /** serviceSpec.grpcJsonTranscoder: the routes to this upstream transcode JSON to its gRPC services */
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   source: SourceRef;
   /** EDS for IP endpoints (pushed by the controller), STRICT_DNS when a host is a DNS name. */
   discovery: 'EDS' | 'STRICT_DNS';

@@ -1,7 +1,8 @@
 // Where an Upstream's connections go, through a real Envoy: a pipe upstream (an HTTP server on a Unix domain socket),
 // a failover endpoint with TLS of its own (upstreamSslConfig, Envoy's transport socket match) while the Upstream's
 // own host speaks plain HTTP, and Upstreams tunnelled through an HTTP CONNECT proxy (httpProxyHostname,
-// httpConnectHeaders, httpConnectSslConfig: TLS to the host behind the proxy, inside the tunnel).
+// httpConnectHeaders, httpConnectSslConfig: TLS to the host behind the proxy, inside the tunnel); and an Upstream whose
+// serviceSpec.grpcJsonTranscoder transcodes the JSON requests of the routes to it.
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -11,6 +12,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from './harness/grpc-books.js';
 import { freePort } from './harness/util.js';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures');
@@ -25,6 +27,7 @@ let tlsBackup: https.Server;
 const seenOnSocket: string[] = [];
 const tlsServerNames: string[] = [];
 let connectProxy: http.Server;
+let books: GrpcBooks;
 let plainTarget: http.Server;
 const connects: { target: string; headers: http.IncomingHttpHeaders }[] = [];
 
@@ -64,6 +67,7 @@ beforeAll(async () => {
   const backupPort = (tlsBackup.address() as AddressInfo).port;
   const closedPort = await freePort();
   const proxyPort = await startConnectProxy();
+  books = await startGrpcBooks();
   plainTarget = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ upstream: 'behind-proxy', path: req.url }));
   });
@@ -116,13 +120,30 @@ spec:
     sni: secure.example.com
     sslFiles: { rootCa: ${certFile} }
 ---
+apiVersion: gloo.solo.io/v1
+kind: Upstream
+metadata: { name: books, namespace: gloo-system }
+spec:
+  useHttp2: true
+  static:
+    hosts: [{ addr: 127.0.0.1, port: ${books.port} }]
+    serviceSpec:
+      grpcJsonTranscoder:
+        protoDescriptorBin: ${BOOKS_DESCRIPTOR_BIN}
+        services: [shop.v1.Books]
+        autoMapping: true
+        printOptions: { preserveProtoFieldNames: true }
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata: { name: default, namespace: gloo-system }
 spec:
   virtualHost:
     domains: ["*"]
-    routes:${route('/socket', 'app-socket')}${route('/tunnel-tls', 'via-proxy-tls')}${route('/tunnel', 'via-proxy')}${route(
+    routes:${route('/shop.v1.Books/', 'books')}${route('/socket', 'app-socket')}${route('/tunnel-tls', 'via-proxy-tls')}${route(
+      '/tunnel',
+      'via-proxy',
+    )}${route(
       '/failover',
       'primary',
       `
@@ -136,6 +157,7 @@ spec:
 
 afterAll(async () => {
   await gw?.stop();
+  await books?.stop();
   await new Promise<void>((resolve) => (socketServer ? socketServer.close(() => resolve()) : resolve()));
   if (tlsBackup) {
     tlsBackup.closeAllConnections();
@@ -161,6 +183,19 @@ describe('upstream addresses through Envoy', () => {
     const r = await gw.until('/failover/tls', (x) => x.status === 200);
     expect(r.json()).toMatchObject({ upstream: 'tls-backup', path: '/failover/tls' });
     expect(tlsServerNames).toContain('secure.example.com');
+  });
+
+  it('serviceSpec.grpcJsonTranscoder: a JSON request to a route to the Upstream reaches its gRPC service', async () => {
+    const r = await gw.request('/shop.v1.Books/GetBook', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 1 }),
+    });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ id: '1', title: 'The Comedy of Errors', page_count: 200 });
+    expect(books.calls.at(-1)?.method).toBe('GetBook');
+    // a route to another Upstream is not transcoded
+    expect((await gw.request('/socket/x', { method: 'POST', body: '{}' })).json()).toMatchObject({ upstream: 'socket' });
   });
 
   it('httpProxyHostname: requests reach the host behind the CONNECT proxy, with httpConnectHeaders on the CONNECT', async () => {

@@ -178,9 +178,9 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     spec: { type: 'kubernetes.io/tls', stringData: { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA } },
   },
   Service: { spec: { spec: { ports: [{ port: 80, targetPort: 8080 }], selector: { app: WORLD_NAME } } } },
-  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it); a Gateway's grpcJsonTranscoder names its key (not a descriptor: reported)
+  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it); a grpcJsonTranscoder names its key (not a descriptor: reported)
   ConfigMap: {
-    onlyFor: ['ConfigMap', 'Gateway', 'MatchableHttpGateway'],
+    onlyFor: ['ConfigMap', 'Gateway', 'MatchableHttpGateway', 'Upstream'],
     spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } },
   },
   // two named ports: a Service port without a name matches neither, and its targetPort is the port

@@ -10,6 +10,7 @@ import { enumName, type BindSink, type Feature } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 import { nsName } from '../../names.js';
 import { secretValue } from '../../secrets.js';
+import { resolveTranscoder } from '../../grpc-transcoder.js';
 import { hcmRender, type HcmOptions } from './render.js';
 
 export type { HcmOptions } from './render.js';
@@ -200,44 +201,6 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, refs: Refs
   return ir;
 }
 
-/** The base64 FileDescriptorSet of protoDescriptorConfigMap (Gloo reads `data`; `binaryData` is base64 already). */
-function descriptorFromConfigMap(
-  ref: { configMapRef: { name: string; namespace?: string | undefined }; key?: string | undefined },
-  gwNamespace: string,
-  configMaps: ReadonlyMap<string, ConfigMap>,
-  where: string,
-  sink: BindSink,
-): string | undefined {
-  const ns = ref.configMapRef.namespace || gwNamespace;
-  const cm = configMaps.get(nsName(ns, ref.configMapRef.name));
-  const name = `ConfigMap ${ns}.${ref.configMapRef.name}`;
-  if (!cm) {
-    sink.problems.push({ code: 'ConfigMapNotFound', message: `${where}.configMapRef: ${name} not found` });
-    return undefined;
-  }
-  const entries = { ...(cm.spec.binaryData ?? {}), ...(cm.spec.data ?? {}) };
-  const keys = Object.keys(entries);
-  let key = ref.key;
-  if (!key) {
-    if (keys.length !== 1) {
-      const what = keys.length ? `has ${keys.length} keys (${keys.join(', ')})` : 'has no data';
-      sink.problems.push({ code: 'InvalidSpec', message: `${where}: ${name} ${what}; name the descriptor's with key` });
-      return undefined;
-    }
-    key = keys[0]!;
-  }
-  const value = entries[key]?.replace(/\s+/g, '');
-  if (value === undefined) {
-    sink.problems.push({ code: 'InvalidSpec', message: `${where}.key: ${name} has no key ${key}` });
-    return undefined;
-  }
-  if (!value || !/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 !== 0) {
-    sink.problems.push({ code: 'InvalidSpec', message: `${where}: ${name} key ${key} is not a base64 FileDescriptorSet` });
-    return undefined;
-  }
-  return value;
-}
-
 function bindHttpListener(gw: Gateway, refs: Refs, sink: BindSink): HttpListenerIR | undefined {
   const o = gw.spec.httpGateway?.options;
   if (!o) return undefined;
@@ -258,22 +221,8 @@ function bindHttpListener(gw: Gateway, refs: Refs, sink: BindSink): HttpListener
   if (o.buffer) ir.bufferMaxRequestBytes = o.buffer.maxRequestBytes;
   const t = o.grpcJsonTranscoder;
   if (t) {
-    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap, services, ignoredQueryParameters, ...flags } = t;
-    const fromConfigMap =
-      protoDescriptorConfigMap &&
-      descriptorFromConfigMap(
-        protoDescriptorConfigMap,
-        refs.namespace,
-        refs.configMaps,
-        `${where}.grpcJsonTranscoder.protoDescriptorConfigMap`,
-        sink,
-      );
-    ir.grpcJsonTranscoder = {
-      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? fromConfigMap ?? '' },
-      services,
-      ignoredQueryParameters: ignoredQueryParameters ?? [],
-      ...flags,
-    };
+    const transcoder = resolveTranscoder(t, `${where}.grpcJsonTranscoder`, refs.namespace, refs.configMaps, sink.problems);
+    if (transcoder) ir.grpcJsonTranscoder = transcoder;
   }
   const rl = o.httpLocalRatelimit;
   if (rl) {

@@ -2,6 +2,7 @@
 // health_check and grpc_web filters.
 import { typed, type HttpConnectionManager, type HttpFilter, type NetworkFilter, type TypedConfig } from '../../../../envoy/typed.js';
 import { duration } from '../../envoy-json.js';
+import { transcoderConfig } from '../../grpc-transcoder.js';
 import { FilterStage, after, before, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 
@@ -246,28 +247,12 @@ export function hcmRender(options: HcmOptions): RenderPlugin {
       }
       const t = http?.grpcJsonTranscoder;
       if (t) {
-        const p = t.printOptions;
         const filter: HttpFilter = {
           name: 'envoy.filters.http.grpc_json_transcoder',
-          typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder', {
-            ...('filename' in t.descriptor ? { proto_descriptor: t.descriptor.filename } : { proto_descriptor_bin: t.descriptor.base64 }),
-            services: t.services,
-            ...(p
-              ? {
-                  print_options: {
-                    ...(p.addWhitespace ? { add_whitespace: true } : {}),
-                    ...(p.alwaysPrintPrimitiveFields ? { always_print_primitive_fields: true } : {}),
-                    ...(p.alwaysPrintEnumsAsInts ? { always_print_enums_as_ints: true } : {}),
-                    ...(p.preserveProtoFieldNames ? { preserve_proto_field_names: true } : {}),
-                  },
-                }
-              : {}),
-            ...(t.matchIncomingRequestRoute ? { match_incoming_request_route: true } : {}),
-            ...(t.ignoredQueryParameters.length ? { ignored_query_parameters: t.ignoredQueryParameters } : {}),
-            ...(t.autoMapping ? { auto_mapping: true } : {}),
-            ...(t.ignoreUnknownQueryParameters ? { ignore_unknown_query_parameters: true } : {}),
-            ...(t.convertGrpcStatus ? { convert_grpc_status: true } : {}),
-          }),
+          typed_config: typed(
+            'type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder',
+            transcoderConfig(t),
+          ),
         };
         // after authentication and rate limits, as the last step before routing to the gRPC upstream
         out.push({ position: before(FilterStage.Route), filter });

@@ -17,8 +17,10 @@ import {
   type envoy_config_core_v3_HttpProtocolOptions as CommonHttpProtocolOptions,
   type envoy_config_endpoint_v3_LocalityLbEndpoints as LocalityLbEndpoints,
 } from '../../../../envoy/typed.js';
-import { dataSource, duration } from '../../envoy-json.js';
-import type { RenderPlugin } from '../../feature.js';
+import { dataSource, duration, setPerFilterConfig } from '../../envoy-json.js';
+import { FilterStage, before, type RenderPlugin } from '../../feature.js';
+import { transcoderConfig } from '../../grpc-transcoder.js';
+import { perProxy, someRoute } from '../../proxy-facts.js';
 import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
 
 /** The internal listener an upstream tunnelled through a CONNECT proxy connects to, and the cluster of that proxy. */
@@ -91,8 +93,29 @@ function tunnelListeners(upstreams: readonly UpstreamIR[]): Listener[] {
   });
 }
 
+/** The transcoder of the routes to Upstreams with serviceSpec.grpcJsonTranscoder: off on the HCM, on per route. */
+const UPSTREAM_TRANSCODER = 'envoy.filters.http.grpc_json_transcoder.upstream';
+const transcodesPerRoute = perProxy((proxy) => someRoute(proxy, (r) => r.grpcJsonTranscoder !== undefined));
+
 export const upstreamsRender: RenderPlugin = {
   loadAssignment,
+  httpFilters(proxy) {
+    if (!transcodesPerRoute(proxy)) return [];
+    // no services: off, except where a route's config names the Upstream's
+    const off = typed('type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder', {
+      proto_descriptor_bin: '',
+      services: [],
+    });
+    return [{ position: before(FilterStage.Route), filter: { name: UPSTREAM_TRANSCODER, typed_config: off } }];
+  },
+  patchRoute(ir, route) {
+    if (!ir.grpcJsonTranscoder) return;
+    const config = typed(
+      'type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder',
+      transcoderConfig(ir.grpcJsonTranscoder),
+    );
+    setPerFilterConfig(route, UPSTREAM_TRANSCODER, config);
+  },
   extraClusters: (_proxy, upstreams) => tunnelClusters(upstreams),
   extraListeners: (_proxy, upstreams) => tunnelListeners(upstreams),
   patchCluster(ir, cluster) {

@@ -10,6 +10,7 @@ import type { EndpointIR, LoadBalancerIR, SubsetsIR, UpstreamIR, UpstreamTlsIR }
 import { connectionOf, failoverOf } from './options.js';
 import { clusterName, nsName, sourceOf } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
+import { resolveTranscoder } from '../../grpc-transcoder.js';
 
 export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attempt<UpstreamIR> {
   const problems: Attempt<UpstreamIR>['problems'] = [];
@@ -122,6 +123,13 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     const message = 'httpConnectSslConfig, httpConnectHeaders: apply only with httpProxyHostname (the upstream is a CONNECT proxy)';
     warnings.push({ code: 'InvalidSpec', message });
   }
+  const serviceSpec = spec.static?.serviceSpec ?? spec.kube?.serviceSpec ?? spec.pipe?.serviceSpec;
+  const transcoder = serviceSpec?.grpcJsonTranscoder
+    ? resolveTranscoder(serviceSpec.grpcJsonTranscoder, 'serviceSpec.grpcJsonTranscoder', ns, index.configMaps, problems)
+    : undefined;
+  if (transcoder && !spec.useHttp2) {
+    warnings.push({ code: 'InvalidSpec', message: 'serviceSpec.grpcJsonTranscoder: gRPC needs HTTP/2; set useHttp2: true' });
+  }
   if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
     cluster: clusterName(ns, upstream.metadata.name),
@@ -132,6 +140,7 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     connectTimeout: parseDuration(spec.connectionConfig?.connectTimeout ?? '5s'),
   };
   if (tls) ir.tls = tls;
+  if (transcoder) ir.grpcJsonTranscoder = transcoder;
   if (tunnel) {
     ir.tunnel = tunnel;
     // not EDS: the cluster's one endpoint is the internal listener (the proxy's cluster carries the hosts)

@@ -2,7 +2,15 @@
 // HTTP protocol options, failover priorities, DNS, PROXY protocol and preconnecting, and the Gloo fields Legate
 // refuses with a reason. controller/api/schemas.ts spreads UPSTREAM_OPTIONS into UpstreamSpecSchema.
 import { z } from 'zod';
-import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from '../../../api/primitives.js';
+import {
+  Duration,
+  GrpcJsonTranscoderSchema,
+  Name,
+  ResourceRefSchema,
+  SslParametersSchema,
+  notSupported,
+  protoEnum,
+} from '../../../api/primitives.js';
 
 /** UpstreamSslConfig (ssl.proto): TLS and mTLS from Envoy to the upstream. */
 const UpstreamSslConfigSchema = z
@@ -101,12 +109,21 @@ export type Failover = z.infer<typeof FailoverSchema>;
 /** HTTP/2 flow-control windows: Envoy takes 65535 (the HTTP/2 default) to 2^31-1. */
 const Window = z.number().int().min(65535).max(2147483647);
 
-const SERVICE_SPEC =
-  "serviceSpec declares the upstream's functions: Gloo routes to rest and grpc functions with its own transformation " +
-  'filter, which upstream Envoy does not have, and Legate does not render a grpcJsonTranscoder per upstream: put those ' +
-  'fields in the Gateway (httpGateway.options.grpcJsonTranscoder), and use a GraphQLApi for graphql';
-/** `serviceSpec` of static and kube upstreams */
-export const serviceSpecField = { serviceSpec: notSupported(SERVICE_SPEC) };
+const FUNCTIONS =
+  "Gloo routes to an upstream's rest and grpc functions with its own transformation filter, which upstream Envoy does " +
+  'not have; transcode JSON to gRPC with grpcJsonTranscoder';
+/** `serviceSpec` of static, kube and pipe upstreams (Gloo's ServiceSpec: one plugin type) */
+export const serviceSpecField = {
+  serviceSpec: z
+    .strictObject({
+      // the routes to this upstream transcode JSON to its gRPC services (Envoy's gRPC-JSON transcoder, per route)
+      grpcJsonTranscoder: GrpcJsonTranscoderSchema.optional(),
+      rest: notSupported(FUNCTIONS),
+      grpc: notSupported(FUNCTIONS),
+      graphql: notSupported('a GraphQL schema on the upstream is served by a GraphQLApi in Legate'),
+    })
+    .optional(),
+};
 
 /** Gloo's other upstream types (the upstream_type oneof): each refused with why. */
 export const OTHER_UPSTREAM_TYPES = {
