@@ -56,6 +56,9 @@ export type UpstreamTlsContext = envoy_extensions_transport_sockets_tls_v3_Upstr
 export type ProxyProtocolUpstreamTransport = envoy_extensions_transport_sockets_proxy_protocol_v3_ProxyProtocolUpstreamTransport;
 export type RawBuffer = envoy_extensions_transport_sockets_raw_buffer_v3_RawBuffer;
 export type PreserveCaseFormatterConfig = envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
+export type StatefulSession = envoy_extensions_filters_http_stateful_session_v3_StatefulSession;
+export type CookieBasedSessionState = envoy_extensions_http_stateful_session_cookie_v3_CookieBasedSessionState;
+export type HeaderBasedSessionState = envoy_extensions_http_stateful_session_header_v3_HeaderBasedSessionState;
 export type Secret = envoy_extensions_transport_sockets_tls_v3_Secret;
 export type TlsInspector = envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
 export type ProxyProtocol = envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
@@ -118,6 +121,9 @@ export interface TypeUrlMap {
   "type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport": envoy_extensions_transport_sockets_proxy_protocol_v3_ProxyProtocolUpstreamTransport;
   "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer": envoy_extensions_transport_sockets_raw_buffer_v3_RawBuffer;
   "type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig": envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig;
+  "type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession": envoy_extensions_filters_http_stateful_session_v3_StatefulSession;
+  "type.googleapis.com/envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState": envoy_extensions_http_stateful_session_cookie_v3_CookieBasedSessionState;
+  "type.googleapis.com/envoy.extensions.http.stateful_session.header.v3.HeaderBasedSessionState": envoy_extensions_http_stateful_session_header_v3_HeaderBasedSessionState;
   "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret": envoy_extensions_transport_sockets_tls_v3_Secret;
   "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector": envoy_extensions_filters_listener_tls_inspector_v3_TlsInspector;
   "type.googleapis.com/envoy.extensions.filters.listener.proxy_protocol.v3.ProxyProtocol": envoy_extensions_filters_listener_proxy_protocol_v3_ProxyProtocol;
@@ -3187,6 +3193,12 @@ export interface envoy_extensions_filters_http_router_v3_Router_UpstreamAccessLo
   upstream_log_flush_interval?: Duration;
 }
 
+/** envoy.extensions.filters.http.stateful_session.v3.StatefulSession */
+export interface envoy_extensions_filters_http_stateful_session_v3_StatefulSession {
+  session_state?: envoy_config_core_v3_TypedExtensionConfig;
+  strict?: boolean;
+}
+
 /** envoy.extensions.filters.http.wasm.v3.Wasm */
 export interface envoy_extensions_filters_http_wasm_v3_Wasm {
   config?: envoy_extensions_wasm_v3_PluginConfig;
@@ -3510,6 +3522,16 @@ export interface envoy_extensions_http_header_formatters_preserve_case_v3_Preser
 
 export type envoy_extensions_http_header_formatters_preserve_case_v3_PreserveCaseFormatterConfig_FormatterTypeOnEnvoyHeaders = "DEFAULT" | "PROPER_CASE";
 
+/** envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState */
+export interface envoy_extensions_http_stateful_session_cookie_v3_CookieBasedSessionState {
+  cookie?: envoy_type_http_v3_Cookie;
+}
+
+/** envoy.extensions.http.stateful_session.header.v3.HeaderBasedSessionState */
+export interface envoy_extensions_http_stateful_session_header_v3_HeaderBasedSessionState {
+  name?: string;
+}
+
 /** envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig */
 export interface envoy_extensions_request_id_uuid_v3_UuidRequestIdConfig {
   pack_trace_reason?: boolean;
@@ -3763,6 +3785,13 @@ export interface envoy_extensions_wasm_v3_VmConfig {
   allow_precompiled?: boolean;
   nack_on_code_cache_miss?: boolean;
   environment_variables?: envoy_extensions_wasm_v3_EnvironmentVariables;
+}
+
+/** envoy.type.http.v3.Cookie */
+export interface envoy_type_http_v3_Cookie {
+  name?: string;
+  ttl?: Duration;
+  path?: string;
 }
 
 /** envoy.type.http.v3.PathTransformation */

@@ -209,3 +209,30 @@ export const SslParametersSchema = z
     });
   });
 export type SslParameters = z.infer<typeof SslParametersSchema>;
+
+/** Gloo's grpc_json.proto GrpcJsonTranscoder (Envoy's gRPC-JSON transcoder filter): a Gateway's, or an Upstream's serviceSpec. */
+export const GrpcJsonTranscoderSchema = z
+  .strictObject({
+    protoDescriptor: Name.optional(),
+    protoDescriptorBin: z.base64('must be base64 (a FileDescriptorSet)').min(1, 'must not be empty').optional(),
+    // a ConfigMap key holding the base64 FileDescriptorSet; without `key`, the ConfigMap's only key
+    protoDescriptorConfigMap: z.strictObject({ configMapRef: ResourceRefSchema, key: z.string().optional() }).optional(),
+    services: z.array(Name).min(1, 'list at least one service (package.Service)'),
+    printOptions: z
+      .strictObject({
+        addWhitespace: z.boolean().optional(),
+        alwaysPrintPrimitiveFields: z.boolean().optional(),
+        alwaysPrintEnumsAsInts: z.boolean().optional(),
+        preserveProtoFieldNames: z.boolean().optional(),
+      })
+      .optional(),
+    matchIncomingRequestRoute: z.boolean().optional(),
+    ignoredQueryParameters: z.array(Name).optional(),
+    autoMapping: z.boolean().optional(),
+    ignoreUnknownQueryParameters: z.boolean().optional(),
+    convertGrpcStatus: z.boolean().optional(),
+  })
+  .refine((t) => (t.protoDescriptor ? 1 : 0) + (t.protoDescriptorBin ? 1 : 0) + (t.protoDescriptorConfigMap ? 1 : 0) === 1, {
+    message: 'set exactly one of protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap',
+  });
+export type GrpcJsonTranscoder = z.infer<typeof GrpcJsonTranscoderSchema>;

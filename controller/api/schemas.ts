@@ -20,6 +20,7 @@ import { tcpGatewaySchema } from '../translate/features/tcp/schema.js';
 import { SslConfigFields } from '../translate/features/tls/schema.js';
 import { tracingHcmSettings } from '../translate/features/tracing/schema.js';
 import { wasmHttpListenerOptions } from '../translate/features/wasm/schema.js';
+import { dfpHttpListenerOptions } from '../translate/features/dfp/schema.js';
 import { ObservabilityOptionsSchema } from './observability.js';
 import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from './primitives.js';
 import {
@@ -79,6 +80,7 @@ const HttpGatewaySchema = z.strictObject({
       httpConnectionManagerSettings: HcmSettingsWithTracingSchema.optional(),
       ...corsHttpListenerOptions,
       ...wasmHttpListenerOptions,
+      ...dfpHttpListenerOptions,
       // lazy: defined with the Settings' below; this listener's ext_authz and ratelimit filters take them instead
       extauth: z.lazy(() => ListenerExtauthSchema).optional(),
       ratelimitServer: z.lazy(() => RatelimitServerSchema).optional(),
@@ -244,7 +246,7 @@ export const UpstreamSpecSchema = z
         Boolean,
       ).length === 1,
     {
-      message: 'set exactly one upstream type: static, kube, aws or azure',
+      message: 'set exactly one upstream type: static, kube, pipe, aws or azure',
     },
   );
 export type UpstreamSpec = z.infer<typeof UpstreamSpecSchema>;

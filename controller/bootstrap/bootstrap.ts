@@ -69,6 +69,13 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
       ],
     },
     layered_runtime: { layers: [{ name: 'admin_layer', admin_layer: {} }] },
+    // internal listeners: an Upstream tunnelled through an HTTP CONNECT proxy (httpProxyHostname) connects through one
+    bootstrap_extensions: [
+      {
+        name: 'envoy.bootstrap.internal_listener',
+        typed_config: { '@type': 'type.googleapis.com/envoy.extensions.bootstrap.internal_listener.v3.InternalListener' },
+      },
+    ],
     // a connection limit, so a flood of connections cannot exhaust the process
     overload_manager: {
       resource_monitors: [

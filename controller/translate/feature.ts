@@ -268,7 +268,9 @@ export interface RenderPlugin {
   /** Fill in or adjust the endpoints of an upstream (EDS, or a STRICT_DNS cluster's load_assignment), after loadAssignment. */
   patchLoadAssignment?(ir: UpstreamIR, assignment: ClusterLoadAssignment): void;
   /** Extra clusters (e.g. for extension services). */
-  extraClusters?(proxy: ProxyIR): Cluster[];
+  extraClusters?(proxy: ProxyIR, upstreams: readonly UpstreamIR[]): Cluster[];
+  /** Extra listeners besides the proxy's own (e.g. internal listeners an upstream's cluster connects through). */
+  extraListeners?(proxy: ProxyIR, upstreams: readonly UpstreamIR[]): Listener[];
   /** SDS secrets (TLS certificates referenced by name from listeners, or from clusters: the extensions' mutual TLS). */
   secrets?(proxy: ProxyIR): TlsSecret[];
 }

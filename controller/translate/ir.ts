@@ -259,6 +259,8 @@ export interface RouteIR {
   matchers: MatcherIR[];
   action: RouteActionIR;
   prefixRewrite?: string;
+  /** the serviceSpec.grpcJsonTranscoder of the Upstream the route goes to (features/upstreams) */
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   timeout: DurationIR;
   retries?: RetryPolicyIR;
   rateLimit?: RateLimitIR;
@@ -455,6 +457,20 @@ export interface ListenerIR {
   csrf?: CsrfIR;
   /** httpGateway.options.wasm: the user's proxy-wasm filters, in order (features/wasm) */
   wasm?: WasmFilterIR[];
+  /** httpGateway.options.dynamicForwardProxy: the DNS cache of the dynamic forward proxy routes (features/dfp) */
+  dynamicForwardProxy?: {
+    dnsCache: {
+      lookupFamily?: string;
+      refreshRate?: DurationIR;
+      hostTtl?: DurationIR;
+      maxHosts?: number;
+      failureRefresh?: { base: DurationIR; max?: DurationIR };
+      maxPendingRequests?: number;
+      queryTimeout?: DurationIR;
+      preresolve: { address: string; port: number }[];
+    };
+    saveUpstreamAddress?: boolean;
+  };
   /** httpGateway.options.extauth: this listener's ext_authz filter settings, in place of the defaults (features/extauth) */
   extauth?: ListenerExtauthIR;
   /** httpGateway.options.ratelimitServer: this listener's ratelimit filters, in place of Settings' (features/ratelimit) */
@@ -646,6 +662,8 @@ export interface HcmSettingsIR {
   };
   internalAddresses?: { unixSockets?: boolean; cidrRanges: { addressPrefix: string; prefixLen: number }[] };
   appendXForwardedPort?: boolean;
+  /** earlyHeaderManipulation: request headers set and removed before routing (a Secret's values taken literally) */
+  earlyHeaders?: { add: { key: string; value: string; append: boolean }[]; remove: string[] };
 }
 
 /** Where a listener's spans go: an Envoy tracer and the cluster of its collector. */
@@ -670,9 +688,28 @@ export interface ListenerTracingIR {
   overallSampling?: number;
   environmentTags: { tag: string; name: string; defaultValue?: string }[];
   literalTags: { tag: string; value: string }[];
+  /** metadataForTags: request or endpoint (host) metadata at namespace/path */
+  metadataTags?: { tag: string; kind: 'request' | 'host'; namespace: string; path: string[]; defaultValue?: string }[];
   spawnUpstreamSpan?: boolean;
   /** none: Envoy decides and tags, and exports nothing */
   provider?: TracingProviderIR;
+}
+
+/** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64). */
+export interface GrpcJsonTranscoderIR {
+  descriptor: { filename: string } | { base64: string };
+  services: string[];
+  printOptions?: {
+    addWhitespace?: boolean;
+    alwaysPrintPrimitiveFields?: boolean;
+    alwaysPrintEnumsAsInts?: boolean;
+    preserveProtoFieldNames?: boolean;
+  };
+  matchIncomingRequestRoute?: boolean;
+  ignoredQueryParameters: string[];
+  autoMapping?: boolean;
+  ignoreUnknownQueryParameters?: boolean;
+  convertGrpcStatus?: boolean;
 }
 
 /** httpGateway.options of a Gateway. */
@@ -696,21 +733,7 @@ export interface HttpListenerIR {
   /** a buffer filter for every request */
   bufferMaxRequestBytes?: number;
   /** Envoy's gRPC-JSON transcoder (Gloo's fields; the descriptor set as a file or base64) */
-  grpcJsonTranscoder?: {
-    descriptor: { filename: string } | { base64: string };
-    services: string[];
-    printOptions?: {
-      addWhitespace?: boolean;
-      alwaysPrintPrimitiveFields?: boolean;
-      alwaysPrintEnumsAsInts?: boolean;
-      preserveProtoFieldNames?: boolean;
-    };
-    matchIncomingRequestRoute?: boolean;
-    ignoredQueryParameters: string[];
-    autoMapping?: boolean;
-    ignoreUnknownQueryParameters?: boolean;
-    convertGrpcStatus?: boolean;
-  };
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   localRatelimit?: {
     maxTokens: number;
     tokensPerFill: number;
@@ -718,6 +741,14 @@ export interface HttpListenerIR {
     perConnection: boolean;
     rateLimitHeaders: boolean;
   };
+  /** Envoy's connection_limit network filter in front of the HCM */
+  connectionLimit?: { maxActiveConnections: number; delayBeforeClose?: DurationIR };
+  /** Envoy's local_ratelimit network filter in front of the HCM (connections, before TLS) */
+  networkLocalRatelimit?: { maxTokens: number; tokensPerFill: number; fillInterval: DurationIR };
+  /** Envoy's stateful_session filter: the upstream host a session sticks to, in a cookie or a header */
+  statefulSession?: { cookie?: { name: string; ttl?: DurationIR; path?: string }; header?: string; strict: boolean };
+  /** the router filter's settings */
+  router?: { suppressEnvoyHeaders?: boolean; dynamicStats?: boolean };
 }
 
 export interface ProxyIR {
@@ -744,8 +775,11 @@ export interface UpstreamTlsIR {
 }
 
 export interface EndpointIR {
+  /** an IP or DNS name; with `pipe`, a Unix domain socket path */
   address: string;
   port: number;
+  /** a pipe upstream's endpoint: `address` is a Unix socket path (port 0) */
+  pipe?: true;
   weight?: number;
   /** Envoy filter metadata by filter name (static host metadata; `envoy.lb` keys define subsets) */
   metadata?: Record<string, Record<string, unknown>>;
@@ -777,6 +811,13 @@ export interface SubsetsIR {
 
 export interface UpstreamIR {
   cluster: string;
+  /**
+   * httpProxyHostname: the endpoints are an HTTP CONNECT proxy; the cluster connects through an internal listener whose
+   * tcp_proxy tunnels to `hostname` over a cluster of the endpoints (`tls`: httpConnectSslConfig, inside the tunnel)
+   */
+  tunnel?: { hostname: string; headers: { key: string; value: string }[]; tls?: UpstreamTlsIR };
+  /** serviceSpec.grpcJsonTranscoder: the routes to this upstream transcode JSON to its gRPC services */
+  grpcJsonTranscoder?: GrpcJsonTranscoderIR;
   source: SourceRef;
   /** EDS for IP endpoints (pushed by the controller), STRICT_DNS when a host is a DNS name. */
   discovery: 'EDS' | 'STRICT_DNS';
@@ -842,7 +883,8 @@ export interface FailoverPriorityIR {
   localities: {
     locality?: { region?: string; zone?: string; subZone?: string };
     weight?: number;
-    endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string } })[];
+    /** `tls`: the endpoint's own upstreamSslConfig, rendered as a transport socket match */
+    endpoints: (EndpointIR & { healthCheck?: { port?: number; hostname?: string }; tls?: UpstreamTlsIR })[];
   }[];
 }
 

@@ -114,7 +114,7 @@ function render(
       endpoints.push({ name: up.cluster, resource: assignment });
     }
   }
-  for (const p of plugins) for (const c of p.extraClusters?.(proxy) ?? []) clusters.push({ name: c.name ?? '', resource: c });
+  for (const p of plugins) for (const c of p.extraClusters?.(proxy, upstreams) ?? []) clusters.push({ name: c.name ?? '', resource: c });
 
   // the chains of a hybridGateway are ListenerIRs of one name: one Envoy listener with all their filter chains
   const byName = new Map<string, Listener>();
@@ -134,6 +134,7 @@ function render(
   const listeners: XdsResource[] = [...byName.values()].flatMap((resource) =>
     resource.filter_chains?.length ? [{ name: resource.name ?? '', resource }] : [],
   );
+  for (const p of plugins) for (const l of p.extraListeners?.(proxy, upstreams) ?? []) listeners.push({ name: l.name ?? '', resource: l });
   const secrets: XdsResource[] = [];
   const secretNames = new Set<string>();
   for (const p of plugins) {

@@ -1,7 +1,7 @@
 // A Gateway's listener extensions end to end, through the real Envoy of one `legate run`:
 // - httpGateway.options.wasm: a user's proxy-wasm filter (test/unit/wasm-fixtures/add-header.ts, built here with asc)
 //   by file and by uri, pinned by sha256, sets a response header from its config; a wrong sha256 is refused with the
-//   path and the last accepted Gateway keeps serving;
+//   path and the last accepted Gateway keeps serving; a filePath without sha256 (Gloo's manifest) is read and run;
 // - httpGateway.options.extauth / ratelimitServer: listeners of one proxy whose ext_authz and ratelimit filters ask
 //   other servers or fail otherwise (failureModeAllow, statusOnError, denyOnFail) than the default listener's;
 // - the stats listener (legate run --stats-listener-port): Prometheus scrapes GET /metrics and gets Envoy's metrics,
@@ -47,7 +47,7 @@ function get(port: number, pathAndQuery: string, method = 'GET', headers: Record
   });
 }
 
-const wasmGateway = (sha256: string, header: string): string => `
+const wasmGateway = (sha256: string | undefined, header: string): string => `
 apiVersion: gateway.solo.io/v1
 kind: Gateway
 metadata: { name: wasm, namespace: gloo-system }
@@ -60,8 +60,7 @@ spec:
         filters:
           - name: add-header
             rootId: add_header
-            filePath: ${wasmFile}
-            sha256: "${sha256}"
+            filePath: ${wasmFile}${sha256 ? `\n            sha256: "${sha256}"` : ''}
             config:
               "@type": type.googleapis.com/google.protobuf.StringValue
               value: "x-wasm: ${header}"
@@ -287,6 +286,14 @@ describe('httpGateway.options.wasm', () => {
     gw.write('wasm.yaml', wasmGateway(wasmSha, 'again'));
     await eventually('the new config', async () => ((await get(ports.wasm, '/again')).headers['x-wasm'] === 'again' ? true : undefined));
     expect(gatewayStatus('wasm').state).toBe('Accepted');
+  });
+
+  it("applies Gloo's manifest unchanged: a filePath without sha256, the controller reads the module's digest", async () => {
+    gw.write('wasm.yaml', wasmGateway(undefined, 'gloo'));
+    await eventually('the Gloo filter', async () => ((await get(ports.wasm, '/gloo')).headers['x-wasm'] === 'gloo' ? true : undefined));
+    expect(gatewayStatus('wasm').state).toBe('Accepted');
+    const proxy = gw.ctl('get', 'proxies', '-o', 'json').stdout;
+    expect(proxy).toContain(wasmSha);
   });
 });
 

@@ -178,8 +178,11 @@ export const WORLD: Record<string, { spec: unknown; name?: string; onlyUnderTest
     spec: { type: 'kubernetes.io/tls', stringData: { 'tls.crt': CERT, 'tls.key': KEY, 'ca.crt': CA } },
   },
   Service: { spec: { spec: { ports: [{ port: 80, targetPort: 8080 }], selector: { app: WORLD_NAME } } } },
-  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it)
-  ConfigMap: { onlyFor: ['ConfigMap'], spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } } },
+  // Rego for opaAuth (EXTRA_WORLD's AuthConfig reads it); a grpcJsonTranscoder names its key (not a descriptor: reported)
+  ConfigMap: {
+    onlyFor: ['ConfigMap', 'Gateway', 'MatchableHttpGateway', 'Upstream'],
+    spec: { data: { 'policy.rego': `package ${WORLD_NAME}\n\nallow = true\n` } },
+  },
   // two named ports: a Service port without a name matches neither, and its targetPort is the port
   Endpoints: {
     spec: {
@@ -221,6 +224,7 @@ export const LEAF_VALUES: Record<string, unknown[]> = {
   'requestTransform.serviceName': ['shop.v1.Books'],
   'requestTransform.methodName': ['GetBook'],
   addressPrefix: ['10.1.0.0'],
+  'protoDescriptorConfigMap.key': ['policy.rego'],
   // a JWKS fetched by Envoy comes from a host of the Upstream named beside it
   url: ['https://127.0.0.1:8080/jwks'],
   // an AWS Lambda Upstream: a real region and account, a Lambda API endpoint
@@ -304,6 +308,12 @@ const KEYS_WITH_META = (required: boolean) => ({
 });
 
 export const SPECS: Record<string, unknown> = {
+  // TLS inside a CONNECT tunnel is rendered only with the proxy's hostname beside it
+  'Upstream httpConnectSslConfig.alpnProtocols[]': {
+    static: { hosts: [{ addr: '127.0.0.1', port: 3128 }] },
+    httpProxyHostname: 'api.example.com:443',
+    httpConnectSslConfig: { alpnProtocols: ['h2'] },
+  },
   'AuthConfig configs[].apiKeyAuth.headersFromMetadata.*.name': {
     configs: [{ apiKeyAuth: { apiKeySecretRefs: [API_KEY_REF], headersFromMetadata: { 'x-user': { name: 'api-key' } } } }],
   },

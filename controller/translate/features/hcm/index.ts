@@ -4,10 +4,13 @@
 // compressor with gzip) and healthCheck (Envoy's health_check filter, answering itself). The listener's
 // buffer and httpLocalRatelimit are bound here and rendered by the buffer and ratelimit features, which
 // own those filters; csrf is the cors feature's.
-import type { Gateway } from '../../../api/resources.js';
+import type { ConfigMap, Gateway, Secret } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
 import { enumName, type BindSink, type Feature } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
+import { nsName } from '../../names.js';
+import { secretValue } from '../../secrets.js';
+import { resolveTranscoder } from '../../grpc-transcoder.js';
 import { hcmRender, type HcmOptions } from './render.js';
 
 export type { HcmOptions } from './render.js';
@@ -45,7 +48,74 @@ const DURATIONS = [
   'maxStreamDuration',
 ] as const;
 
-function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: BindSink): HcmSettingsIR {
+/** Envoy's %…% command operators: NAME, NAME(args), NAME(args):LENGTH; `%%` is a literal %. */
+const OPERATOR = /%(%|[A-Z_][A-Z0-9_]*(\([^)]*\))?(:\d+)?%)/g;
+
+/** Gloo reads header secrets of these types (a Secret without a type is Opaque). */
+const HEADER_SECRET_TYPES = ['gloo.solo.io/header', 'Opaque'];
+
+/** earlyHeaderManipulation: each header, or every key of a Secret; `append` defaults to true, as in Gloo. */
+function earlyHeaders(
+  e: NonNullable<HttpConnectionManagerSettings['earlyHeaderManipulation']>,
+  where: string,
+  refs: Refs,
+  sink: BindSink,
+): NonNullable<HcmSettingsIR['earlyHeaders']> {
+  const add: NonNullable<HcmSettingsIR['earlyHeaders']>['add'] = [];
+  (e.headersToAdd ?? []).forEach((o, i) => {
+    const at = `${where}.headersToAdd[${i}]`;
+    const append = o.append ?? true;
+    if (o.header) {
+      const value = o.header.value ?? '';
+      if (/[\0\r\n]/.test(value)) sink.problems.push({ code: 'InvalidSpec', message: `${at}.header.value: has a line break or NUL` });
+      else if (value.replace(OPERATOR, '').includes('%')) {
+        const message = `${at}.header.value: a % starts one of Envoy's %OPERATOR% values; write a literal % as %%`;
+        sink.problems.push({ code: 'InvalidSpec', message });
+      } else add.push({ key: o.header.key, value, append });
+      return;
+    }
+    const ref = o.headerSecretRef;
+    if (!ref) return;
+    const ns = ref.namespace || refs.namespace;
+    const name = `${ns}.${ref.name}`;
+    const secret = refs.secrets.get(nsName(ns, ref.name));
+    if (!secret) {
+      sink.problems.push({ code: 'SecretNotFound', message: `${at}.headerSecretRef: Secret ${name} not found` });
+      return;
+    }
+    const type = secret.spec.type ?? 'Opaque';
+    if (!HEADER_SECRET_TYPES.includes(type)) {
+      const message = `${at}.headerSecretRef: Secret ${name} has type ${type}; header secrets have type gloo.solo.io/header or Opaque`;
+      sink.problems.push({ code: 'InvalidSpec', message });
+      return;
+    }
+    const keys = [...new Set([...Object.keys(secret.spec.data ?? {}), ...Object.keys(secret.spec.stringData ?? {})])].sort();
+    if (!keys.length)
+      sink.problems.push({ code: 'InvalidSpec', message: `${at}.headerSecretRef: Secret ${name} has no data: no header to add` });
+    for (const key of keys) {
+      const value = secretValue(secret, key) ?? '';
+      if (/[\0\r\n]/.test(value)) {
+        sink.problems.push({
+          code: 'InvalidSpec',
+          message: `${at}.headerSecretRef: the value of Secret ${name} key ${key} has a line break or NUL`,
+        });
+        continue;
+      }
+      // Envoy formats these values: a Secret's % is a literal one
+      add.push({ key, value: value.replaceAll('%', '%%'), append });
+    }
+  });
+  return { add, remove: e.headersToRemove ?? [] };
+}
+
+/** What a Gateway's options may name: its namespace's Secrets and ConfigMaps. */
+interface Refs {
+  namespace: string;
+  secrets: ReadonlyMap<string, Secret>;
+  configMaps: ReadonlyMap<string, ConfigMap>;
+}
+
+function hcmSettings(s: HttpConnectionManagerSettings, where: string, refs: Refs, sink: BindSink): HcmSettingsIR {
   const {
     upgrades,
     forwardClientCertDetails,
@@ -54,6 +124,8 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: Bind
     pathWithEscapedSlashesAction,
     codecType,
     properCaseHeaderKeyFormat,
+    preserveCaseHeaderKeyFormat,
+    earlyHeaderManipulation,
     http2ProtocolOptions,
     internalAddressConfig,
     ...plain
@@ -84,7 +156,13 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: Bind
   ] as const;
   for (const k of copy) if (plain[k] !== undefined) Object.assign(ir, { [k]: plain[k] });
   Object.assign(ir, durations(plain, DURATIONS));
+  if (properCaseHeaderKeyFormat && preserveCaseHeaderKeyFormat) {
+    const message = `${where}: set at most one of properCaseHeaderKeyFormat, preserveCaseHeaderKeyFormat`;
+    sink.problems.push({ code: 'InvalidSpec', message });
+  }
   if (properCaseHeaderKeyFormat) ir.headerKeyFormat = 'properCase';
+  else if (preserveCaseHeaderKeyFormat) ir.headerKeyFormat = 'preserveCase';
+  if (earlyHeaderManipulation) ir.earlyHeaders = earlyHeaders(earlyHeaderManipulation, `${where}.earlyHeaderManipulation`, refs, sink);
   const names: [keyof HcmSettingsIR, readonly string[], string | number | undefined][] = [
     ['forwardClientCertDetails', FORWARD_CLIENT_CERT_DETAILS, forwardClientCertDetails],
     ['headersWithUnderscoresAction', HEADERS_WITH_UNDERSCORES_ACTIONS, headersWithUnderscoresAction],
@@ -123,13 +201,13 @@ function hcmSettings(s: HttpConnectionManagerSettings, where: string, sink: Bind
   return ir;
 }
 
-function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefined {
+function bindHttpListener(gw: Gateway, refs: Refs, sink: BindSink): HttpListenerIR | undefined {
   const o = gw.spec.httpGateway?.options;
   if (!o) return undefined;
   const where = 'httpGateway.options';
   const ir: HttpListenerIR = {};
   if (o.httpConnectionManagerSettings)
-    ir.hcm = hcmSettings(o.httpConnectionManagerSettings, `${where}.httpConnectionManagerSettings`, sink);
+    ir.hcm = hcmSettings(o.httpConnectionManagerSettings, `${where}.httpConnectionManagerSettings`, refs, sink);
   if (o.gzip) {
     const { compressionLevel, compressionStrategy, contentType, ...rest } = o.gzip;
     ir.gzip = { ...rest, contentType: contentType ?? [] };
@@ -143,13 +221,8 @@ function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefin
   if (o.buffer) ir.bufferMaxRequestBytes = o.buffer.maxRequestBytes;
   const t = o.grpcJsonTranscoder;
   if (t) {
-    const { protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap: _, services, ignoredQueryParameters, ...flags } = t;
-    ir.grpcJsonTranscoder = {
-      descriptor: protoDescriptor !== undefined ? { filename: protoDescriptor } : { base64: protoDescriptorBin ?? '' },
-      services,
-      ignoredQueryParameters: ignoredQueryParameters ?? [],
-      ...flags,
-    };
+    const transcoder = resolveTranscoder(t, `${where}.grpcJsonTranscoder`, refs.namespace, refs.configMaps, sink.problems);
+    if (transcoder) ir.grpcJsonTranscoder = transcoder;
   }
   const rl = o.httpLocalRatelimit;
   if (rl) {
@@ -168,6 +241,36 @@ function bindHttpListener(gw: Gateway, sink: BindSink): HttpListenerIR | undefin
       };
     }
   }
+  if (o.connectionLimit) {
+    const c = o.connectionLimit;
+    ir.connectionLimit = { maxActiveConnections: c.maxActiveConnections };
+    if (c.delayBeforeClose !== undefined) ir.connectionLimit.delayBeforeClose = parseDuration(c.delayBeforeClose);
+  }
+  if (o.networkLocalRatelimit) {
+    const r = o.networkLocalRatelimit;
+    // as on a tcpGateway: without tokensPerFill the bucket refills to full
+    ir.networkLocalRatelimit = {
+      maxTokens: r.maxTokens,
+      tokensPerFill: r.tokensPerFill ?? r.maxTokens,
+      fillInterval: parseDuration(r.fillInterval),
+    };
+  }
+  const ss = o.statefulSession;
+  if (ss) {
+    ir.statefulSession = { strict: ss.strict ?? false };
+    if (ss.cookieBased) {
+      const c = ss.cookieBased.cookie;
+      ir.statefulSession.cookie = { name: c.name };
+      if (c.ttl !== undefined) ir.statefulSession.cookie.ttl = parseDuration(c.ttl);
+      if (c.path) ir.statefulSession.cookie.path = c.path;
+    }
+    if (ss.headerBased) ir.statefulSession.header = ss.headerBased.headerName;
+  }
+  if (o.router) {
+    ir.router = {};
+    if (o.router.suppressEnvoyHeaders !== undefined) ir.router.suppressEnvoyHeaders = o.router.suppressEnvoyHeaders;
+    if (o.router.dynamicStats !== undefined) ir.router.dynamicStats = o.router.dynamicStats;
+  }
   return ir;
 }
 
@@ -175,10 +278,11 @@ export function hcmFeature(options: HcmOptions = {}): Feature {
   return {
     name: 'hcm',
     kinds: [],
-    resolve() {
+    resolve(ctx) {
       return {
         bindGateway(gw, ir, sink) {
-          const http = bindHttpListener(gw, sink);
+          const refs = { namespace: gw.metadata.namespace, secrets: ctx.index.secrets, configMaps: ctx.index.configMaps };
+          const http = bindHttpListener(gw, refs, sink);
           if (http) ir.http = http;
         },
       };

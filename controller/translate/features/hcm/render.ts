@@ -1,7 +1,8 @@
 // Stage 2 for the hcm feature: the listener's HCM settings and Gloo's HCM defaults, and the gzip,
 // health_check and grpc_web filters.
-import { typed, type HttpConnectionManager, type HttpFilter, type TypedConfig } from '../../../../envoy/typed.js';
+import { typed, type HttpConnectionManager, type HttpFilter, type NetworkFilter, type TypedConfig } from '../../../../envoy/typed.js';
 import { duration } from '../../envoy-json.js';
+import { transcoderConfig } from '../../grpc-transcoder.js';
 import { FilterStage, after, before, type RenderPlugin, type StagedHttpFilter } from '../../feature.js';
 import type { HcmSettingsIR, HttpListenerIR } from '../../ir.js';
 
@@ -101,6 +102,14 @@ function applySettings(hcm: HttpConnectionManager, s: HcmSettingsIR): void {
   if (s.allowChunkedLength !== undefined) http1.allow_chunked_length = s.allowChunkedLength;
   if (s.enableTrailers !== undefined) http1.enable_trailers = s.enableTrailers;
   if (s.headerKeyFormat === 'properCase') http1.header_key_format = { proper_case_words: {} };
+  if (s.headerKeyFormat === 'preserveCase') {
+    http1.header_key_format = {
+      stateful_formatter: {
+        name: 'preserve_case',
+        typed_config: typed('type.googleapis.com/envoy.extensions.http.header_formatters.preserve_case.v3.PreserveCaseFormatterConfig', {}),
+      },
+    };
+  }
   if (Object.keys(http1).length) hcm.http_protocol_options = http1;
   if (s.http2) {
     const h = s.http2;
@@ -128,10 +137,83 @@ function applySettings(hcm: HttpConnectionManager, s: HcmSettingsIR): void {
       }),
     };
   }
+  if (s.earlyHeaders && (s.earlyHeaders.add.length || s.earlyHeaders.remove.length)) {
+    const mutations = [
+      ...s.earlyHeaders.add.map((h) => ({
+        append: {
+          header: { key: h.key, value: h.value },
+          append_action: h.append ? ('APPEND_IF_EXISTS_OR_ADD' as const) : ('OVERWRITE_IF_EXISTS_OR_ADD' as const),
+        },
+      })),
+      ...s.earlyHeaders.remove.map((name) => ({ remove: name })),
+    ];
+    (hcm.early_header_mutation_extensions ??= []).push({
+      name: 'envoy.http.early_header_mutation.header_mutation',
+      typed_config: typed('type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation', {
+        mutations,
+      }),
+    });
+  }
   // the listener's own entries come first; the upgrades feature adds WebSocket only when none is there
   if (s.upgrades?.length) {
     hcm.upgrade_configs = s.upgrades.map((u) => ({ upgrade_type: u.type, ...(u.enabled !== undefined ? { enabled: u.enabled } : {}) }));
   }
+}
+
+/** connectionLimit and networkLocalRatelimit: Envoy's network filters, as a tcpGateway renders them. */
+function networkFilters(http: HttpListenerIR | undefined, listenerName: string): NetworkFilter[] {
+  const out: NetworkFilter[] = [];
+  const c = http?.connectionLimit;
+  if (c) {
+    out.push({
+      name: 'envoy.filters.network.connection_limit',
+      typed_config: typed('type.googleapis.com/envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit', {
+        stat_prefix: 'connection_limit',
+        max_connections: c.maxActiveConnections,
+        ...(c.delayBeforeClose ? { delay: duration(c.delayBeforeClose) } : {}),
+      }),
+    });
+  }
+  const r = http?.networkLocalRatelimit;
+  if (r) {
+    out.push({
+      name: 'envoy.filters.network.local_ratelimit',
+      typed_config: typed('type.googleapis.com/envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit', {
+        stat_prefix: 'network_local_ratelimit',
+        // one bucket for the listener's filter chains
+        share_key: listenerName,
+        token_bucket: { max_tokens: r.maxTokens, tokens_per_fill: r.tokensPerFill, fill_interval: duration(r.fillInterval) },
+      }),
+    });
+  }
+  return out;
+}
+
+function statefulSessionFilter(s: NonNullable<HttpListenerIR['statefulSession']>): HttpFilter {
+  const state = s.cookie
+    ? {
+        name: 'envoy.http.stateful_session.cookie',
+        typed_config: typed('type.googleapis.com/envoy.extensions.http.stateful_session.cookie.v3.CookieBasedSessionState', {
+          cookie: {
+            name: s.cookie.name,
+            ...(s.cookie.ttl ? { ttl: duration(s.cookie.ttl) } : {}),
+            ...(s.cookie.path ? { path: s.cookie.path } : {}),
+          },
+        }),
+      }
+    : {
+        name: 'envoy.http.stateful_session.header',
+        typed_config: typed('type.googleapis.com/envoy.extensions.http.stateful_session.header.v3.HeaderBasedSessionState', {
+          name: s.header ?? '',
+        }),
+      };
+  return {
+    name: 'envoy.filters.http.stateful_session',
+    typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession', {
+      session_state: state,
+      ...(s.strict ? { strict: true } : {}),
+    }),
+  };
 }
 
 export interface HcmOptions {
@@ -165,43 +247,38 @@ export function hcmRender(options: HcmOptions): RenderPlugin {
       }
       const t = http?.grpcJsonTranscoder;
       if (t) {
-        const p = t.printOptions;
         const filter: HttpFilter = {
           name: 'envoy.filters.http.grpc_json_transcoder',
-          typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder', {
-            ...('filename' in t.descriptor ? { proto_descriptor: t.descriptor.filename } : { proto_descriptor_bin: t.descriptor.base64 }),
-            services: t.services,
-            ...(p
-              ? {
-                  print_options: {
-                    ...(p.addWhitespace ? { add_whitespace: true } : {}),
-                    ...(p.alwaysPrintPrimitiveFields ? { always_print_primitive_fields: true } : {}),
-                    ...(p.alwaysPrintEnumsAsInts ? { always_print_enums_as_ints: true } : {}),
-                    ...(p.preserveProtoFieldNames ? { preserve_proto_field_names: true } : {}),
-                  },
-                }
-              : {}),
-            ...(t.matchIncomingRequestRoute ? { match_incoming_request_route: true } : {}),
-            ...(t.ignoredQueryParameters.length ? { ignored_query_parameters: t.ignoredQueryParameters } : {}),
-            ...(t.autoMapping ? { auto_mapping: true } : {}),
-            ...(t.ignoreUnknownQueryParameters ? { ignore_unknown_query_parameters: true } : {}),
-            ...(t.convertGrpcStatus ? { convert_grpc_status: true } : {}),
-          }),
+          typed_config: typed(
+            'type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder',
+            transcoderConfig(t),
+          ),
         };
         // after authentication and rate limits, as the last step before routing to the gRPC upstream
         out.push({ position: before(FilterStage.Route), filter });
       }
       // compresses what every filter after it answers, the router's responses included
       if (http?.gzip) out.push({ position: before(FilterStage.Fault), filter: gzipFilter(http.gzip) });
+      if (http?.statefulSession) out.push({ position: before(FilterStage.Route), filter: statefulSessionFilter(http.statefulSession) });
       return out;
     },
-    patchListener(ir, _listener, filters) {
+    patchListener(ir, listener, filters) {
+      // connections are limited and rate limited before the HCM reads a byte (and before TLS, on an ssl listener)
+      filters.unshift(...networkFilters(ir.http, listener.name ?? ''));
       for (const f of filters) {
         if (f.name !== HCM_FILTER || !f.typed_config) continue;
         const hcm = f.typed_config as Hcm;
         // Gloo's default (its hcm plugin): paths normalised (RFC 3986) before routing
         hcm.normalize_path = ir.http?.hcm?.normalizePath ?? true;
         if (ir.http?.hcm) applySettings(hcm, ir.http.hcm);
+        const router = ir.http?.router;
+        const routerFilter = hcm.http_filters?.find((h) => h.name === 'envoy.filters.http.router');
+        if (router && routerFilter) {
+          routerFilter.typed_config = typed('type.googleapis.com/envoy.extensions.filters.http.router.v3.Router', {
+            ...(router.dynamicStats !== undefined ? { dynamic_stats: router.dynamicStats } : {}),
+            ...(router.suppressEnvoyHeaders ? { suppress_envoy_headers: true } : {}),
+          });
+        }
       }
     },
   };

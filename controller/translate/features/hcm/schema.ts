@@ -3,7 +3,7 @@
 // feature's (composed next to these in controller/api/schemas.ts).
 import { z } from 'zod';
 
-import { Duration, Name, notSupported, protoEnum } from '../../../api/primitives.js';
+import { Duration, GrpcJsonTranscoderSchema, Name, notSupported, protoEnum, ResourceRefSchema } from '../../../api/primitives.js';
 
 const uint32 = z.number().int().min(0).max(4294967295);
 
@@ -52,7 +52,7 @@ export const HttpConnectionManagerSettingsSchema = z.strictObject({
   allowChunkedLength: z.boolean().optional(),
   enableTrailers: z.boolean().optional(),
   properCaseHeaderKeyFormat: z.boolean().optional(),
-  preserveCaseHeaderKeyFormat: notSupported('the preserve-case header formatter is not rendered yet; properCaseHeaderKeyFormat is'),
+  preserveCaseHeaderKeyFormat: z.boolean().optional(),
   forwardClientCertDetails: protoEnum(FORWARD_CLIENT_CERT_DETAILS).optional(),
   setCurrentClientCertDetails: z
     .strictObject({
@@ -90,7 +90,24 @@ export const HttpConnectionManagerSettingsSchema = z.strictObject({
     .strictObject({ unixSockets: z.boolean().optional(), cidrRanges: z.array(CidrRangeSchema).optional() })
     .optional(),
   appendXForwardedPort: z.boolean().optional(),
-  earlyHeaderManipulation: notSupported('early header manipulation is not rendered yet'),
+  earlyHeaderManipulation: z
+    .strictObject({
+      headersToAdd: z
+        .array(
+          z
+            .strictObject({
+              header: z.strictObject({ key: Name, value: z.string().optional() }).optional(),
+              headerSecretRef: ResourceRefSchema.optional(),
+              append: z.boolean().optional(),
+            })
+            .refine((o) => (o.header ? 1 : 0) + (o.headerSecretRef ? 1 : 0) === 1, {
+              message: 'set exactly one of header, headerSecretRef',
+            }),
+        )
+        .optional(),
+      headersToRemove: z.array(Name).optional(),
+    })
+    .optional(),
 });
 export type HttpConnectionManagerSettings = z.infer<typeof HttpConnectionManagerSettingsSchema>;
 
@@ -114,30 +131,30 @@ const TokenBucketSchema = z.strictObject({
   fillInterval: Duration,
 });
 
-/** Gloo's grpc_json.proto GrpcJsonTranscoder (Envoy's gRPC-JSON transcoder filter). */
-const GrpcJsonTranscoderSchema = z
+/** Gloo's connection_limit.proto ConnectionLimit (Envoy's connection_limit network filter, before the HCM). */
+const ConnectionLimitSchema = z.strictObject({
+  maxActiveConnections: z.number().int().min(1, 'must be at least 1').max(4294967295),
+  delayBeforeClose: Duration.optional(),
+});
+
+/** Gloo's stateful_session.proto StatefulSession (Envoy's stateful_session filter): the upstream host kept in a cookie or header. */
+const StatefulSessionSchema = z
   .strictObject({
-    protoDescriptor: Name.optional(),
-    protoDescriptorBin: z.base64('must be base64 (a FileDescriptorSet)').min(1, 'must not be empty').optional(),
-    protoDescriptorConfigMap: notSupported('descriptors from a ConfigMap are not read yet; use protoDescriptorBin'),
-    services: z.array(Name).min(1, 'list at least one service (package.Service)'),
-    printOptions: z
+    cookieBased: z
       .strictObject({
-        addWhitespace: z.boolean().optional(),
-        alwaysPrintPrimitiveFields: z.boolean().optional(),
-        alwaysPrintEnumsAsInts: z.boolean().optional(),
-        preserveProtoFieldNames: z.boolean().optional(),
+        cookie: z.strictObject({ name: Name, ttl: Duration.optional(), path: z.string().optional() }),
       })
       .optional(),
-    matchIncomingRequestRoute: z.boolean().optional(),
-    ignoredQueryParameters: z.array(Name).optional(),
-    autoMapping: z.boolean().optional(),
-    ignoreUnknownQueryParameters: z.boolean().optional(),
-    convertGrpcStatus: z.boolean().optional(),
+    headerBased: z.strictObject({ headerName: Name }).optional(),
+    strict: z.boolean().optional(),
   })
-  .refine((t) => (t.protoDescriptor ? 1 : 0) + (t.protoDescriptorBin ? 1 : 0) + (t.protoDescriptorConfigMap ? 1 : 0) === 1, {
-    message: 'set exactly one of protoDescriptor, protoDescriptorBin, protoDescriptorConfigMap',
-  });
+  .refine((s) => (s.cookieBased ? 1 : 0) + (s.headerBased ? 1 : 0) === 1, { message: 'set exactly one of cookieBased, headerBased' });
+
+/** Gloo's router.proto Router: settings of Envoy's router filter. */
+const RouterSchema = z.strictObject({
+  suppressEnvoyHeaders: z.boolean().optional(),
+  dynamicStats: z.boolean().optional(),
+});
 
 const NOT_ENTERPRISE = 'a Gloo Enterprise listener option Legate does not render on a listener';
 
@@ -158,18 +175,20 @@ export const hcmHttpListenerOptions = {
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
   waf: notSupported(`${NOT_ENTERPRISE} (ModSecurity WAF)`),
   dlp: notSupported(`${NOT_ENTERPRISE} (data loss prevention)`),
-  dynamicForwardProxy: notSupported('the listener-wide dynamic forward proxy is not rendered; routes use dynamicForwardProxy'),
   grpcJsonTranscoder: GrpcJsonTranscoderSchema.optional(),
   proxyLatency: notSupported(`${NOT_ENTERPRISE} (proxy latency)`),
   caching: notSupported(`${NOT_ENTERPRISE} (caching server)`),
-  tap: notSupported(`${NOT_ENTERPRISE} (tap)`),
-  statefulSession: notSupported('stateful sessions are not rendered yet'),
+  tap: notSupported(
+    "Gloo's tap sinks stream to a tap server over gRPC or HTTP; upstream Envoy's tap filter has no HTTP sink and " +
+      'its gRPC sink is not implemented (its sinks are files, the admin endpoint and UDP)',
+  ),
+  statefulSession: StatefulSessionSchema.optional(),
   headerValidationSettings: notSupported('header validation settings are not rendered yet'),
   leftmostXffAddress: notSupported(`${NOT_ENTERPRISE} (leftmost X-Forwarded-For address)`),
-  router: notSupported('router filter settings are not rendered yet'),
+  router: RouterSchema.optional(),
   sanitizeClusterHeader: notSupported(`${NOT_ENTERPRISE} (sanitize cluster header)`),
   extProc: notSupported('a listener-wide extProc is not rendered; use Settings extProc'),
-  connectionLimit: notSupported('the connection limit filter is not rendered yet'),
-  networkLocalRatelimit: notSupported('the network local rate limit filter is not rendered yet'),
+  connectionLimit: ConnectionLimitSchema.optional(),
+  networkLocalRatelimit: TokenBucketSchema.optional(),
   disableExtProc: notSupported('a listener-wide extProc switch is not rendered; use Settings extProc'),
 };

@@ -12,7 +12,7 @@ export function resilienceFeature(defaultCircuitBreakers?: CircuitBreakerConfig)
   return {
     name: 'resilience',
     kinds: [],
-    resolveUpstream: (upstream) => resolveResilience(upstream, defaultCircuitBreakers),
+    resolveUpstream: (upstream, index) => resolveResilience(upstream, defaultCircuitBreakers, index.secrets),
     render: resilienceRender,
   };
 }

@@ -1,8 +1,11 @@
 // Stage 1 for an Upstream's healthChecks, outlierDetection, circuitBreakers and ignoreHealthOnHostRemoval:
 // the schema checked shapes and ranges; here durations are parsed and what Envoy would refuse is a problem.
-import type { Upstream } from '../../../api/resources.js';
+import type { ResourceRef } from '../../../api/primitives.js';
+import type { Secret, Upstream } from '../../../api/resources.js';
 import { parseDuration } from '../../duration.js';
 import type { Attempt, Problem } from '../../feature.js';
+import { nsName } from '../../names.js';
+import { secretValue } from '../../secrets.js';
 import type { CircuitBreakersIR, DurationIR, HealthCheckIR, OutlierDetectionIR, UpstreamIR } from '../../ir.js';
 import { HEALTH_CHECK_METHODS, type CircuitBreakerConfig, type HealthCheck, type OutlierDetection } from './schema.js';
 
@@ -12,13 +15,18 @@ const BAD_VALUE = /[\r\n\0]/;
 // Envoy formats health check headers as route headers: %OPERATOR% values, %% a literal %
 const OPERATOR = /%(%|[A-Z_][A-Z0-9_]*(\([^)]*\))?(:\d+)?%)/g;
 
-export function resolveResilience(upstream: Upstream, defaults: CircuitBreakerConfig | undefined): Attempt<Partial<UpstreamIR>> {
+export function resolveResilience(
+  upstream: Upstream,
+  defaults: CircuitBreakerConfig | undefined,
+  secrets: ReadonlyMap<string, Secret> = new Map(),
+): Attempt<Partial<UpstreamIR>> {
   const spec = upstream.spec;
   const problems: Problem[] = [];
   const warnings: Problem[] = [];
   const ir: Partial<UpstreamIR> = {};
   if (spec.healthChecks?.length) {
-    ir.healthChecks = spec.healthChecks.map((h, i) => healthCheck(h, `healthChecks[${i}]`, problems));
+    const refs = { namespace: upstream.metadata.namespace, secrets };
+    ir.healthChecks = spec.healthChecks.map((h, i) => healthCheck(h, `healthChecks[${i}]`, refs, problems));
     // Gloo's static plugin: each host is health-checked by its own name unless a check says otherwise
     const named = spec.healthChecks.some((h) => h.httpHealthCheck?.host || h.grpcHealthCheck?.authority);
     if (spec.static && !named) ir.healthCheckByAddress = true;
@@ -39,7 +47,51 @@ function positive(text: string, where: string, problems: Problem[]): DurationIR 
   return d;
 }
 
-function healthCheck(h: HealthCheck, where: string, problems: Problem[]): HealthCheckIR {
+/** Gloo reads header secrets of these types (a Secret without a type is Opaque). */
+const HEADER_SECRET_TYPES = ['gloo.solo.io/header', 'Opaque'];
+
+interface SecretRefs {
+  namespace: string;
+  secrets: ReadonlyMap<string, Secret>;
+}
+
+/** A header per key of the Secret, its value taken literally (a % is written %% for Envoy's formatter). */
+function secretHeaders(
+  ref: ResourceRef,
+  where: string,
+  refs: SecretRefs,
+  append: boolean,
+  problems: Problem[],
+): { key: string; value: string; append: boolean }[] {
+  const ns = ref.namespace || refs.namespace;
+  const name = `${ns}.${ref.name}`;
+  const secret = refs.secrets.get(nsName(ns, ref.name));
+  if (!secret) {
+    problems.push({ code: 'SecretNotFound', message: `${where}: Secret ${name} not found` });
+    return [];
+  }
+  const type = secret.spec.type ?? 'Opaque';
+  if (!HEADER_SECRET_TYPES.includes(type)) {
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}: Secret ${name} has type ${type}; header secrets have type gloo.solo.io/header or Opaque`,
+    });
+    return [];
+  }
+  const keys = [...new Set([...Object.keys(secret.spec.data ?? {}), ...Object.keys(secret.spec.stringData ?? {})])].sort();
+  if (!keys.length) problems.push({ code: 'InvalidSpec', message: `${where}: Secret ${name} has no data: no header to add` });
+  const out: { key: string; value: string; append: boolean }[] = [];
+  for (const key of keys) {
+    const value = secretValue(secret, key) ?? '';
+    if (!HEADER_NAME.test(key)) problems.push({ code: 'InvalidSpec', message: `${where}: Secret ${name} key ${key} is not a header name` });
+    else if (BAD_VALUE.test(value)) {
+      problems.push({ code: 'InvalidSpec', message: `${where}: the value of Secret ${name} key ${key} has a line break or NUL` });
+    } else out.push({ key, value: value.replaceAll('%', '%%'), append });
+  }
+  return out;
+}
+
+function healthCheck(h: HealthCheck, where: string, refs: SecretRefs, problems: Problem[]): HealthCheckIR {
   const ir: HealthCheckIR = {
     timeout: positive(h.timeout, `${where}.timeout`, problems),
     interval: positive(h.interval, `${where}.interval`, problems),
@@ -66,8 +118,16 @@ function healthCheck(h: HealthCheck, where: string, problems: Problem[]): Health
     const add: NonNullable<NonNullable<HealthCheckIR['http']>['headersToAdd']> = [];
     (http.requestHeadersToAdd ?? []).forEach((o, i) => {
       const hat = `${at}.requestHeadersToAdd[${i}]`;
+      if (o.header && o.headerSecretRef) {
+        problems.push({ code: 'InvalidSpec', message: `${hat}: set exactly one of header, headerSecretRef` });
+        return;
+      }
+      if (o.headerSecretRef) {
+        add.push(...secretHeaders(o.headerSecretRef, `${hat}.headerSecretRef`, refs, o.append ?? true, problems));
+        return;
+      }
       if (!o.header) {
-        problems.push({ code: 'InvalidSpec', message: `${hat}: set header` });
+        problems.push({ code: 'InvalidSpec', message: `${hat}: set header or headerSecretRef` });
         return;
       }
       const value = o.header.value ?? '';

@@ -3,7 +3,7 @@
 // `gloo.circuitBreakers`, the default), `ignoreHealthOnHostRemoval`. controller/api/schemas.ts composes them
 // into UpstreamSpecSchema.
 import { z } from 'zod';
-import { Duration, notSupported, protoEnum } from '../../../api/primitives.js';
+import { Duration, ResourceRefSchema, notSupported, protoEnum } from '../../../api/primitives.js';
 
 const UInt32 = z.number().int().min(0).max(4294967295);
 const Percent = z.number().int().min(0, 'must be between 0 and 100').max(100, 'must be between 0 and 100');
@@ -32,7 +32,7 @@ const HttpHealthCheckSchema = z.strictObject({
     .array(
       z.strictObject({
         header: z.strictObject({ key: z.string().min(1, 'must not be empty'), value: z.string().optional() }).optional(),
-        headerSecretRef: notSupported('a health check header from a Secret is not implemented; set header.key and header.value'),
+        headerSecretRef: ResourceRefSchema.optional(),
         append: z.boolean().optional(),
       }),
     )

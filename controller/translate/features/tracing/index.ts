@@ -5,10 +5,10 @@
 // to the cluster of an Upstream. A listener with traced routes and no tracing settings gets Envoy's
 // tracing turned on without a provider, which makes the routes' decisions and decorators take effect.
 import type { Gateway } from '../../../api/resources.js';
-import type { BindSink, Feature, UpstreamLookup } from '../../feature.js';
+import { enumName, type BindSink, type Feature, type UpstreamLookup } from '../../feature.js';
 import type { ListenerTracingIR, RouteTracingIR, TracingProviderIR, UpstreamIR } from '../../ir.js';
 import { tracingRender } from './render.js';
-import { ZIPKIN_VERSIONS, type ListenerTracing } from './schema.js';
+import { TRACING_METADATA_KINDS, ZIPKIN_VERSIONS, type ListenerTracing } from './schema.js';
 
 /** Gloo's default for each sampling percentage left out. */
 const ALL = 100;
@@ -112,6 +112,20 @@ function bindListenerTracing(gw: Gateway, upstreams: UpstreamLookup, sink: BindS
     environmentTags: (tracing.environmentVariablesForTags ?? []).map((e) => ({ ...e })),
     literalTags: (tracing.literalsForTags ?? []).map((l) => ({ ...l })),
   };
+  if (tracing.metadataForTags?.length) {
+    t.metadataTags = tracing.metadataForTags.map((m) => {
+      const d = m.value.nestedFieldDelimiter;
+      const path = d ? m.value.key.split(d) : [m.value.key];
+      const kind = enumName(TRACING_METADATA_KINDS, m.kind) === 'ENDPOINT' ? ('host' as const) : ('request' as const);
+      return {
+        tag: m.tag,
+        kind,
+        namespace: m.value.namespace,
+        path,
+        ...(m.defaultValue !== undefined ? { defaultValue: m.defaultValue } : {}),
+      };
+    });
+  }
   if (tracing.verbose !== undefined) t.verbose = tracing.verbose;
   if (tracing.spawnUpstreamSpan !== undefined) t.spawnUpstreamSpan = tracing.spawnUpstreamSpan;
   const p = tracing.tracePercentages;

@@ -54,6 +54,14 @@ function listenerTracing(t: ListenerTracingIR): HcmTracing {
       tag: e.tag,
       environment: { name: e.name, ...(e.defaultValue !== undefined ? { default_value: e.defaultValue } : {}) },
     })),
+    ...(t.metadataTags ?? []).map((m) => ({
+      tag: m.tag,
+      metadata: {
+        kind: m.kind === 'host' ? { host: {} } : { request: {} },
+        metadata_key: { key: m.namespace, path: m.path.map((key) => ({ key })) },
+        ...(m.defaultValue !== undefined ? { default_value: m.defaultValue } : {}),
+      },
+    })),
   ];
   if (tags.length) out.custom_tags = tags;
   if (t.provider) out.provider = provider(t.provider);

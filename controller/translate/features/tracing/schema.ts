@@ -63,6 +63,23 @@ const DatadogConfigSchema = z
   })
   .refine(oneCollector, ONE_COLLECTOR);
 
+/** Gloo's TracingTagMetadata kinds: request (dynamic) metadata, or the upstream endpoint's (Envoy's host metadata). */
+export const TRACING_METADATA_KINDS = ['REQUEST', 'ENDPOINT'] as const;
+
+/** Gloo's TracingTagMetadata: a tag whose value is read from metadata. */
+const TracingTagMetadataSchema = z.strictObject({
+  tag: Name,
+  kind: protoEnum(TRACING_METADATA_KINDS).optional(),
+  value: z.strictObject({
+    // the filter namespace (Envoy's MetadataKey.key), e.g. envoy.lb
+    namespace: Name,
+    key: Name,
+    // splits `key` into a path into nested fields
+    nestedFieldDelimiter: z.string().optional(),
+  }),
+  defaultValue: z.string().optional(),
+});
+
 /** Gloo's ListenerTracingSettings. */
 const ListenerTracingSchema = z
   .strictObject({
@@ -71,7 +88,7 @@ const ListenerTracingSchema = z
     tracePercentages: TracePercentagesSchema.optional(),
     environmentVariablesForTags: z.array(z.strictObject({ tag: Name, name: Name, defaultValue: z.string().optional() })).optional(),
     literalsForTags: z.array(z.strictObject({ tag: Name, value: z.string() })).optional(),
-    metadataForTags: notSupported('tags from metadata are not rendered yet'),
+    metadataForTags: z.array(TracingTagMetadataSchema).optional(),
     spawnUpstreamSpan: z.boolean().optional(),
     zipkinConfig: ZipkinConfigSchema.optional(),
     datadogConfig: DatadogConfigSchema.optional(),

@@ -15,7 +15,25 @@ export const upstreamsFeature: Feature = {
     // an Upstream its schema rejects is rejected too, for the routes that name it (not "not found")
     const invalid = ctx.invalidKeys('Upstream');
     ctx.publishUpstreams({ resolved: results, rejected: invalid.length ? new Set([...rejected, ...invalid]) : rejected });
-    return {};
+    let byCluster: Map<string, UpstreamIR> | undefined;
+    return {
+      // a route to an Upstream with serviceSpec.grpcJsonTranscoder transcodes with it (Gloo's per-route config)
+      bindRoute(_route, ir, site, sink) {
+        if (ir.action.type !== 'route') return;
+        byCluster ??= new Map([...results.values()].map((u) => [u.cluster, u]));
+        const found = ir.action.clusters.map((c) => byCluster?.get(c.cluster)?.grpcJsonTranscoder);
+        const first = found.find((t) => t !== undefined);
+        if (!first) return;
+        if (found.some((t) => JSON.stringify(t) !== JSON.stringify(first))) {
+          const message =
+            `${site.where}: its destinations have different serviceSpec.grpcJsonTranscoder (or some none); ` +
+            'Envoy transcodes a route with one: it is not transcoded';
+          sink.warnings.push({ code: 'InvalidSpec', message });
+          return;
+        }
+        ir.grpcJsonTranscoder = first;
+      },
+    };
   },
   render: upstreamsRender,
 };

@@ -1,7 +1,9 @@
 // Stage 2 for upstreams: clusters and endpoints, including upstream TLS.
+import { isIP } from 'node:net';
 import {
   typed,
   type Cluster,
+  type Listener,
   type ClusterLoadAssignment,
   type CommonTlsContext,
   type HttpProtocolOptions,
@@ -15,12 +17,107 @@ import {
   type envoy_config_core_v3_HttpProtocolOptions as CommonHttpProtocolOptions,
   type envoy_config_endpoint_v3_LocalityLbEndpoints as LocalityLbEndpoints,
 } from '../../../../envoy/typed.js';
-import { dataSource, duration } from '../../envoy-json.js';
-import type { RenderPlugin } from '../../feature.js';
-import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR } from '../../ir.js';
+import { dataSource, duration, setPerFilterConfig } from '../../envoy-json.js';
+import { FilterStage, before, type RenderPlugin } from '../../feature.js';
+import { transcoderConfig } from '../../grpc-transcoder.js';
+import { perProxy, someRoute } from '../../proxy-facts.js';
+import type { EndpointIR, FailoverPriorityIR, LoadBalancerIR, UpstreamConnectionIR, UpstreamIR, UpstreamTlsIR } from '../../ir.js';
+
+/** The internal listener an upstream tunnelled through a CONNECT proxy connects to, and the cluster of that proxy. */
+const tunnelListener = (ir: UpstreamIR): string => `legate-connect-${ir.cluster}`;
+const tunnelProxyCluster = (ir: UpstreamIR): string => `${ir.cluster}-connect-proxy`;
+
+/**
+ * httpProxyHostname, as Gloo renders it: the upstream's cluster (what routes name) connects to an internal listener,
+ * with httpConnectSslConfig's TLS inside the tunnel; that listener's tcp_proxy sends CONNECT hostname (with
+ * httpConnectHeaders) over a cluster of the upstream's hosts, the proxy, with the upstream's own sslConfig to it.
+ */
+function tunnelEntry(ir: UpstreamIR, cluster: Cluster): void {
+  if (!ir.tunnel) return;
+  delete cluster.eds_cluster_config;
+  delete cluster.dns_lookup_family;
+  delete cluster.dns_refresh_rate;
+  delete cluster.respect_dns_ttl;
+  delete cluster.transport_socket;
+  cluster.type = 'STATIC';
+  const address = { envoy_internal_address: { server_listener_name: tunnelListener(ir) } };
+  cluster.load_assignment = { cluster_name: ir.cluster, endpoints: [{ lb_endpoints: [{ endpoint: { address } }] }] };
+  if (ir.tunnel.tls) cluster.transport_socket = upstreamTls(ir.tunnel.tls);
+}
+
+function tunnelClusters(upstreams: readonly UpstreamIR[]): Cluster[] {
+  return upstreams.flatMap((ir) => {
+    if (!ir.tunnel) return [];
+    const name = tunnelProxyCluster(ir);
+    const names = ir.endpoints.some((e) => !e.pipe && isIP(e.address) === 0);
+    const endpoints = ir.endpoints.map((e) => ({
+      endpoint: { address: e.pipe ? { pipe: { path: e.address } } : { socket_address: { address: e.address, port_value: e.port } } },
+      ...(e.weight !== undefined ? { load_balancing_weight: e.weight } : {}),
+    }));
+    const cluster: Cluster = {
+      name,
+      connect_timeout: duration(ir.connectTimeout),
+      ...(names ? { type: 'STRICT_DNS' as const, dns_lookup_family: 'V4_PREFERRED' as const } : { type: 'STATIC' as const }),
+      load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: endpoints }] },
+      ...(ir.tls ? { transport_socket: upstreamTls(ir.tls) } : {}),
+    };
+    return [cluster];
+  });
+}
+
+function tunnelListeners(upstreams: readonly UpstreamIR[]): Listener[] {
+  return upstreams.flatMap((ir) => {
+    const t = ir.tunnel;
+    if (!t) return [];
+    const proxy = typed('type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', {
+      stat_prefix: 'connect',
+      cluster: tunnelProxyCluster(ir),
+      tunneling_config: {
+        hostname: t.hostname,
+        ...(t.headers.length
+          ? {
+              headers_to_add: t.headers.map((h) => ({
+                header: { key: h.key, value: h.value },
+                append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' as const,
+              })),
+            }
+          : {}),
+      },
+    });
+    const listener: Listener = {
+      name: tunnelListener(ir),
+      internal_listener: {},
+      filter_chains: [{ filters: [{ name: 'envoy.filters.network.tcp_proxy', typed_config: proxy }] }],
+    };
+    return [listener];
+  });
+}
+
+/** The transcoder of the routes to Upstreams with serviceSpec.grpcJsonTranscoder: off on the HCM, on per route. */
+const UPSTREAM_TRANSCODER = 'envoy.filters.http.grpc_json_transcoder.upstream';
+const transcodesPerRoute = perProxy((proxy) => someRoute(proxy, (r) => r.grpcJsonTranscoder !== undefined));
 
 export const upstreamsRender: RenderPlugin = {
   loadAssignment,
+  httpFilters(proxy) {
+    if (!transcodesPerRoute(proxy)) return [];
+    // no services: off, except where a route's config names the Upstream's
+    const off = typed('type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder', {
+      proto_descriptor_bin: '',
+      services: [],
+    });
+    return [{ position: before(FilterStage.Route), filter: { name: UPSTREAM_TRANSCODER, typed_config: off } }];
+  },
+  patchRoute(ir, route) {
+    if (!ir.grpcJsonTranscoder) return;
+    const config = typed(
+      'type.googleapis.com/envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder',
+      transcoderConfig(ir.grpcJsonTranscoder),
+    );
+    setPerFilterConfig(route, UPSTREAM_TRANSCODER, config);
+  },
+  extraClusters: (_proxy, upstreams) => tunnelClusters(upstreams),
+  extraListeners: (_proxy, upstreams) => tunnelListeners(upstreams),
   patchCluster(ir, cluster) {
     cluster.connect_timeout = duration(ir.connectTimeout);
     if (ir.discovery === 'EDS') {
@@ -60,7 +157,9 @@ export const upstreamsRender: RenderPlugin = {
         ...(ir.preconnect.predictiveRatio !== undefined ? { predictive_preconnect_ratio: ir.preconnect.predictiveRatio } : {}),
       };
     }
-    if (ir.tls) cluster.transport_socket = upstreamTls(ir);
+    if (ir.tls) cluster.transport_socket = upstreamTls(ir.tls);
+    const matches = failoverTlsMatches(ir);
+    if (matches.length) cluster.transport_socket_matches = matches;
     if (ir.proxyProtocol) {
       // the PROXY header goes first on the connection, then the TLS handshake (if any) inside it
       cluster.transport_socket = {
@@ -83,6 +182,7 @@ export const upstreamsRender: RenderPlugin = {
       if (ir.subsets.defaultSubset) subsets.default_subset = ir.subsets.defaultSubset;
       cluster.lb_subset_config = subsets;
     }
+    tunnelEntry(ir, cluster);
   },
 };
 
@@ -136,7 +236,8 @@ const RAW_BUFFER: TransportSocket = {
 
 function loadAssignment(ir: UpstreamIR): ClusterLoadAssignment {
   const lbEndpoint = (e: EndpointIR & { healthCheck?: { port?: number; hostname?: string } }): LbEndpoint => {
-    const lb: LbEndpoint = { endpoint: { address: { socket_address: { address: e.address, port_value: e.port } } } };
+    const address = e.pipe ? { pipe: { path: e.address } } : { socket_address: { address: e.address, port_value: e.port } };
+    const lb: LbEndpoint = { endpoint: { address } };
     // what useHostnameForHashing hashes: without it every IP endpoint would hash alike (an empty name)
     if (ir.loadBalancer?.useHostnameForHashing && lb.endpoint) lb.endpoint.hostname = e.address;
     if (e.healthCheck && lb.endpoint) {
@@ -154,8 +255,16 @@ function loadAssignment(ir: UpstreamIR): ClusterLoadAssignment {
   const endpoints: LocalityLbEndpoints[] =
     ir.endpoints.length || ir.failover ? [{ lb_endpoints: ir.endpoints.map(lbEndpoint), ...localityWeight }] : [];
   (ir.failover ?? []).forEach((p: FailoverPriorityIR, i) => {
-    for (const l of p.localities) {
-      const group: LocalityLbEndpoints = { lb_endpoints: l.endpoints.map(lbEndpoint), priority: i + 1 };
+    for (const [j, l] of p.localities.entries()) {
+      const tlsMatch = (e: (typeof l.endpoints)[number], k: number): LbEndpoint => {
+        const lb = lbEndpoint(e);
+        if (e.tls) {
+          const metadata = lb.metadata?.filter_metadata ?? {};
+          lb.metadata = { filter_metadata: { ...metadata, 'envoy.transport_socket_match': { [TLS_MATCH_KEY]: failoverTlsName(i, j, k) } } };
+        }
+        return lb;
+      };
+      const group: LocalityLbEndpoints = { lb_endpoints: l.endpoints.map(tlsMatch), priority: i + 1 };
       if (l.locality) {
         group.locality = {
           ...(l.locality.region ? { region: l.locality.region } : {}),
@@ -215,8 +324,37 @@ function httpProtocolOptions(useHttp2: boolean, c: UpstreamConnectionIR | undefi
   return options;
 }
 
-function upstreamTls(ir: UpstreamIR): TransportSocket {
-  const tls = ir.tls;
+/** The name of failover endpoint k of locality j at priority i+1: its metadata and its transport socket match carry it. */
+const failoverTlsName = (i: number, j: number, k: number): string => `failover-${i}-${j}-${k}`;
+/** The key in an endpoint's envoy.transport_socket_match metadata that picks its match. */
+const TLS_MATCH_KEY = 'legate-tls';
+
+/** A transport socket match per failover endpoint with its own upstreamSslConfig (with the PROXY header when asked). */
+function failoverTlsMatches(ir: UpstreamIR): NonNullable<Cluster['transport_socket_matches']> {
+  const out: NonNullable<Cluster['transport_socket_matches']> = [];
+  (ir.failover ?? []).forEach((p, i) =>
+    p.localities.forEach((l, j) =>
+      l.endpoints.forEach((e, k) => {
+        if (!e.tls) return;
+        const name = failoverTlsName(i, j, k);
+        let socket = upstreamTls(e.tls);
+        if (ir.proxyProtocol) {
+          socket = {
+            name: 'envoy.transport_sockets.upstream_proxy_protocol',
+            typed_config: typed('type.googleapis.com/envoy.extensions.transport_sockets.proxy_protocol.v3.ProxyProtocolUpstreamTransport', {
+              config: { version: ir.proxyProtocol },
+              transport_socket: socket,
+            }),
+          };
+        }
+        out.push({ name, match: { [TLS_MATCH_KEY]: name }, transport_socket: socket });
+      }),
+    ),
+  );
+  return out;
+}
+
+function upstreamTls(tls: UpstreamTlsIR | undefined): TransportSocket {
   const common: CommonTlsContext = {};
   if (tls?.certChain && tls.privateKey) {
     common.tls_certificates = [{ certificate_chain: dataSource(tls.certChain), private_key: dataSource(tls.privateKey) }];

@@ -1,6 +1,7 @@
 // Stage 1 for upstreams: Upstream resources -> UpstreamIR, resolving kube Services/Endpoints and TLS.
 import { isIP } from 'node:net';
 import type { Endpoints, Service, Upstream } from '../../../api/resources.js';
+import type { UpstreamSslConfig } from './schema.js';
 import { tlsVersion } from '../../../api/primitives.js';
 import type { LoadBalancerConfig, SubsetSpec } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
@@ -9,6 +10,7 @@ import type { EndpointIR, LoadBalancerIR, SubsetsIR, UpstreamIR, UpstreamTlsIR }
 import { connectionOf, failoverOf } from './options.js';
 import { clusterName, nsName, sourceOf } from '../../names.js';
 import { checkTlsMaterial, tlsMaterialFromSecret } from '../../secrets.js';
+import { resolveTranscoder } from '../../grpc-transcoder.js';
 
 export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attempt<UpstreamIR> {
   const problems: Attempt<UpstreamIR>['problems'] = [];
@@ -31,6 +33,9 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     // As in Gloo: a host on 443 turns TLS on unless useTls says otherwise.
     tlsOn = spec.static.useTls ?? spec.static.hosts.some((h) => h.port === 443);
     if (first && spec.static.autoSniRewrite !== false) defaultSni = first.sniAddr ?? (isIP(first.addr) ? undefined : first.addr);
+  } else if (spec.pipe) {
+    // Envoy connects to the socket itself: an EDS endpoint whose address is a pipe
+    endpoints = [{ address: spec.pipe.path, port: 0, pipe: true }];
   } else if (spec.kube) {
     const { serviceName, serviceNamespace, servicePort } = spec.kube;
     const service = index.services.get(nsName(serviceNamespace, serviceName));
@@ -63,61 +68,7 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
   }
 
   let tls: UpstreamTlsIR | undefined;
-  if (spec.sslConfig || tlsOn) {
-    tls = { verifySubjectAltName: spec.sslConfig?.verifySubjectAltName ?? [], alpnProtocols: spec.sslConfig?.alpnProtocols ?? [] };
-    const sni = spec.sslConfig?.sni ?? defaultSni;
-    if (sni) tls.sni = sni;
-    const params = spec.sslConfig?.parameters;
-    const min = tlsVersion(params?.minimumProtocolVersion);
-    const max = tlsVersion(params?.maximumProtocolVersion);
-    if (min) tls.minimumVersion = min;
-    if (max) tls.maximumVersion = max;
-    if (params?.cipherSuites?.length) tls.cipherSuites = params.cipherSuites;
-    if (params?.ecdhCurves?.length) tls.ecdhCurves = params.ecdhCurves;
-    if (spec.sslConfig?.allowRenegotiation) tls.allowRenegotiation = true;
-    const ssl = spec.sslConfig;
-    let secretMissing = false;
-    if (ssl?.secretRef) {
-      const secretNs = ssl.secretRef.namespace ?? ns;
-      const secret = index.secrets.get(nsName(secretNs, ssl.secretRef.name));
-      if (!secret) {
-        secretMissing = true;
-        problems.push({ code: 'SecretNotFound', message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
-      } else {
-        const material = tlsMaterialFromSecret(secret);
-        if (!material.rootCa && !material.certChain) {
-          problems.push({
-            code: 'InvalidTls',
-            message: `sslConfig.secretRef: Secret ${secretNs}.${ssl.secretRef.name} has none of tls.crt, ca.crt`,
-          });
-        }
-        for (const message of checkTlsMaterial(material, `sslConfig.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`)) {
-          problems.push({ code: 'InvalidTls', message });
-        }
-        if (material.rootCa) tls.rootCa = { inline: material.rootCa };
-        if (material.certChain) tls.certChain = { inline: material.certChain };
-        if (material.privateKey) tls.privateKey = { inline: material.privateKey };
-      }
-    } else if (ssl?.sslFiles) {
-      const files = ssl.sslFiles;
-      if ((files.tlsCert === undefined) !== (files.tlsKey === undefined)) {
-        problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: tlsCert and tlsKey must be set together' });
-      }
-      if (!files.tlsCert && !files.rootCa)
-        problems.push({ code: 'InvalidTls', message: 'sslConfig.sslFiles: set rootCa and/or tlsCert with tlsKey' });
-      if (files.rootCa) tls.rootCa = { filename: files.rootCa };
-      if (files.tlsCert) tls.certChain = { filename: files.tlsCert };
-      if (files.tlsKey) tls.privateKey = { filename: files.tlsKey };
-    }
-    // Envoy checks the names of a certificate it verified: with no CA it verifies nothing (Gloo refuses it too)
-    if (tls.verifySubjectAltName.length && !tls.rootCa && !secretMissing) {
-      problems.push({
-        code: 'InvalidTls',
-        message:
-          'sslConfig.verifySubjectAltName: needs a CA to verify the upstream certificate against (ca.crt in secretRef, or sslFiles.rootCa)',
-      });
-    }
-  }
+  if (spec.sslConfig || tlsOn) tls = upstreamTlsOf(spec.sslConfig, defaultSni, ns, index, problems, 'sslConfig');
 
   const warnings: Problem[] = [];
   const loadBalancer = spec.loadBalancerConfig ? loadBalancerOf(spec.loadBalancerConfig, warnings, spec.failover !== undefined) : undefined;
@@ -125,6 +76,16 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
 
   const connection = connectionOf(spec, warnings);
   const failover = spec.failover ? failoverOf(spec.failover) : undefined;
+  // a failover endpoint's own TLS (Envoy picks it by the endpoint's transport socket match)
+  spec.failover?.prioritizedLocalities.forEach((p, i) =>
+    p.localityEndpoints.forEach((l, j) =>
+      l.lbEndpoints.forEach((e, k) => {
+        const at = `failover.prioritizedLocalities[${i}].localityEndpoints[${j}].lbEndpoints[${k}].upstreamSslConfig`;
+        const endpoint = failover?.[i]?.localities[j]?.endpoints[k];
+        if (e.upstreamSslConfig && endpoint) endpoint.tls = upstreamTlsOf(e.upstreamSslConfig, undefined, ns, index, problems, at);
+      }),
+    ),
+  );
   if (failover && discovery === 'EDS' && failover.some((p) => p.localities.some((l) => l.endpoints.some((e) => isIP(e.address) === 0)))) {
     // EDS carries IPs only: a DNS name among the failover endpoints makes the cluster resolve its hosts itself
     if (spec.kube) problems.push({ code: 'InvalidSpec', message: 'failover: the endpoints of a kube upstream must be IP addresses' });
@@ -137,6 +98,38 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     });
   }
 
+  let tunnel: UpstreamIR['tunnel'];
+  // checked even without httpProxyHostname (what they name must exist), used only with it
+  const connectTls = spec.httpConnectSslConfig
+    ? upstreamTlsOf(spec.httpConnectSslConfig, undefined, ns, index, problems, 'httpConnectSslConfig')
+    : undefined;
+  const connectHeaders = (spec.httpConnectHeaders ?? []).map((h, i) => {
+    // Envoy formats these values: a % starts one of its %OPERATOR% values
+    if (h.value.replace(/%(%|[A-Z_][A-Z0-9_]*(\([^)]*\))?(:\d+)?%)/g, '').includes('%') || /[\0\r\n]/.test(h.value)) {
+      const message = `httpConnectHeaders[${i}].value: a line break, NUL or lone % (write a literal % as %%) Envoy cannot send`;
+      problems.push({ code: 'InvalidSpec', message });
+    }
+    return { key: h.key, value: h.value };
+  });
+  if (spec.httpProxyHostname !== undefined) {
+    tunnel = { hostname: spec.httpProxyHostname, headers: connectHeaders, ...(connectTls ? { tls: connectTls } : {}) };
+    if (!/:\d+$/.test(spec.httpProxyHostname)) {
+      const host = spec.httpProxyHostname;
+      const message = `httpProxyHostname: ${host} has no port; a CONNECT request names host:port (e.g. ${host}:443)`;
+      problems.push({ code: 'InvalidSpec', message });
+    }
+    if (spec.failover) problems.push({ code: 'InvalidSpec', message: 'failover: not with httpProxyHostname (the hosts are the proxy)' });
+  } else if (spec.httpConnectSslConfig || spec.httpConnectHeaders) {
+    const message = 'httpConnectSslConfig, httpConnectHeaders: apply only with httpProxyHostname (the upstream is a CONNECT proxy)';
+    warnings.push({ code: 'InvalidSpec', message });
+  }
+  const serviceSpec = spec.static?.serviceSpec ?? spec.kube?.serviceSpec ?? spec.pipe?.serviceSpec;
+  const transcoder = serviceSpec?.grpcJsonTranscoder
+    ? resolveTranscoder(serviceSpec.grpcJsonTranscoder, 'serviceSpec.grpcJsonTranscoder', ns, index.configMaps, problems)
+    : undefined;
+  if (transcoder && !spec.useHttp2) {
+    warnings.push({ code: 'InvalidSpec', message: 'serviceSpec.grpcJsonTranscoder: gRPC needs HTTP/2; set useHttp2: true' });
+  }
   if (problems.length) return { problems, warnings };
   const ir: UpstreamIR = {
     cluster: clusterName(ns, upstream.metadata.name),
@@ -147,6 +140,12 @@ export function resolveUpstream(upstream: Upstream, index: ResourceIndex): Attem
     connectTimeout: parseDuration(spec.connectionConfig?.connectTimeout ?? '5s'),
   };
   if (tls) ir.tls = tls;
+  if (transcoder) ir.grpcJsonTranscoder = transcoder;
+  if (tunnel) {
+    ir.tunnel = tunnel;
+    // not EDS: the cluster's one endpoint is the internal listener (the proxy's cluster carries the hosts)
+    ir.discovery = 'STRICT_DNS';
+  }
   if (loadBalancer) ir.loadBalancer = loadBalancer;
   if (subsets) ir.subsets = subsets;
   if (connection) ir.connection = connection;
@@ -252,4 +251,68 @@ function kubeEndpoints(endpoints: Endpoints | undefined, port: ServicePort, port
     for (const address of subset.addresses ?? []) result.push({ address: address.ip, port: targetPort });
   }
   return result;
+}
+
+/** An sslConfig (the Upstream's, or a failover endpoint's upstreamSslConfig) -> UpstreamTlsIR; problems name `at`. */
+function upstreamTlsOf(
+  ssl: UpstreamSslConfig | undefined,
+  defaultSni: string | undefined,
+  ns: string,
+  index: ResourceIndex,
+  problems: Problem[],
+  at: string,
+): UpstreamTlsIR {
+  const tls: UpstreamTlsIR = { verifySubjectAltName: ssl?.verifySubjectAltName ?? [], alpnProtocols: ssl?.alpnProtocols ?? [] };
+  const sni = ssl?.sni ?? defaultSni;
+  if (sni) tls.sni = sni;
+  const params = ssl?.parameters;
+  const min = tlsVersion(params?.minimumProtocolVersion);
+  const max = tlsVersion(params?.maximumProtocolVersion);
+  if (min) tls.minimumVersion = min;
+  if (max) tls.maximumVersion = max;
+  if (params?.cipherSuites?.length) tls.cipherSuites = params.cipherSuites;
+  if (params?.ecdhCurves?.length) tls.ecdhCurves = params.ecdhCurves;
+  if (ssl?.allowRenegotiation) tls.allowRenegotiation = true;
+  let secretMissing = false;
+  if (ssl?.secretRef) {
+    const secretNs = ssl.secretRef.namespace ?? ns;
+    const secret = index.secrets.get(nsName(secretNs, ssl.secretRef.name));
+    if (!secret) {
+      secretMissing = true;
+      problems.push({ code: 'SecretNotFound', message: `${at}.secretRef: Secret ${secretNs}.${ssl.secretRef.name} not found` });
+    } else {
+      const material = tlsMaterialFromSecret(secret);
+      if (!material.rootCa && !material.certChain) {
+        problems.push({
+          code: 'InvalidTls',
+          message: `${at}.secretRef: Secret ${secretNs}.${ssl.secretRef.name} has none of tls.crt, ca.crt`,
+        });
+      }
+      for (const message of checkTlsMaterial(material, `${at}.secretRef (Secret ${secretNs}.${ssl.secretRef.name})`)) {
+        problems.push({ code: 'InvalidTls', message });
+      }
+      if (material.rootCa) tls.rootCa = { inline: material.rootCa };
+      if (material.certChain) tls.certChain = { inline: material.certChain };
+      if (material.privateKey) tls.privateKey = { inline: material.privateKey };
+    }
+  } else if (ssl?.sslFiles) {
+    const files = ssl.sslFiles;
+    if ((files.tlsCert === undefined) !== (files.tlsKey === undefined)) {
+      problems.push({ code: 'InvalidTls', message: `${at}.sslFiles: tlsCert and tlsKey must be set together` });
+    }
+    if (!files.tlsCert && !files.rootCa)
+      problems.push({ code: 'InvalidTls', message: `${at}.sslFiles: set rootCa and/or tlsCert with tlsKey` });
+    if (files.rootCa) tls.rootCa = { filename: files.rootCa };
+    if (files.tlsCert) tls.certChain = { filename: files.tlsCert };
+    if (files.tlsKey) tls.privateKey = { filename: files.tlsKey };
+  }
+  // Envoy checks the names of a certificate it verified: with no CA it verifies nothing (Gloo refuses it too)
+  if (tls.verifySubjectAltName.length && !tls.rootCa && !secretMissing) {
+    problems.push({
+      code: 'InvalidTls',
+      message:
+        'sslConfig.verifySubjectAltName: needs a CA to verify the upstream certificate against (ca.crt in secretRef, or sslFiles.rootCa)',
+    });
+  }
+  return tls;
 }

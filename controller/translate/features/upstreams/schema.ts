@@ -2,7 +2,15 @@
 // HTTP protocol options, failover priorities, DNS, PROXY protocol and preconnecting, and the Gloo fields Legate
 // refuses with a reason. controller/api/schemas.ts spreads UPSTREAM_OPTIONS into UpstreamSpecSchema.
 import { z } from 'zod';
-import { Duration, Name, ResourceRefSchema, SslParametersSchema, notSupported, protoEnum } from '../../../api/primitives.js';
+import {
+  Duration,
+  GrpcJsonTranscoderSchema,
+  Name,
+  ResourceRefSchema,
+  SslParametersSchema,
+  notSupported,
+  protoEnum,
+} from '../../../api/primitives.js';
 
 /** UpstreamSslConfig (ssl.proto): TLS and mTLS from Envoy to the upstream. */
 const UpstreamSslConfigSchema = z
@@ -67,10 +75,8 @@ const FailoverEndpointSchema = z.strictObject({
   healthCheckConfig: z
     .strictObject({ portValue: z.number().int().min(0).max(65535).optional(), hostname: z.string().optional() })
     .optional(),
-  upstreamSslConfig: notSupported(
-    'TLS of its own per failover endpoint needs a transport socket match per endpoint, which Legate does not render; ' +
-      "failover endpoints use the upstream's sslConfig",
-  ),
+  // TLS of its own to this endpoint (a transport socket match), in place of the Upstream's sslConfig
+  upstreamSslConfig: UpstreamSslConfigSchema.optional(),
   loadBalancingWeight: z.number().int().min(1).optional(),
 });
 
@@ -103,24 +109,30 @@ export type Failover = z.infer<typeof FailoverSchema>;
 /** HTTP/2 flow-control windows: Envoy takes 65535 (the HTTP/2 default) to 2^31-1. */
 const Window = z.number().int().min(65535).max(2147483647);
 
-const SERVICE_SPEC =
-  'serviceSpec describes the API the upstream serves for function discovery (REST / gRPC-JSON transcoding / GraphQL ' +
-  'schemas on the upstream); Legate has no function discovery: route with a VirtualService and use GraphQLApi for GraphQL';
-/** `serviceSpec` of static and kube upstreams */
-export const serviceSpecField = { serviceSpec: notSupported(SERVICE_SPEC) };
+const FUNCTIONS =
+  "Gloo routes to an upstream's rest and grpc functions with its own transformation filter, which upstream Envoy does " +
+  'not have; transcode JSON to gRPC with grpcJsonTranscoder';
+/** `serviceSpec` of static, kube and pipe upstreams (Gloo's ServiceSpec: one plugin type) */
+export const serviceSpecField = {
+  serviceSpec: z
+    .strictObject({
+      // the routes to this upstream transcode JSON to its gRPC services (Envoy's gRPC-JSON transcoder, per route)
+      grpcJsonTranscoder: GrpcJsonTranscoderSchema.optional(),
+      rest: notSupported(FUNCTIONS),
+      grpc: notSupported(FUNCTIONS),
+      graphql: notSupported('a GraphQL schema on the upstream is served by a GraphQLApi in Legate'),
+    })
+    .optional(),
+};
 
 /** Gloo's other upstream types (the upstream_type oneof; aws and azure are features/functions'): each refused with why. */
 export const OTHER_UPSTREAM_TYPES = {
   awsEc2: notSupported("EC2 upstreams need Gloo's EC2 discovery of instances by tag; Legate discovers Kubernetes Services only"),
   gcp: notSupported("Google Cloud Functions / Cloud Run upstreams need Gloo Enterprise's GCP authentication; Legate has none"),
   consul: notSupported('Consul upstreams need a Consul client for service discovery; Legate discovers Kubernetes Services only'),
-  pipe: notSupported('pipe upstreams connect over a Unix domain socket path; Legate renders TCP endpoints only'),
+  // a Unix domain socket (an @name is Linux's abstract namespace), Gloo's pipe.proto UpstreamSpec
+  pipe: z.strictObject({ path: z.string().regex(/^[/@]/, 'must be an absolute socket path (or @name)'), ...serviceSpecField }).optional(),
 };
-
-const HTTP_CONNECT =
-  "tunnelling through an HTTP CONNECT proxy: Gloo renders an internal listener with tcp_proxy's tunneling_config in front " +
-  "of the cluster, and Legate renders no internal listeners (Envoy's http_11_proxy transport socket sends CONNECT only " +
-  'before TLS, to a proxy a filter names per request), so it cannot send CONNECT before the upstream requests';
 
 export const PROTOCOL_SELECTIONS = ['USE_CONFIGURED_PROTOCOL', 'USE_DOWNSTREAM_PROTOCOL'] as const;
 
@@ -138,9 +150,12 @@ export const UPSTREAM_OPTIONS = {
   proxyProtocolVersion: z.enum(['V1', 'V2']).optional(),
   dnsRefreshRate: Duration.refine((d) => !/^0+(\.0+)?(ms|s|m|h)$/.test(d), { message: 'must be at least 1ms' }).optional(),
   respectDnsTtl: z.boolean().optional(),
-  httpProxyHostname: notSupported(HTTP_CONNECT),
-  httpConnectSslConfig: notSupported(HTTP_CONNECT),
-  httpConnectHeaders: notSupported(HTTP_CONNECT),
+  // the upstream's hosts are an HTTP CONNECT proxy: requests are tunnelled to this host:port through it
+  httpProxyHostname: z.string().min(1, 'must not be empty').optional(),
+  // TLS to the host behind the proxy, inside the tunnel (sslConfig is TLS to the proxy)
+  httpConnectSslConfig: UpstreamSslConfigSchema.optional(),
+  // headers of the CONNECT request
+  httpConnectHeaders: z.array(z.strictObject({ key: Name, value: z.string() })).optional(),
   preconnectPolicy: z
     .strictObject({
       perUpstreamPreconnectRatio: z.number().min(1).max(3).optional(),

@@ -1,6 +1,7 @@
 // `httpGateway.options.wasm.filters` -> the listener's WasmFilterIR. A module named by file is checked against its
-// sha256 here (a mismatch rejects the Gateway, whose last accepted version keeps serving); one named by URL is
-// checked by Envoy when it fetches it (Envoy's remote data source takes the sha256).
+// sha256 here (a mismatch rejects the Gateway, whose last accepted version keeps serving), or, without one (as Gloo's
+// manifests have none), read and its digest kept in the IR (the Proxy shows which module it serves); one named by URL
+// is checked by Envoy when it fetches it (Envoy's remote data source takes the sha256).
 import type { Gateway } from '../../../api/resources.js';
 import { enumName, glooFilterPosition, type BindSink } from '../../feature.js';
 import type { WasmFilterIR } from '../../ir.js';
@@ -45,17 +46,21 @@ export function bindUserWasm(
     if (names.has(name))
       sink.problems.push({ code: 'InvalidSpec', message: `${at}.name: ${JSON.stringify(name)} names another filter of this listener` });
     names.add(name);
-    const sha256 = f.sha256.toLowerCase();
+    let sha256 = f.sha256?.toLowerCase() ?? '';
     let code: WasmFilterIR['code'];
     if (f.filePath !== undefined) {
       const got = moduleSha256?.(f.filePath);
       if (got === undefined) {
+        const what = f.sha256 ? 'checked against sha256' : 'read for its SHA-256';
         sink.warnings.push({
           code: 'InvalidSpec',
-          message: `${at}.filePath: ${f.filePath} is not checked against sha256 here (no access to the file); Envoy loads it as it is`,
+          message: `${at}.filePath: ${f.filePath} is not ${what} here (no access to the file); Envoy loads it as it is`,
         });
       } else if (typeof got !== 'string') {
         sink.problems.push({ code: 'InvalidSpec', message: `${at}.filePath: ${f.filePath}: ${got.error}` });
+      } else if (!f.sha256) {
+        // the module as read now: the Proxy resource shows its digest
+        sha256 = got;
       } else if (got !== sha256) {
         sink.problems.push({
           code: 'InvalidSpec',

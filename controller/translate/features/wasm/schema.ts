@@ -1,6 +1,6 @@
 // `httpGateway.options.wasm` (Gloo's wasm.proto PluginSource): the user's own proxy-wasm filters on a listener.
 // Gloo pulls each module from an OCI image; Legate does not pull images, so a filter names its module by a file
-// (filePath) or an HTTP(S) URL (uri), always pinned by its sha256.
+// (filePath: the controller computes its sha256 unless the filter pins one) or an HTTP(S) URL (uri, with its sha256).
 import { z } from 'zod';
 
 import { FilterStageSchema, Name, notSupported, protoEnum } from '../../../api/primitives.js';
@@ -30,16 +30,18 @@ const WasmConfigSchema = z
 const WasmFilterSchema = z
   .strictObject({
     image: notSupported(
-      'Legate does not pull OCI images: put the .wasm module in a file (filePath) or behind an HTTP(S) URL (uri), with its sha256',
+      'Legate has no OCI registry client to pull a wasm image with: put the .wasm module in a file (filePath) ' +
+        'or behind an HTTP(S) URL (uri, with its sha256)',
     ),
     /** Legate: the module on the host where the controller and Envoy run (legate run); its sha256 is checked at translation */
     filePath: z.string().startsWith('/', 'must be an absolute path').optional(),
     /** Legate: Envoy fetches the module from this http:// or https:// URL and checks it against sha256 */
     uri: z.url({ protocol: /^https?$/, message: 'must be an http:// or https:// URL' }).optional(),
-    /** Legate: the module's SHA-256, 64 hex digits (`sha256sum filter.wasm`) */
+    /** Legate: the module's SHA-256, 64 hex digits (`sha256sum filter.wasm`); required with uri, computed for a filePath without it */
     sha256: z
-      .string({ error: (i) => (i.input === undefined ? "required: the module's SHA-256, which pins what Envoy runs" : 'must be a string') })
-      .regex(/^[0-9a-fA-F]{64}$/, "must be the 64 hex digits of the module's SHA-256"),
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "must be the 64 hex digits of the module's SHA-256")
+      .optional(),
     config: WasmConfigSchema.optional(),
     filterStage: FilterStageSchema.optional(),
     name: Name.optional(),
@@ -48,6 +50,10 @@ const WasmFilterSchema = z
   })
   .refine((f) => (f.filePath ? 1 : 0) + (f.uri ? 1 : 0) === 1, {
     message: 'set exactly one of filePath, uri (where the module is; Legate does not pull image)',
+  })
+  .refine((f) => !f.uri || f.sha256, {
+    path: ['sha256'],
+    message: "required with uri: Envoy checks the module it fetches against this SHA-256 (a filePath's is computed by the controller)",
   });
 export type WasmFilter = z.infer<typeof WasmFilterSchema>;
 
