@@ -18,7 +18,8 @@ import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
 import { configStatusSeries } from './observability/config-status.js';
-import { runPipeline, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
+import { proxyRole } from './translate/names.js';
+import { runPipeline, withRuntime, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
@@ -211,9 +212,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     memo = out.memo;
     output = out;
     statuses.translated(out);
+    const proxyRoles = new Set(out.proxies.map(proxyRole));
     for (const [role, snap] of out.xds) {
       try {
-        statuses.nacks.served(role, cache.set(role, snap));
+        // a proxy waits for its runtime layer (RTDS) before it starts: Envoy's defaults when Settings set none
+        statuses.nacks.served(role, cache.set(role, proxyRoles.has(role) ? withRuntime(snap) : snap));
       } catch (err) {
         log.error('cannot encode xDS snapshot; keeping the previous one', { role, error: err });
       }

@@ -27,6 +27,8 @@ export interface AuthRequest {
   readonly rawBody: Buffer | undefined;
   /** the downstream peer's IP address; '' when not known */
   readonly sourceAddress: string;
+  /** the header an allow sets to the authenticated user's id (Settings userIdHeader), when Envoy names one */
+  readonly userIdHeader?: string | undefined;
   /**
    * A request that stays valid after the check answers synchronously (a step that awaits keeps it):
    * itself, or a copy when this object is reused per call.

@@ -49,9 +49,12 @@ export interface RenderOptions {
   extauthDefaults?: ListenerExtauth;
   /** Settings gateway.virtualServiceOptions.oneWayTls */
   oneWayTls?: boolean;
+  /** Settings gateway.validation.warnMissingTlsSecret */
+  warnMissingTlsSecret?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
+export { extauthHttp } from './extauth/listener.js';
 
 export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
 
@@ -72,7 +75,10 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tracingFeature,
     statsFeature,
     headersFeature,
-    tlsFeature(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
+    tlsFeature({
+      ...(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
+      ...(options.warnMissingTlsSecret ? { warnMissingTlsSecret: true } : {}),
+    }),
     tcpFeature,
     hybridFeature,
     wasmFeature(options.wasm),

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { BasicAuthStepConfig } from '../../../common/auth-config.js';
 import type { Outcome } from '../outcome.js';
 import { parseBasic, verifyPassword } from '../passwords.js';
-import { denyWith, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { denyWith, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 const VERIFIED_MS = 60_000;
 const VERIFIED_MAX = 10_000;
@@ -37,13 +37,17 @@ export class BasicAuthStep implements AuthStep {
     const user = this.users.get(creds.user);
     const key = createHash('sha256').update(creds.user).update('\0').update(creds.password).digest('base64');
     const until = this.verified.get(key);
-    if (until !== undefined && until > now) return 'allow';
+    if (until !== undefined && until > now) {
+      setUserId(hold, creds.user);
+      return 'allow';
+    }
     // an unknown user costs a hash too, so the time does not tell which users exist
     const stored = user ?? { salt: 'unknown-user', hashedPassword: '' };
     const ok = verifyPassword(this.config.encryption, creds.password, stored.salt, stored.hashedPassword) && user !== undefined;
     if (!ok) return this.deny(hold, user ? 'wrong password' : 'unknown user');
     if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
     this.verified.set(key, now + VERIFIED_MS);
+    setUserId(hold, creds.user);
     return 'allow';
   }
 

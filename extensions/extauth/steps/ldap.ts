@@ -7,7 +7,7 @@ import type { Logger } from '../../../common/log.js';
 import { LdapAuthenticator, LdapPool, type LdapVerdict } from '../ldap.js';
 import type { Outcome } from '../outcome.js';
 import { parseBasic } from '../passwords.js';
-import { denyWith, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { denyWith, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 const ERROR_LOG_EVERY_MS = 10_000;
 
@@ -36,7 +36,7 @@ export class LdapStep implements AuthStep {
     const creds = parseBasic(hold.request.authorization);
     if (!creds) return this.judge({ verdict: 'invalid_credentials' }, hold);
     const hit = this.auth.cached(creds.user, creds.password, now);
-    return hit ? this.judge(hit, hold) : undefined;
+    return hit ? this.judge(hit, hold, creds.user) : undefined;
   }
 
   async decide(_token: string, _hash: string, hold: Hold, configId: string): Promise<Outcome> {
@@ -51,16 +51,17 @@ export class LdapStep implements AuthStep {
         this.log.error('LDAP server unavailable; denying', { config_id: configId, ldap_url: this.config.url, error: verdict.detail });
       }
     }
-    return this.judge(verdict, hold);
+    return this.judge(verdict, hold, creds.user);
   }
 
   sweep(now: number): void {
     this.auth.sweep(now);
   }
 
-  private judge(v: LdapVerdict, hold: Hold): Outcome {
+  private judge(v: LdapVerdict, hold: Hold, user?: string): Outcome {
     switch (v.verdict) {
       case 'allow':
+        if (user !== undefined) setUserId(hold, user);
         return 'allow';
       case 'forbidden':
         hold.detail = 'ldap: in none of allowedGroups';
