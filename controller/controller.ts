@@ -28,7 +28,7 @@ import { matchRequest } from './routetest/match.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.js';
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { moduleSha256Reader } from './wasm-modules.js';
-import { Validator } from './validation/admission.js';
+import { Validator, beforeFirstSnapshot } from './validation/admission.js';
 import { checkRequest, startWebhookServer, type RunningWebhook } from './validation/server.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer } from './xds/server.js';
@@ -185,7 +185,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   // the webhook's check runs the same pipeline on the resources of the last snapshot plus the candidate
   const validator = options.webhook
-    ? new Validator({ pipeline: pipelineOptions, ...(options.webhook.namespaces ? { namespaces: options.webhook.namespaces } : {}) })
+    ? new Validator({
+        pipeline: pipelineOptions,
+        ...(options.webhook.namespaces ? { namespaces: options.webhook.namespaces } : {}),
+        // the source's namespaces, watchNamespaceSelectors resolved (Kubernetes): what it does not read is admitted untouched
+        ...(options.source.scope ? { scope: options.source.scope.bind(options.source) } : {}),
+      })
     : undefined;
   let validatorReady = false;
 
@@ -338,11 +343,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     });
-    const check = checkRequest((change) =>
-      validatorReady
-        ? validator.check(change)
-        : { allowed: false, message: 'validation is not yet available: waiting for the first snapshot of resources', warnings: [] },
-    );
+    // before the first snapshot the Settings restored at start (if any) say whether to admit anyway
+    const known = [...restored.values()].filter((r) => r.kind === 'Settings').map((r) => r.raw);
+    const check = checkRequest((change) => (validatorReady ? validator.check(change) : beforeFirstSnapshot(change, known)));
     try {
       webhook = await startWebhookServer({
         host: options.webhook.host,

@@ -71,6 +71,11 @@ export interface ValidatorOptions {
   pipeline?: PipelineOptions;
   /** only these namespaces are validated (the controller's --watch-namespaces); else Settings' watchNamespaces, else all */
   namespaces?: readonly string[];
+  /**
+   * The namespaces the source reads now ([] all, undefined none), selectors resolved: in place of Settings' watchNamespaces
+   * (the Kubernetes source's answer to watchNamespaceSelectors, which need the namespaces' labels)
+   */
+  scope?: () => readonly string[] | undefined;
 }
 
 /**
@@ -127,7 +132,12 @@ export class Validator {
   }
 
   private inScope(namespace: string): boolean {
-    const given = this.options.namespaces?.length ? this.options.namespaces : watchNamespacesOf(this.resources);
+    const given = this.options.namespaces?.length
+      ? this.options.namespaces
+      : this.options.scope
+        ? this.options.scope()
+        : watchNamespacesOf(this.resources);
+    if (given === undefined) return false;
     return given.length === 0 || given.includes(namespace);
   }
 
@@ -194,6 +204,20 @@ export class Validator {
     if (refusals.length) return decide(`resource incompatible with current Legate snapshot: ${refusals.join('; ')}`, warnings, policy);
     return { allowed: true, warnings };
   }
+}
+
+const NOT_YET = 'validation is not yet available: waiting for the first snapshot of resources';
+
+/**
+ * The verdict before the controller's first snapshot, when nothing can be judged: refused, unless the Settings known
+ * so far (`known`: restored with --accepted-file; or the candidate itself when it is a Settings) say alwaysAccept or
+ * serverEnabled false, which Gloo honours at all times.
+ */
+export function beforeFirstSnapshot(change: Change, known: readonly RawResource[]): Verdict {
+  const candidate = change.object?.kind === 'Settings' ? [change.object] : [];
+  const policy = policyOf(candidate.length ? candidate : known);
+  if (!policy.serverEnabled) return { allowed: true, warnings: [], skipped: 'Settings gateway.validation.serverEnabled is false' };
+  return decide(NOT_YET, [], policy);
 }
 
 function decide(message: string, warnings: string[], policy: Policy): Verdict {

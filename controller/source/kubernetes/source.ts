@@ -292,6 +292,10 @@ export class KubeSource implements ResourceSource {
    * `default` first, as the pipeline picks it), else all. A Settings change takes effect at once:
    * every namespace is watched anyway, the filter is applied to each snapshot.
    */
+  scope(): readonly string[] | undefined {
+    return this.watchNamespaces();
+  }
+
   private watchNamespaces(): readonly string[] | undefined {
     if (this.options.namespaces?.length) return this.options.namespaces;
     const listed = (this.settings()?.spec as { watchNamespaces?: unknown } | undefined)?.watchNamespaces;
