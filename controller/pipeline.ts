@@ -118,6 +118,33 @@ export interface PipelineOutput {
 }
 
 export function runPipeline(input: PipelineInput): PipelineOutput {
+  const out = runOnce(input);
+  // A Settings is applied whole or not at all: one that translation rejects (a problem only translation finds, e.g. an
+  // invalid regex of extProc) must not have its other fields in force. The run is made again with the last accepted
+  // version in its place (or none: the defaults), and the Settings keeps its Rejected status, saying which serves.
+  const chosen = input.resources
+    .filter((r) => r.kind === 'Settings')
+    .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
+  if (!chosen) return out;
+  const key = resourceKey('Settings', chosen.metadata.namespace, chosen.metadata.name);
+  const listed = out.listed.get(key);
+  const schemaOk = (input.memo?.validated.get(chosen) ?? out.memo.validated.get(chosen))?.ok;
+  if (listed?.status.state !== 'Rejected' || !schemaOk) return out;
+  const previous = input.lastAccepted.get(key);
+  const others = input.resources.filter((r) => r !== chosen);
+  const again = runOnce({ ...input, resources: previous ? [...others, previous.raw] : others, memo: out.memo }, previous ? undefined : key);
+  const serving = previous ? ' (serving the last accepted version)' : " (Legate's default Settings serve until it is fixed)";
+  const reason = (listed.status.reason ?? 'Rejected').replace(/ \(serving the last accepted version\)$/, '') + serving;
+  again.listed.set(key, { resource: chosen, status: { state: 'Rejected', reason, reportedBy: REPORTER } });
+  // the reports of the Settings as written stay what users see (legatectl, the webhook)
+  again.reports.push(
+    ...out.reports.filter((r) => r.resource.kind === 'Settings' && resourceKey('Settings', r.resource.namespace, r.resource.name) === key),
+  );
+  return again;
+}
+
+/** `rejectedSettings`: the key of a Settings left out because translation rejects it (what names it says "rejected"). */
+function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutput {
   const rejectedBySchema = new Map<string, string>();
   const typed: LegateResource[] = [];
   const validated = new Map<RawResource, ValidationResult>();
@@ -135,7 +162,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (previous) typed.push(previous);
   }
 
-  const invalidKeys = [...rejectedBySchema.keys()].filter((key) => !input.lastAccepted.has(key)).sort();
+  const invalidKeys = [...rejectedBySchema.keys(), ...(rejectedSettings ? [rejectedSettings] : [])]
+    .filter((key) => !input.lastAccepted.has(key))
+    .sort();
   const settings = typed
     .filter(isKind('Settings'))
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];

@@ -20,6 +20,7 @@ import {
   type KubeApiServer,
   type KubeController,
 } from './harness/kube.js';
+import { renderChart } from './harness/helm.js';
 import { eventually, freePort } from './harness/util.js';
 
 let kube: KubeApiServer;
@@ -29,28 +30,20 @@ let webhookPort: number;
 // the name the install's RBAC lets the controller patch (install/kubernetes/rbac.yaml, release namespace legate-system)
 const CONFIG = 'legate-validation-legate-system';
 
-const GROUPS = ['gateway.legate.dev', 'legate.dev', 'gateway.solo.io', 'gloo.solo.io', 'enterprise.gloo.solo.io', 'ratelimit.solo.io'];
-const webhookConfig = (failurePolicy: 'Ignore' | 'Fail', caBundle?: string): string =>
-  JSON.stringify({
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: CONFIG },
-    webhooks: [
-      {
-        name: 'validation.legate-system.legate.dev',
-        clientConfig: { url: `https://127.0.0.1:${webhookPort}/validation`, ...(caBundle ? { caBundle } : {}) },
-        rules: [
-          { apiGroups: GROUPS, apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['*'], scope: '*' },
-          // as Gloo's: deleting a Secret a resource still uses
-          { apiGroups: [''], apiVersions: ['v1'], operations: ['DELETE'], resources: ['secrets'], scope: '*' },
-        ],
-        failurePolicy,
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      },
-    ],
-  });
+/**
+ * The ValidatingWebhookConfiguration the chart renders (helm template, Gloo's groups on, as a Gloo user installs it),
+ * its rules, groups and timeout unchanged; only where the API server reaches the webhook differs: a url on loopback in
+ * place of the controller Service (there is no cluster network here), and the CA the controller puts in itself.
+ */
+function webhookConfig(failurePolicy: 'Ignore' | 'Fail', caBundle?: string): string {
+  const rendered = renderChart('legate-system', ['--set', 'glooGroups=true', '--set', `gateway.validation.failurePolicy=${failurePolicy}`]);
+  const config = rendered.objects.find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
+  expect(config.metadata.name).toBe(CONFIG);
+  const webhooks = config['webhooks'] as { clientConfig: Record<string, unknown>; failurePolicy: string }[];
+  expect(webhooks.map((w) => w.failurePolicy)).toEqual([failurePolicy]);
+  for (const w of webhooks) w.clientConfig = { url: `https://127.0.0.1:${webhookPort}/validation`, ...(caBundle ? { caBundle } : {}) };
+  return JSON.stringify(config);
+}
 
 const UPSTREAM = `apiVersion: gloo.solo.io/v1
 kind: Upstream
@@ -257,6 +250,36 @@ spec:
     });
     expect(reason).toContain('prefixRewrit');
     kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'typo', '-n', 'default']);
+  });
+
+  it("keeps and reports an unknown field under Legate's own groups too (gateway.legate.dev: nothing pruned unseen)", async () => {
+    const legate = (extra = ''): string =>
+      vs(
+        'typo-legate',
+        '{ matchers: [{ prefix: / }], directResponseAction: { status: 200 }, options: { prefixRewrit: /x } }',
+        extra,
+      ).replace('apiVersion: gateway.solo.io/v1', 'apiVersion: gateway.legate.dev/v1');
+    const refused = apply(legate(), '--validate=false');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('prefixRewrit');
+    const skipped = apply(legate(', annotations: { gateway.solo.io/skip_validation: "true" }'), '--validate=false');
+    expect(skipped.status).toBe(0);
+    const stored = kube.kubectl(['get', 'virtualservices.gateway.legate.dev', 'typo-legate', '-n', 'default', '-o', 'json']).stdout;
+    expect(JSON.parse(stored).spec.virtualHost.routes[0].options).toEqual({ prefixRewrit: '/x' });
+    const reason = await eventually('typo-legate Rejected', () => {
+      const r = kube.kubectl([
+        'get',
+        'virtualservices.gateway.legate.dev',
+        'typo-legate',
+        '-n',
+        'default',
+        '-o',
+        'jsonpath={.status.state}: {.status.reason}',
+      ]);
+      return r.stdout.startsWith('Rejected') ? r.stdout : undefined;
+    });
+    expect(reason).toContain('prefixRewrit');
+    kube.kubectl(['delete', 'virtualservices.gateway.legate.dev', 'typo-legate', '-n', 'default']);
   });
 
   it('validates kubectl apply --dry-run=server and stores nothing', () => {
