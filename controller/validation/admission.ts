@@ -36,6 +36,8 @@ export interface Policy {
   alwaysAccept: boolean;
   allowWarnings: boolean;
   serverEnabled: boolean;
+  /** a missing TLS Secret is a warning: deleting a Secret in use is admitted with the warnings it causes (as Gloo) */
+  warnMissingTlsSecret: boolean;
 }
 
 /** Settings `gateway.validation` of the Settings the pipeline reads (the one named default first). */
@@ -45,7 +47,12 @@ export function policyOf(resources: readonly RawResource[]): Policy {
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
   const parsed = settings ? SettingsSpecSchema.safeParse(settings.spec ?? {}) : undefined;
   const v: GatewayValidation = (parsed?.success ? parsed.data.gateway?.validation : undefined) ?? {};
-  return { alwaysAccept: v.alwaysAccept ?? false, allowWarnings: v.allowWarnings ?? true, serverEnabled: v.serverEnabled ?? true };
+  return {
+    alwaysAccept: v.alwaysAccept ?? false,
+    allowWarnings: v.allowWarnings ?? true,
+    serverEnabled: v.serverEnabled ?? true,
+    warnMissingTlsSecret: v.warnMissingTlsSecret ?? false,
+  };
 }
 
 const keyOfRaw = (r: RawResource): string => resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
@@ -169,18 +176,20 @@ export class Validator {
     const warnings: string[] = [];
     if (change.operation === 'DELETE') {
       // what the others gain by the deletion: a reference left dangling, a delegation without its table…
+      // (a Secret's, with warnMissingTlsSecret, only warnings: admitted with them, as Gloo permits it)
+      const lenient = target.kind === 'Secret' && policy.warnMissingTlsSecret && policy.allowWarnings;
       for (const [other, now] of after) {
         if (other === key) continue;
         const before = base.messages.get(other);
-        for (const m of [...now.errors, ...now.warnings]) {
-          if (!before?.errors.has(m) && !before?.warnings.has(m)) refusals.push(`${labelOfKey(other)}: ${m}`);
-        }
+        const isNew = (m: string): boolean => !before?.errors.has(m) && !before?.warnings.has(m);
+        for (const m of now.errors) if (isNew(m)) refusals.push(`${labelOfKey(other)}: ${m}`);
+        for (const m of now.warnings) if (isNew(m)) (lenient ? warnings : refusals).push(`${labelOfKey(other)}: ${m}`);
       }
       if (refusals.length) {
         const verdict = `Deletion blocked because active resources reference ${label(target)}: ${refusals.join('; ')}`;
         return decide(verdict, [], policy);
       }
-      return { allowed: true, warnings: [] };
+      return { allowed: true, warnings };
     }
 
     const status: ResourceStatus | undefined = out.listed.get(key)?.status;

@@ -221,6 +221,54 @@ spec:
     expect(kube.kubectl(['delete', 'secret', 'secure-cert', '-n', 'default'], { check: false }).status).toBe(0);
   });
 
+  it('with warnMissingTlsSecret, one kubectl apply of a Secret and the VirtualService naming it is admitted and serves', async () => {
+    const settings = `apiVersion: gloo.solo.io/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec: { gateway: { validation: { warnMissingTlsSecret: true } } }
+`;
+    expect(apply(settings).status).toBe(0);
+    await eventually('Settings in the snapshot', () => stateOf('settings.gloo.solo.io', 'default', 'legate-system') || undefined);
+    const fixtures = path.join(import.meta.dirname, 'fixtures');
+    const b64 = (f: string): string => fs.readFileSync(path.join(fixtures, f)).toString('base64');
+    const bundle = `apiVersion: v1
+kind: Secret
+metadata: { name: bundle-cert, namespace: default }
+type: kubernetes.io/tls
+data: { tls.crt: ${b64('secure.example.com.crt')}, tls.key: ${b64('secure.example.com.key')} }
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: bundle, namespace: default }
+spec:
+  sslConfig: { secretRef: { name: bundle-cert, namespace: default }, sniDomains: [secure.example.com] }
+  virtualHost:
+    domains: [secure.example.com]
+    routes: [{ matchers: [{ prefix: / }], directResponseAction: { status: 200 } }]
+`;
+    // the VirtualService is judged against the last snapshot, which may not have the Secret yet: a warning at most
+    const r = apply(bundle);
+    expect(r.status).toBe(0);
+    expect(r.stderr).not.toContain('denied');
+    await eventually('bundle Accepted once the Secret is read', () =>
+      stateOf('virtualservices.gateway.solo.io', 'bundle') === 'Accepted' ? true : undefined,
+    );
+    // and, as Gloo permits it with this setting, the Secret may be deleted while in use: a warning, not a refusal
+    const deleted = kube.kubectl(['delete', 'secret', 'bundle-cert', '-n', 'default'], { check: false });
+    expect(deleted.status).toBe(0);
+    expect(deleted.stderr).toContain('Secret default.bundle-cert not found');
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'bundle', '-n', 'default']);
+    // the Settings go once the snapshot has no VirtualService left that their removal would reject
+    await eventually('bundle gone from the snapshot', async () => {
+      const listed = await controller.api<{ metadata: { name: string } }[]>('/api/v1/resources?kind=VirtualService');
+      return listed.some((r) => r.metadata.name === 'bundle') ? undefined : true;
+    });
+    kube.kubectl(['delete', 'settings.gloo.solo.io', 'default', '-n', 'legate-system']);
+    await eventually('Settings gone from the snapshot', () =>
+      stateOf('settings.gloo.solo.io', 'default', 'legate-system') ? undefined : true,
+    );
+  });
+
   it('sees a field Legate does not know through a client that does not validate fields (the Gloo CRDs keep it)', async () => {
     const typo = vs('typo', '{ matchers: [{ prefix: / }], directResponseAction: { status: 200 }, options: { prefixRewrit: /x } }');
     // --validate=false: kubectl asks for no field validation, as Helm and Argo CD do; the API server would prune the field

@@ -140,6 +140,23 @@ spec:
     expect(lenient.warnings.join()).toContain('Secret default.site-cert not found');
   });
 
+  it('warnMissingTlsSecret: deleting a Secret in use is admitted with the warning it causes (refused without)', () => {
+    const secret = `apiVersion: v1
+kind: Secret
+metadata: { name: site-cert, namespace: default }
+type: kubernetes.io/tls
+stringData: { tls.crt: x, tls.key: y }
+`;
+    const tls = vs('site', TO_PETSTORE).replace('spec:\n', 'spec:\n  sslConfig: { secretRef: { name: site-cert, namespace: default } }\n');
+    const del: Change = { operation: 'DELETE', oldObject: one(secret) };
+    // the Secret's content does not matter here: its absence is what the deletion causes
+    const strict = validator([UPSTREAM, secret, tls].join('---\n')).check(del);
+    expect(strict.allowed).toBe(false);
+    const lenient = validator([UPSTREAM, secret, tls, settings('{ warnMissingTlsSecret: true }')].join('---\n')).check(del);
+    expect(lenient.allowed).toBe(true);
+    expect(lenient.warnings.join()).toContain('Secret default.site-cert not found');
+  });
+
   it('before the first snapshot: refuses, unless the Settings known say alwaysAccept or serverEnabled: false', () => {
     const change = create(vs('shop', TO_PETSTORE));
     expect(beforeFirstSnapshot(change, [])).toMatchObject({ allowed: false, message: expect.stringContaining('first snapshot') });
