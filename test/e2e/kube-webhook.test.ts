@@ -340,6 +340,33 @@ spec:
     expect(exists('virtualservices.gateway.solo.io', 'dry-good')).toBe(false);
   });
 
+  it('admits untouched what is outside the namespaces Settings watchNamespaceSelectors select', async () => {
+    kube.kubectl(['create', 'namespace', 'inside']);
+    kube.kubectl(['label', 'namespace', 'inside', 'legate=on']);
+    kube.kubectl(['create', 'namespace', 'outside']);
+    const settings = `apiVersion: gloo.solo.io/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec: { watchNamespaceSelectors: [{ matchLabels: { legate: "on" } }] }
+`;
+    expect(apply(settings).status).toBe(0);
+    const bad = (ns: string): string => vs(`sel-${ns}`, BAD_REGEX).replace('namespace: default', `namespace: ${ns}`);
+    // the selector in effect: the unlabelled namespace is not read, so what is there is not judged
+    const admitted = await eventually('outside admitted', () => {
+      const r = apply(bad('outside'));
+      return r.status === 0 ? r : undefined;
+    });
+    expect(admitted.stderr).toBe('');
+    const refused = apply(bad('inside'));
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('invalid regex');
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'sel-outside', '-n', 'outside']);
+    kube.kubectl(['delete', 'settings.gloo.solo.io', 'default', '-n', 'legate-system']);
+    await eventually('Settings gone from the snapshot', () =>
+      stateOf('settings.gloo.solo.io', 'default', 'legate-system') ? undefined : true,
+    );
+  });
+
   it("admits what Gloo's gateway.solo.io/skip_validation annotation marks", () => {
     const r = apply(vs('skipped', BAD_REGEX, ', annotations: { gateway.solo.io/skip_validation: "true" }'));
     expect(r.status).toBe(0);
