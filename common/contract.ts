@@ -26,6 +26,9 @@ export const AuthContextKeys = {
   sourceName: 'source_name',
 } as const;
 
+/** gRPC metadata on each Check: the header Legate's extauth service sets to the user id on an allow (Settings userIdHeader) */
+export const USER_ID_HEADER_METADATA = 'legate-user-id-header';
+
 export function encodeExtensionConfig(resource: object): Uint8Array {
   return Buffer.from(JSON.stringify(resource), 'utf8');
 }

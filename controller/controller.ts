@@ -18,7 +18,8 @@ import { startApiServer, type ApiResource } from './admin/api.js';
 import { startDevModeServer } from './admin/devmode.js';
 import { controllerMetrics } from './admin/metrics.js';
 import { configStatusSeries } from './observability/config-status.js';
-import { runPipeline, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
+import { proxyRole } from './translate/names.js';
+import { runPipeline, withRuntime, type PipelineMemo, type PipelineOptions, type PipelineOutput } from './pipeline.js';
 import type { ResourceSource, SourceSnapshot } from './source/source.js';
 import { AcceptedWriter, RESTORED_NOTE, loadAccepted } from './state/accepted.js';
 import { LatestStatuses, StatusBook, type StatusSink } from './status/book.js';
@@ -28,7 +29,7 @@ import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from './translate/render.j
 import type { WasmCodeSource } from './translate/features/wasm/index.js';
 import { moduleSha256Reader } from './wasm-modules.js';
 import { regoChecker } from './rego-check.js';
-import { Validator } from './validation/admission.js';
+import { Validator, beforeFirstSnapshot } from './validation/admission.js';
 import { checkRequest, startWebhookServer, type RunningWebhook } from './validation/server.js';
 import { SnapshotCache } from './xds/cache.js';
 import { AdsServer } from './xds/server.js';
@@ -190,7 +191,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   // the webhook's check runs the same pipeline on the resources of the last snapshot plus the candidate
   const validator = options.webhook
-    ? new Validator({ pipeline: pipelineOptions, ...(options.webhook.namespaces ? { namespaces: options.webhook.namespaces } : {}) })
+    ? new Validator({
+        pipeline: pipelineOptions,
+        ...(options.webhook.namespaces ? { namespaces: options.webhook.namespaces } : {}),
+        // the source's namespaces, watchNamespaceSelectors resolved (Kubernetes): what it does not read is admitted untouched
+        ...(options.source.scope ? { scope: options.source.scope.bind(options.source) } : {}),
+      })
     : undefined;
   let validatorReady = false;
 
@@ -217,9 +223,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     memo = out.memo;
     output = out;
     statuses.translated(out);
+    const proxyRoles = new Set(out.proxies.map(proxyRole));
     for (const [role, snap] of out.xds) {
       try {
-        statuses.nacks.served(role, cache.set(role, snap));
+        // a proxy waits for its runtime layer (RTDS) before it starts: Envoy's defaults when Settings set none
+        statuses.nacks.served(role, cache.set(role, proxyRoles.has(role) ? withRuntime(snap) : snap));
       } catch (err) {
         log.error('cannot encode xDS snapshot; keeping the previous one', { role, error: err });
       }
@@ -341,11 +349,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     });
-    const check = checkRequest((change) =>
-      validatorReady
-        ? validator.check(change)
-        : { allowed: false, message: 'validation is not yet available: waiting for the first snapshot of resources', warnings: [] },
-    );
+    // before the first snapshot the Settings restored at start (if any) say whether to admit anyway
+    const known = [...restored.values()].filter((r) => r.kind === 'Settings').map((r) => r.raw);
+    const check = checkRequest((change) => (validatorReady ? validator.check(change) : beforeFirstSnapshot(change, known)));
     try {
       webhook = await startWebhookServer({
         host: options.webhook.host,

@@ -22,6 +22,7 @@ import {
   DEFAULT_RATELIMIT,
   DEFAULT_RENDER_OPTIONS,
   extProcSettingsFilter,
+  extauthHttp,
   features,
   SETTINGS_EXTAUTH_SERVER,
   type RenderOptions,
@@ -29,9 +30,12 @@ import {
 import { parseDuration } from './translate/duration.js';
 import { proxyRole } from './translate/names.js';
 import { renderPlugins, renderProxyReusing, type RenderMemo } from './translate/render.js';
+import type { Problem } from './translate/feature.js';
 import type { Report } from './translate/reporter.js';
 import { translate, type TranslateMemo, type TranslateOptions } from './translate/translate.js';
-import type { XdsSnapshot } from './xds/types.js';
+import type { XdsResource, XdsSnapshot } from './xds/types.js';
+import { TypeUrls } from '../envoy/protos.js';
+import { RUNTIME_LAYER } from './bootstrap/bootstrap.js';
 
 export interface PipelineOptions {
   /** Used when no Settings resource names one. */
@@ -115,6 +119,33 @@ export interface PipelineOutput {
 }
 
 export function runPipeline(input: PipelineInput): PipelineOutput {
+  const out = runOnce(input);
+  // A Settings is applied whole or not at all: one that translation rejects (a problem only translation finds, e.g. an
+  // invalid regex of extProc) must not have its other fields in force. The run is made again with the last accepted
+  // version in its place (or none: the defaults), and the Settings keeps its Rejected status, saying which serves.
+  const chosen = input.resources
+    .filter((r) => r.kind === 'Settings')
+    .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
+  if (!chosen) return out;
+  const key = resourceKey('Settings', chosen.metadata.namespace, chosen.metadata.name);
+  const listed = out.listed.get(key);
+  const schemaOk = (input.memo?.validated.get(chosen) ?? out.memo.validated.get(chosen))?.ok;
+  if (listed?.status.state !== 'Rejected' || !schemaOk) return out;
+  const previous = input.lastAccepted.get(key);
+  const others = input.resources.filter((r) => r !== chosen);
+  const again = runOnce({ ...input, resources: previous ? [...others, previous.raw] : others, memo: out.memo }, previous ? undefined : key);
+  const serving = previous ? ' (serving the last accepted version)' : " (Legate's default Settings serve until it is fixed)";
+  const reason = (listed.status.reason ?? 'Rejected').replace(/ \(serving the last accepted version\)$/, '') + serving;
+  again.listed.set(key, { resource: chosen, status: { state: 'Rejected', reason, reportedBy: REPORTER } });
+  // the reports of the Settings as written stay what users see (legatectl, the webhook)
+  again.reports.push(
+    ...out.reports.filter((r) => r.resource.kind === 'Settings' && resourceKey('Settings', r.resource.namespace, r.resource.name) === key),
+  );
+  return again;
+}
+
+/** `rejectedSettings`: the key of a Settings left out because translation rejects it (what names it says "rejected"). */
+function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutput {
   const rejectedBySchema = new Map<string, string>();
   const typed: LegateResource[] = [];
   const validated = new Map<RawResource, ValidationResult>();
@@ -132,7 +163,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     if (previous) typed.push(previous);
   }
 
-  const invalidKeys = [...rejectedBySchema.keys()].filter((key) => !input.lastAccepted.has(key)).sort();
+  const invalidKeys = [...rejectedBySchema.keys(), ...(rejectedSettings ? [rejectedSettings] : [])]
+    .filter((key) => !input.lastAccepted.has(key))
+    .sort();
   const settings = typed
     .filter(isKind('Settings'))
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
@@ -192,7 +225,10 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     }
   }
   const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
-  const render: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
+  const withOneWayTls: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
+  const render: RenderOptions = settings?.spec.gateway?.validation?.warnMissingTlsSecret
+    ? { ...withOneWayTls, warnMissingTlsSecret: true }
+    : withOneWayTls;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);
@@ -231,6 +267,14 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       out.reports.push({ resource: sourceOf(p.upstream), severity: 'warning', code: 'InvalidSpec', message: p.message });
   for (const message of named.warnings)
     if (settings) out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'UpstreamNotFound', message });
+  for (const p of named.problems) if (settings) out.reports.push({ resource: sourceOf(settings), severity: 'error', ...p });
+  const rules = settings?.spec.graphqlOptions?.schemaChangeValidationOptions?.processingRules;
+  if (settings && rules?.length) {
+    const message =
+      `graphqlOptions.schemaChangeValidationOptions.processingRules: ignored: Legate does not detect breaking GraphQL ` +
+      `schema changes, so there is nothing for ${rules.length === 1 ? 'this rule' : 'these rules'} to tune`;
+    out.reports.push({ resource: sourceOf(settings), severity: 'warning', code: 'NotSupported', message });
+  }
 
   const listed = new Map<string, ListedResource>();
   const reportsOf = new Map<string, Report[]>();
@@ -281,7 +325,9 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
     const { snapshot, memo } = input.statusesOnly
       ? { snapshot: undefined, memo: undefined }
       : renderProxyReusing(proxy, out.upstreams, plugins, featuresKey, input.memo?.render.get(role));
-    if (snapshot) xds.set(role, snapshot);
+    // the controller serves Envoy's default runtime layer to the proxies whose snapshot has none (proxyRuntime)
+    const maxProgramSize = settings?.spec.gloo?.regexMaxProgramSize;
+    if (snapshot) xds.set(role, maxProgramSize === undefined ? snapshot : withRuntime(snapshot, maxProgramSize));
     if (memo) rendered.set(role, memo);
     const metadata = { name: proxy.name, namespace: proxy.namespace };
     const raw: RawResource = {
@@ -315,6 +361,24 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
       render: rendered,
     },
   };
+}
+
+/** The runtime layer of every proxy, by RE2 program size limit: the same resource object run after run. */
+const runtimeLayers = new Map<number, readonly XdsResource[]>();
+
+/**
+ * Settings gloo.regexMaxProgramSize as Envoy's runtime (RTDS): the program size above which Envoy refuses a regex.
+ * Every proxy is served one (Envoy waits for its runtime layer before it starts), with Envoy's default of 100 when unset.
+ */
+export function withRuntime(snapshot: XdsSnapshot, maxProgramSize = 100): XdsSnapshot {
+  if (snapshot.has(TypeUrls.runtime)) return snapshot;
+  let layer = runtimeLayers.get(maxProgramSize);
+  if (!layer) {
+    const resource = { name: RUNTIME_LAYER, layer: { 're2.max_program_size.error_level': maxProgramSize } };
+    layer = [{ name: RUNTIME_LAYER, resource }];
+    runtimeLayers.set(maxProgramSize, layer);
+  }
+  return new Map([...snapshot, [TypeUrls.runtime, layer]]);
 }
 
 function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
@@ -377,9 +441,10 @@ function withNamedExtauth(
   named: Record<string, ExtauthServerSettings> | undefined,
   ns: string,
   upstreamExists: (ns: string, name: string) => boolean,
-): { render: RenderOptions; warnings: string[] } {
-  if (!named || Object.keys(named).length === 0) return { render, warnings: [] };
+): { render: RenderOptions; warnings: string[]; problems: Problem[] } {
+  if (!named || Object.keys(named).length === 0) return { render, warnings: [], problems: [] };
   const warnings: string[] = [];
+  const problems: Problem[] = [];
   const servers: NonNullable<RenderOptions['namedExtauth']> = {};
   for (const [name, server] of Object.entries(named).sort(([a], [b]) => a.localeCompare(b))) {
     const ref = server.extauthzServerRef;
@@ -389,9 +454,15 @@ function withNamedExtauth(
       warnings.push(
         `namedExtauth.${name}.extauthzServerRef: Upstream ${refNs}.${ref.name} not found; requests it checks are denied until it exists`,
       );
-    servers[name] = { settings: server, cluster: clusterName(refNs, ref.name), ...(found ? {} : { missing: true as const }) };
+    const http = server.httpService ? extauthHttp(server.httpService, `namedExtauth.${name}.httpService`, { problems }) : undefined;
+    servers[name] = {
+      settings: server,
+      cluster: clusterName(refNs, ref.name),
+      ...(found ? {} : { missing: true as const }),
+      ...(http ? { http } : {}),
+    };
   }
-  return { render: { ...render, namedExtauth: servers }, warnings };
+  return { render: { ...render, namedExtauth: servers }, warnings, problems };
 }
 
 function durationMs(text: string): number {

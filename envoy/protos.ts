@@ -17,6 +17,8 @@ export const TypeUrls = {
   route: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
   /** SDS: TLS certificates of the ssl listener, by name, so a rotation does not change the listener */
   secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+  /** RTDS: the runtime layer Settings set (the RE2 program size limit) */
+  runtime: 'type.googleapis.com/envoy.service.runtime.v3.Runtime',
 } as const;
 
 /** The files whose types (and their imports) Legate puts on the wire or into Any fields. */
@@ -77,6 +79,7 @@ export const ENVOY_PROTO_FILES = [
   'envoy/service/auth/v3/external_auth.proto',
   'envoy/service/ext_proc/v3/external_processor.proto',
   'envoy/service/ratelimit/v3/rls.proto',
+  'envoy/service/runtime/v3/rtds.proto',
   'google/protobuf/wrappers.proto',
   'google/protobuf/struct.proto',
 ] as const;

@@ -219,6 +219,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           `/api/v1/history?kind=${encodeURIComponent(kind)}&namespace=${encodeURIComponent(ns)}&name=${encodeURIComponent(name)}`,
         ).catch(() => []);
         const endpoints = kind === 'GraphQLApi' ? graphqlEndpoints(items, ns, name) : undefined;
+        const explorerOff = kind === 'GraphQLApi' && !explorerEnabled(items);
         return sendOk(res, {
           ...summarize(item),
           resource: item,
@@ -227,6 +228,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           referencedBy: refs.in,
           history,
           ...(endpoints ? { endpoints } : {}),
+          ...(explorerOff ? { explorerDisabled: EXPLORER_OFF } : {}),
         });
       }
       case '/api/history': {
@@ -252,6 +254,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       case '/api/gateway':
         return sendOk(res, { url: options.gatewayUrl ?? null });
       case '/gw':
+        if (!explorerEnabled((await view()).items)) throw new HttpError(403, EXPLORER_OFF);
         return forwardToGateway(req, res, q);
       default:
         return serveStatic(res, url.pathname);
@@ -349,6 +352,17 @@ interface RouteSpec {
 }
 
 /** Where the gateway serves a GraphQL API: the host and path of each route that names it. */
+const EXPLORER_OFF = 'the GraphQL explorer is off: Settings consoleOptions.apiExplorerEnabled is false';
+
+/** Settings consoleOptions.apiExplorerEnabled (Gloo's default true), of the Settings the controller reads (`default` first). */
+export function explorerEnabled(items: readonly ApiItem[]): boolean {
+  const settings = items
+    .filter((i) => i.kind === 'Settings')
+    .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
+  const spec = settings?.spec as { consoleOptions?: { apiExplorerEnabled?: boolean } } | undefined;
+  return spec?.consoleOptions?.apiExplorerEnabled !== false;
+}
+
 export function graphqlEndpoints(items: readonly ApiItem[], ns: string, name: string): { host: string; path: string; via: string }[] {
   const out: { host: string; path: string; via: string }[] = [];
   for (const item of items) {

@@ -32,6 +32,8 @@ export interface Detail extends Summary {
   referencedBy: Ref[];
   history: HistoryEvent[];
   endpoints?: { host: string; path: string; via: string }[];
+  /** Settings consoleOptions.apiExplorerEnabled false: why there is no explorer */
+  explorerDisabled?: string;
 }
 
 export interface Overview {

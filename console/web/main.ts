@@ -309,18 +309,20 @@ function GraphqlPage({ ns, name, initial }: { ns: string; name: string; initial:
     <${ResourceHeader} d=${data} />
     <h3>Explorer</h3>
     ${
-      ep
-        ? html`<p>
-              ${
-                endpoints.length > 1
-                  ? html`<select onChange=${(e: Event) => setEndpoint(Number((e.target as HTMLSelectElement).value))}>
-                      ${endpoints.map((x, i) => html`<option value=${i}>${x.host || '*'}${x.path} (${x.via})</option>`)}
-                    </select>`
-                  : html`<span class="muted">queries go to the gateway: ${ep.host || '*'}${ep.path} (${ep.via})</span>`
-              }
-            </p>
-            <${Explorer} host=${ep.host} path=${ep.path} initial=${initial} />`
-        : html`<p class="muted">no route serves this API yet (a route's graphqlApiRef names it)</p>`
+      data.explorerDisabled
+        ? html`<p class="muted">${data.explorerDisabled}</p>`
+        : ep
+          ? html`<p>
+                ${
+                  endpoints.length > 1
+                    ? html`<select onChange=${(e: Event) => setEndpoint(Number((e.target as HTMLSelectElement).value))}>
+                        ${endpoints.map((x, i) => html`<option value=${i}>${x.host || '*'}${x.path} (${x.via})</option>`)}
+                      </select>`
+                    : html`<span class="muted">queries go to the gateway: ${ep.host || '*'}${ep.path} (${ep.via})</span>`
+                }
+              </p>
+              <${Explorer} host=${ep.host} path=${ep.path} initial=${initial} />`
+          : html`<p class="muted">no route serves this API yet (a route's graphqlApiRef names it)</p>`
     }
     <div class="cols">
       <div>

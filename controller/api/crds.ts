@@ -51,10 +51,10 @@ export function structural(schema: unknown): Schema {
 }
 
 /**
- * The schema with every object keeping the fields it does not declare. For Gloo's groups: clients that do not ask for
- * strict field validation (Helm, Argo CD, most controllers) would have a field Legate does not know pruned without a
- * word, and the resource stored and Accepted without it; kept, the controller (and the validating webhook) report it by
- * name. Legate's own groups stay strict: kubectl refuses such a field itself.
+ * The schema with every object keeping the fields it does not declare, in every group (Gloo's and Legate's own): clients
+ * that do not ask for strict field validation (Helm, Argo CD, most controllers) would have a field Legate does not know
+ * pruned without a word, and the resource stored and Accepted without it; kept, the controller (and the validating
+ * webhook) report it by name, with a did-you-mean.
  */
 export function keepUnknownFields(schema: Schema): Schema {
   const out: Schema = { ...schema };
@@ -121,7 +121,7 @@ function crdFor(kind: KindName, group: string, version: string, alias: boolean, 
   const typed = zodSchema
     ? structural(z.toJSONSchema(zodSchema, { target: 'openapi-3.0', unrepresentable: 'any', io: 'input' }))
     : { ...ANY, type: 'object' };
-  const spec = alias ? keepUnknownFields(typed) : typed;
+  const spec = keepUnknownFields(typed);
   const singular = kind.toLowerCase();
   return {
     apiVersion: 'apiextensions.k8s.io/v1',

@@ -301,9 +301,32 @@ export const EXTAUTH_STATUS_ON_ERROR = [
  */
 export const ExtauthServerSettingsSchema = z.strictObject({
   extauthzServerRef: ResourceRefSchema,
-  httpService: notSupported('Legate talks to ext_authz servers over gRPC only; leave httpService out (gRPC is the default)'),
+  /** ask the server over HTTP (Envoy's ext_authz http_service) instead of gRPC; Gloo's oneof with grpcService */
+  httpService: z
+    .strictObject({
+      pathPrefix: z.string().optional(),
+      request: z
+        .strictObject({
+          allowedHeaders: z.array(z.string().min(1)).optional(),
+          headersToAdd: z.record(z.string().min(1), z.string()).optional(),
+          allowedHeadersRegex: z.array(z.string().min(1)).optional(),
+        })
+        .optional(),
+      response: z
+        .strictObject({
+          allowedUpstreamHeaders: z.array(z.string().min(1)).optional(),
+          allowedClientHeaders: z.array(z.string().min(1)).optional(),
+          allowedUpstreamHeadersToAppend: z.array(z.string().min(1)).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
   grpcService: z.strictObject({ authority: z.string().optional() }).optional(),
-  userIdHeader: notSupported("Gloo's sanitize filter, which strips this header, is not in upstream Envoy"),
+  /** the header the server puts the authenticated user's id in; a client's own copy is removed before the check */
+  userIdHeader: z
+    .string()
+    .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'not an HTTP header name')
+    .optional(),
   /** default 200ms, as Gloo */
   requestTimeout: Duration.optional(),
   failureModeAllow: z.boolean().optional(),
@@ -326,6 +349,7 @@ export const ExtauthServerSettingsSchema = z.strictObject({
   statPrefix: z.string().optional(),
 });
 export type ExtauthServerSettings = z.infer<typeof ExtauthServerSettingsSchema>;
+export type ExtauthHttpService = NonNullable<ExtauthServerSettings['httpService']>;
 
 /** A Gateway's `httpGateway.options.extauth`: Legate's ext_authz filter on that listener, with these settings. */
 const ListenerExtauthSchema = ExtauthServerSettingsSchema.extend({
@@ -390,7 +414,8 @@ const GlooOptionsSchema = z.strictObject({
     .boolean()
     .refine((v) => !v, 'NotSupported: Legate serves no routes once no VirtualService is left; keeping the last ones is not implemented')
     .optional(),
-  regexMaxProgramSize: notSupported("Envoy sets RE2's program size limit in its runtime (re2.max_program_size.*), not from Settings"),
+  /** the largest RE2 program a regex may compile to (Envoy's runtime re2.max_program_size.error_level); default 100 */
+  regexMaxProgramSize: z.number().int().min(1).max(4294967295).optional(),
   enableRestEds: z
     .boolean()
     .refine((v) => !v, 'NotSupported: Legate serves endpoints over gRPC ADS only (REST EDS is deprecated in Envoy)')
@@ -399,7 +424,21 @@ const GlooOptionsSchema = z.strictObject({
   removeUnusedFilters: z.boolean().optional(),
   logTransformationRequestResponseInfo: notSupported('Legate has no transformation filter'),
   transformationEscapeCharacters: notSupported('Legate has no transformation filter'),
-  istioOptions: notSupported('Legate has no Istio integration'),
+  /** Gloo's defaults (integration off) are what Legate does; turning the integration on is refused */
+  istioOptions: z
+    .strictObject({
+      /** Gloo: deprecated; only read with the Istio integration on */
+      appendXForwardedHost: z.boolean().optional(),
+      enableAutoMtls: z
+        .boolean()
+        .refine((v) => !v, 'NotSupported: Legate has no Istio integration, so there is no Istio mTLS to turn on')
+        .optional(),
+      enableIntegration: z
+        .boolean()
+        .refine((v) => !v, 'NotSupported: Legate has no Istio integration (no istio-proxy or SDS sidecar beside its Envoy)')
+        .optional(),
+    })
+    .optional(),
 });
 
 /** Gloo's `settings.gateway.validation` (ValidationOptions): how the admission webhook decides. */
@@ -416,17 +455,19 @@ const ValidationOptionsSchema = z.strictObject({
   alwaysAccept: z.boolean().optional(),
   /** accept resources whose status would be Warning (default true) */
   allowWarnings: z.boolean().optional(),
-  warnRouteShortCircuiting: notSupported('Legate does not analyse route short-circuiting'),
+  /** Gloo: deprecated, default false (no route-order warnings), which is what Legate does */
+  warnRouteShortCircuiting: z
+    .boolean()
+    .refine((v) => !v, 'NotSupported: Legate does not analyse route order for routes that make later ones unreachable')
+    .optional(),
   /** Legate has no transformation filter, so there is no transformation to validate: true and false behave alike */
   disableTransformationValidation: z.boolean().optional(),
   /** accepted without effect: Legate's webhook has no gRPC hop with a message size */
   validationServerGrpcMaxSizeBytes: z.number().int().min(0).optional(),
   /** false: the webhook accepts everything without validating (default true) */
   serverEnabled: z.boolean().optional(),
-  warnMissingTlsSecret: z
-    .boolean()
-    .refine((v) => !v, 'NotSupported: a missing TLS Secret rejects the resource that names it (the last good version keeps serving)')
-    .optional(),
+  /** a missing TLS Secret is a Warning, not an error: the resource is admitted and served without that TLS until it exists */
+  warnMissingTlsSecret: z.boolean().optional(),
 });
 export type GatewayValidation = z.infer<typeof ValidationOptionsSchema>;
 
@@ -445,7 +486,14 @@ const GatewayOptionsSchema = z.strictObject({
     .boolean()
     .refine((v) => v, 'NotSupported: Legate always translates Gateways and VirtualServices; it has no Proxy-only mode')
     .optional(),
-  isolateVirtualHostsBySslConfig: notSupported('virtual hosts share filter chains by SNI; isolating them by ssl config is not rendered'),
+  /** false (Gloo's default) is how Legate renders: every ssl filter chain of a listener shares one route table */
+  isolateVirtualHostsBySslConfig: z
+    .boolean()
+    .refine(
+      (v) => !v,
+      "NotSupported: the filter chains of an ssl listener share one route table (Gloo's default); one per ssl config is not rendered",
+    )
+    .optional(),
   translateEmptyGateways: z.boolean().optional(),
 });
 
@@ -502,13 +550,18 @@ export const SettingsSpecSchema = z.strictObject({
   consulKvArtifactSource: notSupported(NO_VAULT_OR_CONSUL),
   vaultSecretSource: notSupported(NO_VAULT_OR_CONSUL),
   secretOptions: notSupported(NO_VAULT_OR_CONSUL),
-  /** how often everything is read again in full, besides the watches (Gloo's resync) */
+  /** Gloo's resync period: accepted without effect (the directory is rescanned every second, informers re-list on a break) */
   refreshRate: Duration.optional(),
   linkerd: notSupported('Legate has no Linkerd integration (l5d-dst-override headers)'),
   knative: notSupported('Legate has no Knative integration'),
   consul: notSupported('Legate has no Consul integration'),
   consulDiscovery: notSupported('Legate has no Consul integration'),
-  kubernetes: notSupported("the Kubernetes client's request rate limits are not configurable"),
+  kubernetes: z
+    .strictObject({
+      /** the controller's requests to the Kubernetes API server: Gloo's defaults are QPS 50, burst 100 */
+      rateLimits: z.strictObject({ QPS: z.number().min(0).optional(), burst: z.number().int().min(0).optional() }).optional(),
+    })
+    .optional(),
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
   rbac: notSupported("Gloo Enterprise's Settings rbac (require RBAC on every virtual host) is not implemented"),
   cachingServer: notSupported("Gloo Enterprise's caching server is not part of Legate"),
@@ -521,8 +574,33 @@ export const SettingsSpecSchema = z.strictObject({
       globalAnnotations: z.record(z.string(), z.string()).optional(),
     })
     .optional(),
-  consoleOptions: notSupported('Legate has no console yet'),
-  graphqlOptions: notSupported('GraphQL schema change validation is not implemented'),
+  /** Legate's web console (docs/console.md): read-only whatever readOnly says; apiExplorerEnabled false turns GraphiQL off */
+  consoleOptions: z.strictObject({ readOnly: z.boolean().optional(), apiExplorerEnabled: z.boolean().optional() }).optional(),
+  /** Gloo's default (breaking schema changes allowed, no rules) is what Legate does; rejecting them is refused */
+  graphqlOptions: z
+    .strictObject({
+      schemaChangeValidationOptions: z
+        .strictObject({
+          rejectBreakingChanges: z
+            .boolean()
+            .refine((v) => !v, 'NotSupported: Legate does not compare a GraphQL schema with its previous version')
+            .optional(),
+          /** tune breaking-change detection, which Legate does not do: a warning says so when any is set */
+          processingRules: z
+            .array(
+              protoEnum([
+                'RULE_UNSPECIFIED',
+                'RULE_DANGEROUS_TO_BREAKING',
+                'RULE_DEPRECATED_FIELD_REMOVAL_DANGEROUS',
+                'RULE_IGNORE_DESCRIPTION_CHANGES',
+                'RULE_IGNORE_UNREACHABLE',
+              ]),
+            )
+            .optional(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 export type SettingsSpec = z.infer<typeof SettingsSpecSchema>;
 

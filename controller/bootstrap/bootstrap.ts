@@ -4,6 +4,8 @@ import { stringify } from 'yaml';
 
 /** Gloo's chart serves the proxy's metrics here (its gatewayProxy `stats` listener). */
 export const GLOO_STATS_PORT = 8081;
+/** The runtime layer the controller serves over RTDS (Settings gloo.regexMaxProgramSize); the chart's bootstrap names it too */
+export const RUNTIME_LAYER = 'legate-settings';
 export const STATS_LISTENER = 'legate-stats';
 export const ADMIN_CLUSTER = 'legate-admin';
 
@@ -68,7 +70,13 @@ export function bootstrapConfig(o: BootstrapOptions): Record<string, unknown> {
         },
       ],
     },
-    layered_runtime: { layers: [{ name: 'admin_layer', admin_layer: {} }] },
+    layered_runtime: {
+      layers: [
+        // what Settings set (gloo.regexMaxProgramSize), from the controller; the admin layer stays on top
+        { name: RUNTIME_LAYER, rtds_layer: { name: RUNTIME_LAYER, rtds_config: { ads: {}, resource_api_version: 'V3' } } },
+        { name: 'admin_layer', admin_layer: {} },
+      ],
+    },
     // internal listeners: an Upstream tunnelled through an HTTP CONNECT proxy (httpProxyHostname) connects through one
     bootstrap_extensions: [
       {

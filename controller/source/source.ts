@@ -29,4 +29,9 @@ export interface ResourceSource {
    * source) starts from these, so a file that does not load at start still serves what it held.
    */
   seed?(resources: readonly RawResource[]): void;
+  /**
+   * The namespaces whose resources the source reads now (Settings watchNamespaces or watchNamespaceSelectors, or the
+   * command line's): [] for all, undefined for none. The validating webhook admits what is outside untouched.
+   */
+  scope?(): readonly string[] | undefined;
 }

@@ -495,6 +495,24 @@ export interface ListenerExtauthIR {
   /** an HTTP status (Envoy's StatusCode) */
   statusOnError?: number;
   statPrefix?: string;
+  /** the header the server sets to the authenticated user's id; a client's own copy is removed before any filter */
+  userIdHeader?: string;
+  /** Gloo's httpService: the server is asked over HTTP (Envoy's http_service), not gRPC */
+  http?: ExtauthHttpIR;
+}
+
+/** Gloo's extauth httpService, as Envoy's ext_authz http_service takes it. */
+export interface ExtauthHttpIR {
+  pathPrefix?: string;
+  /** request headers sent to the server (exact names), and regexes of more */
+  allowedHeaders?: string[];
+  allowedHeadersRegex?: string[];
+  headersToAdd?: Record<string, string>;
+  /** the server's response headers set on the request forwarded upstream */
+  allowedUpstreamHeaders?: string[];
+  allowedUpstreamHeadersToAppend?: string[];
+  /** the server's response headers sent to the client on a denial */
+  allowedClientHeaders?: string[];
 }
 
 /** Gloo's ratelimit Settings on one listener; each unset field keeps the Settings' (or Legate's default). */

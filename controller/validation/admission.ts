@@ -36,6 +36,8 @@ export interface Policy {
   alwaysAccept: boolean;
   allowWarnings: boolean;
   serverEnabled: boolean;
+  /** a missing TLS Secret is a warning: deleting a Secret in use is admitted with the warnings it causes (as Gloo) */
+  warnMissingTlsSecret: boolean;
 }
 
 /** Settings `gateway.validation` of the Settings the pipeline reads (the one named default first). */
@@ -45,7 +47,12 @@ export function policyOf(resources: readonly RawResource[]): Policy {
     .sort((a, b) => Number(b.metadata.name === 'default') - Number(a.metadata.name === 'default'))[0];
   const parsed = settings ? SettingsSpecSchema.safeParse(settings.spec ?? {}) : undefined;
   const v: GatewayValidation = (parsed?.success ? parsed.data.gateway?.validation : undefined) ?? {};
-  return { alwaysAccept: v.alwaysAccept ?? false, allowWarnings: v.allowWarnings ?? true, serverEnabled: v.serverEnabled ?? true };
+  return {
+    alwaysAccept: v.alwaysAccept ?? false,
+    allowWarnings: v.allowWarnings ?? true,
+    serverEnabled: v.serverEnabled ?? true,
+    warnMissingTlsSecret: v.warnMissingTlsSecret ?? false,
+  };
 }
 
 const keyOfRaw = (r: RawResource): string => resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
@@ -71,6 +78,11 @@ export interface ValidatorOptions {
   pipeline?: PipelineOptions;
   /** only these namespaces are validated (the controller's --watch-namespaces); else Settings' watchNamespaces, else all */
   namespaces?: readonly string[];
+  /**
+   * The namespaces the source reads now ([] all, undefined none), selectors resolved: in place of Settings' watchNamespaces
+   * (the Kubernetes source's answer to watchNamespaceSelectors, which need the namespaces' labels)
+   */
+  scope?: () => readonly string[] | undefined;
 }
 
 /**
@@ -127,7 +139,12 @@ export class Validator {
   }
 
   private inScope(namespace: string): boolean {
-    const given = this.options.namespaces?.length ? this.options.namespaces : watchNamespacesOf(this.resources);
+    const given = this.options.namespaces?.length
+      ? this.options.namespaces
+      : this.options.scope
+        ? this.options.scope()
+        : watchNamespacesOf(this.resources);
+    if (given === undefined) return false;
     return given.length === 0 || given.includes(namespace);
   }
 
@@ -159,18 +176,20 @@ export class Validator {
     const warnings: string[] = [];
     if (change.operation === 'DELETE') {
       // what the others gain by the deletion: a reference left dangling, a delegation without its table…
+      // (a Secret's, with warnMissingTlsSecret, only warnings: admitted with them, as Gloo permits it)
+      const lenient = target.kind === 'Secret' && policy.warnMissingTlsSecret && policy.allowWarnings;
       for (const [other, now] of after) {
         if (other === key) continue;
         const before = base.messages.get(other);
-        for (const m of [...now.errors, ...now.warnings]) {
-          if (!before?.errors.has(m) && !before?.warnings.has(m)) refusals.push(`${labelOfKey(other)}: ${m}`);
-        }
+        const isNew = (m: string): boolean => !before?.errors.has(m) && !before?.warnings.has(m);
+        for (const m of now.errors) if (isNew(m)) refusals.push(`${labelOfKey(other)}: ${m}`);
+        for (const m of now.warnings) if (isNew(m)) (lenient ? warnings : refusals).push(`${labelOfKey(other)}: ${m}`);
       }
       if (refusals.length) {
         const verdict = `Deletion blocked because active resources reference ${label(target)}: ${refusals.join('; ')}`;
         return decide(verdict, [], policy);
       }
-      return { allowed: true, warnings: [] };
+      return { allowed: true, warnings };
     }
 
     const status: ResourceStatus | undefined = out.listed.get(key)?.status;
@@ -194,6 +213,20 @@ export class Validator {
     if (refusals.length) return decide(`resource incompatible with current Legate snapshot: ${refusals.join('; ')}`, warnings, policy);
     return { allowed: true, warnings };
   }
+}
+
+const NOT_YET = 'validation is not yet available: waiting for the first snapshot of resources';
+
+/**
+ * The verdict before the controller's first snapshot, when nothing can be judged: refused, unless the Settings known
+ * so far (`known`: restored with --accepted-file; or the candidate itself when it is a Settings) say alwaysAccept or
+ * serverEnabled false, which Gloo honours at all times.
+ */
+export function beforeFirstSnapshot(change: Change, known: readonly RawResource[]): Verdict {
+  const candidate = change.object?.kind === 'Settings' ? [change.object] : [];
+  const policy = policyOf(candidate.length ? candidate : known);
+  if (!policy.serverEnabled) return { allowed: true, warnings: [], skipped: 'Settings gateway.validation.serverEnabled is false' };
+  return decide(NOT_YET, [], policy);
 }
 
 function decide(message: string, warnings: string[], policy: Policy): Verdict {

@@ -90,10 +90,18 @@ export class XdsSnapshotError extends Error {
   }
 }
 
-const PUSH_ORDER: readonly string[] = [TypeUrls.cluster, TypeUrls.endpoint, TypeUrls.secret, TypeUrls.listener, TypeUrls.route];
+// the runtime first: its limits (RE2 program size) must hold before the routes they judge arrive
+const PUSH_ORDER: readonly string[] = [
+  TypeUrls.runtime,
+  TypeUrls.cluster,
+  TypeUrls.endpoint,
+  TypeUrls.secret,
+  TypeUrls.listener,
+  TypeUrls.route,
+];
 
 /**
- * Sorts type URLs in make-before-break order: clusters, endpoints, secrets, listeners, routes, then any
+ * Sorts type URLs in make-before-break order: runtime, clusters, endpoints, secrets, listeners, routes, then any
  * other type by name.
  */
 export function orderTypeUrls(typeUrls: Iterable<string>): string[] {

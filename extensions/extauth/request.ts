@@ -27,6 +27,8 @@ export interface AuthRequest {
   readonly rawBody: Buffer | undefined;
   /** the downstream peer's IP address; '' when not known */
   readonly sourceAddress: string;
+  /** the header an allow sets to the authenticated user's id (Settings userIdHeader), when Envoy names one */
+  readonly userIdHeader?: string | undefined;
   /**
    * The filter metadata Envoy sent (ext_authz metadata_context_namespaces, e.g. the JWT filter's verified
    * payloads under `envoy.filters.http.jwt_authn`): namespace -> fields; {} when none.

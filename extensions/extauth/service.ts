@@ -10,7 +10,7 @@
 // down, internal errors) are denials too, never gRPC errors, so a filter configured with
 // failure_mode_allow still fails closed. The wire format is handled by ./wire.ts (see there why), the
 // gRPC server by ./check-server.ts (on Legate's HTTP/2 server, neither node:http2 nor grpc-js: see ../common/unary-server.ts for why).
-import { ExtensionRoles, ExtensionTypeUrls, decodeExtensionConfig } from '../../common/contract.js';
+import { ExtensionRoles, ExtensionTypeUrls, USER_ID_HEADER_METADATA, decodeExtensionConfig } from '../../common/contract.js';
 import type { Logger } from '../../common/log.js';
 import { loadEnvoyService, lookupService } from '../common/grpc.js';
 import type { Tracer } from '../common/tracing.js';
@@ -234,6 +234,9 @@ export async function startExtauthService(options: ExtauthServiceOptions): Promi
     bound = await startCheckServer(options.host, options.port, {
       handle: (request, reply, _fail, call) => {
         const input = parseCheckRequest(request);
+        // Settings userIdHeader: the header an allow sets to the user's id (the listener's filter names it)
+        const userIdHeader = call.header(USER_ID_HEADER_METADATA);
+        if (userIdHeader) input.userIdHeader = userIdHeader.toLowerCase();
         const span = tracer?.startServerSpan(CHECK_SPAN, call)?.set('legate.extauth.config_id', input.configId);
         decide(input, (o, grant) => {
           span?.set('legate.extauth.outcome', o).end(o === 'unavailable' || o === 'malformed_request' ? o : undefined);

@@ -128,6 +128,18 @@ export function addUpstreamHeader(hold: Hold, name: string, value: string): void
   (answerOf(hold).upstreamHeaders ??= []).push({ name: name.toLowerCase(), value });
 }
 
+/**
+ * An allow names the authenticated user: the header Envoy asked for (Settings userIdHeader) is set to `id` on the
+ * request forwarded upstream (the client's own copy was removed before the check). Nothing when none was asked for.
+ */
+export function setUserId(hold: Hold, id: string): void {
+  const header = hold.request.userIdHeader;
+  if (header === undefined) return;
+  addUpstreamHeader(hold, header, id);
+  // the edge cache would skip the check, and with it the header
+  hold.until = 0;
+}
+
 /** An allow removes this header from the request forwarded upstream. */
 export function removeUpstreamHeader(hold: Hold, name: string): void {
   (answerOf(hold).removeHeaders ??= []).push(name.toLowerCase());

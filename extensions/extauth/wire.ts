@@ -47,6 +47,8 @@ export class CheckInput implements AuthRequest {
   /** other headers sent (not `authorization`, not pseudo-headers), lower-case names; a repeated one is
    * joined with ',' (so it matches no key); undefined when there are none */
   declare headers?: Record<string, string>;
+  /** Settings userIdHeader, from the call's gRPC metadata (declared: the hot path's object stays small) */
+  declare userIdHeader?: string;
   /** the message bytes until a step asks for more than the fast path's fields, then what was decoded */
   #lazy: Buffer | Decoded | undefined;
 

@@ -23,6 +23,10 @@ beforeAll(async () => {
         // run the apps from the checkout, where their packages (oidc-provider) resolve
         .replaceAll('apps/', `${examples}/apps/`);
   }
+  // the x-ratelimit-* headers (off by default, as in Gloo) show when the ratelimit service has the examples' config
+  files['zz-test-settings.yaml'] =
+    'apiVersion: legate.dev/v1\nkind: Settings\nmetadata: { name: default, namespace: legate-system }\n' +
+    'spec: { ratelimitServer: { enableXRatelimitHeaders: true } }\n';
   gw = await startGateway(files);
   await gw.until('/api/v1/products', (r) => r.status === 200);
 });

@@ -20,6 +20,7 @@ import {
   type KubeApiServer,
   type KubeController,
 } from './harness/kube.js';
+import { renderChart } from './harness/helm.js';
 import { eventually, freePort } from './harness/util.js';
 
 let kube: KubeApiServer;
@@ -29,28 +30,20 @@ let webhookPort: number;
 // the name the install's RBAC lets the controller patch (install/kubernetes/rbac.yaml, release namespace legate-system)
 const CONFIG = 'legate-validation-legate-system';
 
-const GROUPS = ['gateway.legate.dev', 'legate.dev', 'gateway.solo.io', 'gloo.solo.io', 'enterprise.gloo.solo.io', 'ratelimit.solo.io'];
-const webhookConfig = (failurePolicy: 'Ignore' | 'Fail', caBundle?: string): string =>
-  JSON.stringify({
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: CONFIG },
-    webhooks: [
-      {
-        name: 'validation.legate-system.legate.dev',
-        clientConfig: { url: `https://127.0.0.1:${webhookPort}/validation`, ...(caBundle ? { caBundle } : {}) },
-        rules: [
-          { apiGroups: GROUPS, apiVersions: ['*'], operations: ['CREATE', 'UPDATE', 'DELETE'], resources: ['*'], scope: '*' },
-          // as Gloo's: deleting a Secret a resource still uses
-          { apiGroups: [''], apiVersions: ['v1'], operations: ['DELETE'], resources: ['secrets'], scope: '*' },
-        ],
-        failurePolicy,
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      },
-    ],
-  });
+/**
+ * The ValidatingWebhookConfiguration the chart renders (helm template, Gloo's groups on, as a Gloo user installs it),
+ * its rules, groups and timeout unchanged; only where the API server reaches the webhook differs: a url on loopback in
+ * place of the controller Service (there is no cluster network here), and the CA the controller puts in itself.
+ */
+function webhookConfig(failurePolicy: 'Ignore' | 'Fail', caBundle?: string): string {
+  const rendered = renderChart('legate-system', ['--set', 'glooGroups=true', '--set', `gateway.validation.failurePolicy=${failurePolicy}`]);
+  const config = rendered.objects.find((o) => o.kind === 'ValidatingWebhookConfiguration')!;
+  expect(config.metadata.name).toBe(CONFIG);
+  const webhooks = config['webhooks'] as { clientConfig: Record<string, unknown>; failurePolicy: string }[];
+  expect(webhooks.map((w) => w.failurePolicy)).toEqual([failurePolicy]);
+  for (const w of webhooks) w.clientConfig = { url: `https://127.0.0.1:${webhookPort}/validation`, ...(caBundle ? { caBundle } : {}) };
+  return JSON.stringify(config);
+}
 
 const UPSTREAM = `apiVersion: gloo.solo.io/v1
 kind: Upstream
@@ -228,6 +221,54 @@ spec:
     expect(kube.kubectl(['delete', 'secret', 'secure-cert', '-n', 'default'], { check: false }).status).toBe(0);
   });
 
+  it('with warnMissingTlsSecret, one kubectl apply of a Secret and the VirtualService naming it is admitted and serves', async () => {
+    const settings = `apiVersion: gloo.solo.io/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec: { gateway: { validation: { warnMissingTlsSecret: true } } }
+`;
+    expect(apply(settings).status).toBe(0);
+    await eventually('Settings in the snapshot', () => stateOf('settings.gloo.solo.io', 'default', 'legate-system') || undefined);
+    const fixtures = path.join(import.meta.dirname, 'fixtures');
+    const b64 = (f: string): string => fs.readFileSync(path.join(fixtures, f)).toString('base64');
+    const bundle = `apiVersion: v1
+kind: Secret
+metadata: { name: bundle-cert, namespace: default }
+type: kubernetes.io/tls
+data: { tls.crt: ${b64('secure.example.com.crt')}, tls.key: ${b64('secure.example.com.key')} }
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: bundle, namespace: default }
+spec:
+  sslConfig: { secretRef: { name: bundle-cert, namespace: default }, sniDomains: [secure.example.com] }
+  virtualHost:
+    domains: [secure.example.com]
+    routes: [{ matchers: [{ prefix: / }], directResponseAction: { status: 200 } }]
+`;
+    // the VirtualService is judged against the last snapshot, which may not have the Secret yet: a warning at most
+    const r = apply(bundle);
+    expect(r.status).toBe(0);
+    expect(r.stderr).not.toContain('denied');
+    await eventually('bundle Accepted once the Secret is read', () =>
+      stateOf('virtualservices.gateway.solo.io', 'bundle') === 'Accepted' ? true : undefined,
+    );
+    // and, as Gloo permits it with this setting, the Secret may be deleted while in use: a warning, not a refusal
+    const deleted = kube.kubectl(['delete', 'secret', 'bundle-cert', '-n', 'default'], { check: false });
+    expect(deleted.status).toBe(0);
+    expect(deleted.stderr).toContain('Secret default.bundle-cert not found');
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'bundle', '-n', 'default']);
+    // the Settings go once the snapshot has no VirtualService left that their removal would reject
+    await eventually('bundle gone from the snapshot', async () => {
+      const listed = await controller.api<{ metadata: { name: string } }[]>('/api/v1/resources?kind=VirtualService');
+      return listed.some((r) => r.metadata.name === 'bundle') ? undefined : true;
+    });
+    kube.kubectl(['delete', 'settings.gloo.solo.io', 'default', '-n', 'legate-system']);
+    await eventually('Settings gone from the snapshot', () =>
+      stateOf('settings.gloo.solo.io', 'default', 'legate-system') ? undefined : true,
+    );
+  });
+
   it('sees a field Legate does not know through a client that does not validate fields (the Gloo CRDs keep it)', async () => {
     const typo = vs('typo', '{ matchers: [{ prefix: / }], directResponseAction: { status: 200 }, options: { prefixRewrit: /x } }');
     // --validate=false: kubectl asks for no field validation, as Helm and Argo CD do; the API server would prune the field
@@ -259,6 +300,36 @@ spec:
     kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'typo', '-n', 'default']);
   });
 
+  it("keeps and reports an unknown field under Legate's own groups too (gateway.legate.dev: nothing pruned unseen)", async () => {
+    const legate = (extra = ''): string =>
+      vs(
+        'typo-legate',
+        '{ matchers: [{ prefix: / }], directResponseAction: { status: 200 }, options: { prefixRewrit: /x } }',
+        extra,
+      ).replace('apiVersion: gateway.solo.io/v1', 'apiVersion: gateway.legate.dev/v1');
+    const refused = apply(legate(), '--validate=false');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('prefixRewrit');
+    const skipped = apply(legate(', annotations: { gateway.solo.io/skip_validation: "true" }'), '--validate=false');
+    expect(skipped.status).toBe(0);
+    const stored = kube.kubectl(['get', 'virtualservices.gateway.legate.dev', 'typo-legate', '-n', 'default', '-o', 'json']).stdout;
+    expect(JSON.parse(stored).spec.virtualHost.routes[0].options).toEqual({ prefixRewrit: '/x' });
+    const reason = await eventually('typo-legate Rejected', () => {
+      const r = kube.kubectl([
+        'get',
+        'virtualservices.gateway.legate.dev',
+        'typo-legate',
+        '-n',
+        'default',
+        '-o',
+        'jsonpath={.status.state}: {.status.reason}',
+      ]);
+      return r.stdout.startsWith('Rejected') ? r.stdout : undefined;
+    });
+    expect(reason).toContain('prefixRewrit');
+    kube.kubectl(['delete', 'virtualservices.gateway.legate.dev', 'typo-legate', '-n', 'default']);
+  });
+
   it('validates kubectl apply --dry-run=server and stores nothing', () => {
     const bad = apply(vs('dry-bad', BAD_REGEX), '--dry-run=server');
     expect(bad.status).not.toBe(0);
@@ -267,6 +338,33 @@ spec:
     expect(good.status).toBe(0);
     expect(good.stdout).toContain('(server dry run)');
     expect(exists('virtualservices.gateway.solo.io', 'dry-good')).toBe(false);
+  });
+
+  it('admits untouched what is outside the namespaces Settings watchNamespaceSelectors select', async () => {
+    kube.kubectl(['create', 'namespace', 'inside']);
+    kube.kubectl(['label', 'namespace', 'inside', 'legate=on']);
+    kube.kubectl(['create', 'namespace', 'outside']);
+    const settings = `apiVersion: gloo.solo.io/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec: { watchNamespaceSelectors: [{ matchLabels: { legate: "on" } }] }
+`;
+    expect(apply(settings).status).toBe(0);
+    const bad = (ns: string): string => vs(`sel-${ns}`, BAD_REGEX).replace('namespace: default', `namespace: ${ns}`);
+    // the selector in effect: the unlabelled namespace is not read, so what is there is not judged
+    const admitted = await eventually('outside admitted', () => {
+      const r = apply(bad('outside'));
+      return r.status === 0 ? r : undefined;
+    });
+    expect(admitted.stderr).toBe('');
+    const refused = apply(bad('inside'));
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('invalid regex');
+    kube.kubectl(['delete', 'virtualservices.gateway.solo.io', 'sel-outside', '-n', 'outside']);
+    kube.kubectl(['delete', 'settings.gloo.solo.io', 'default', '-n', 'legate-system']);
+    await eventually('Settings gone from the snapshot', () =>
+      stateOf('settings.gloo.solo.io', 'default', 'legate-system') ? undefined : true,
+    );
   });
 
   it("admits what Gloo's gateway.solo.io/skip_validation annotation marks", () => {

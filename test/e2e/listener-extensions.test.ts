@@ -177,6 +177,7 @@ spec:
         extauthzServerRef: { name: down }
         requestTimeout: 1s
         failureModeAllow: true
+      ratelimitServer: { enableXRatelimitHeaders: true }
 ---
 # the same server, failing closed with Gloo's statusOnError
 apiVersion: gateway.solo.io/v1

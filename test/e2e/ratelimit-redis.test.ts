@@ -52,7 +52,7 @@ const settings = (denyOnFail: boolean): string => `apiVersion: legate.dev/v1
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
-  ratelimitServer: { denyOnFail: ${denyOnFail}, requestTimeout: 200ms }
+  ratelimitServer: { denyOnFail: ${denyOnFail}, requestTimeout: 200ms, enableXRatelimitHeaders: true }
 `;
 
 function resources(port: number): string {

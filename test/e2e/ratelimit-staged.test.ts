@@ -18,6 +18,7 @@ function resources(port: number): string {
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
+  ratelimitServer: { enableXRatelimitHeaders: true }
   ratelimit:
     descriptors:
       - key: generic_key

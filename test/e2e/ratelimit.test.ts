@@ -135,9 +135,14 @@ async function burst(path: string, n: number, headers?: Record<string, string>):
   return out;
 }
 
+/** Settings ratelimitServer with the x-ratelimit-* headers (off by default, as in Gloo) and `more` fields. */
+const settings = (more: string): string =>
+  'apiVersion: legate.dev/v1\nkind: Settings\nmetadata: { name: default, namespace: legate-system }\n' +
+  `spec: { ratelimitServer: { ${more}enableXRatelimitHeaders: true } }\n`;
+
 beforeAll(async () => {
   app = await startEcho('app');
-  gw = await startGateway({ 'shop.yaml': resources(app.port) });
+  gw = await startGateway({ 'shop.yaml': resources(app.port), 'settings.yaml': settings('') });
   // the service has every config once the probe route's limit shows in the headers
   await gw.until('/probe', (r) => r.status === 200 && r.headers.get('x-ratelimit-limit') !== null, undefined, 30_000);
   await freshMinute();
@@ -215,11 +220,7 @@ describe('rate limiting through Envoy', () => {
     expect((await burst('/guarded', 4)).map((r) => r.status)).toEqual([401, 401, 401, 401]);
     const keyed = await burst('/guarded', 3, { 'api-key': 'key-a' });
     expect(keyed.map((r) => r.status)).toEqual([200, 200, 429]);
-    gw.write(
-      'settings.yaml',
-      'apiVersion: legate.dev/v1\nkind: Settings\nmetadata: { name: default, namespace: legate-system }\n' +
-        'spec: { ratelimitServer: { rateLimitBeforeAuth: true } }\n',
-    );
+    gw.write('settings.yaml', settings('rateLimitBeforeAuth: true, '));
     // the rate limit now answers first: the exhausted anonymous limit is 429 even without the key
     await gw.until('/guarded', (r) => r.status === 429, undefined, 20_000);
   });

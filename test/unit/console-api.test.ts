@@ -7,7 +7,7 @@ import { createLogger } from '../../common/log.js';
 import { StatusHistory } from '../../controller/status/history.js';
 import { redactResource, redactValue } from '../../console/server/redact.js';
 import { referenceIndex } from '../../console/server/refs.js';
-import { startConsole, type RunningConsole } from '../../console/server/server.js';
+import { explorerEnabled, startConsole, type RunningConsole } from '../../console/server/server.js';
 
 const SECRET = 'hunter2-do-not-show';
 
@@ -326,5 +326,21 @@ describe('served vs desired', () => {
       await c.stop();
       await Promise.all([controller, envoy].map((s) => new Promise((r) => s.close(r))));
     }
+  });
+});
+
+describe('Settings consoleOptions', () => {
+  const settings = (name: string, consoleOptions?: object) => ({
+    apiVersion: 'gloo.solo.io/v1',
+    kind: 'Settings',
+    metadata: { name, namespace: 'gloo-system' },
+    spec: consoleOptions ? { consoleOptions } : {},
+  });
+
+  it('apiExplorerEnabled: false turns the GraphQL explorer off; unset or true keeps it; the default Settings decides', () => {
+    expect(explorerEnabled([])).toBe(true);
+    expect(explorerEnabled([settings('default', { apiExplorerEnabled: true, readOnly: false })])).toBe(true);
+    expect(explorerEnabled([settings('default', { apiExplorerEnabled: false })])).toBe(false);
+    expect(explorerEnabled([settings('other', { apiExplorerEnabled: false }), settings('default')])).toBe(true);
   });
 });

@@ -241,6 +241,8 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
   // a RouteTable's routes must sit under the prefix the VirtualService delegates to it
   'routes[]': { matchers: [{ prefix: '/rt' }] },
   customAuth: { name: WORLD_NAME },
+  // a listener's ext_authz filter asks the user's server (an httpService is that server's)
+  extauth: { extauthzServerRef: REF },
   'jwks.remote': { upstreamRef: REF },
   // a header or query parameter matcher's regex flag applies to its value
   'matchers[].headers[]': { value: WORLD_NAME },
@@ -453,6 +455,8 @@ export const ACCEPTED_AND_IGNORED: Record<string, string> = {
   'Settings gateway.validation.ignoreGlooValidationFailure': 'deprecated in Gloo, ignored there too',
   'Settings gateway.validation.disableTransformationValidation': 'Legate has no transformation filter to validate',
   'Settings discovery.fdsMode': 'Legate has no function discovery, so every mode discovers no functions',
+  'Settings gloo.istioOptions.appendXForwardedHost': 'Gloo reads it only with the Istio integration on, which Legate refuses',
+  'Settings consoleOptions.readOnly': "Legate's console is read-only whatever the value; false permits edits it does not offer",
   'Settings extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'Gateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
   'MatchableHttpGateway httpGateway.options.extauth.transportApiVersion': 'V3 is the only value, and the only version Legate speaks',
@@ -493,6 +497,9 @@ export const READ_OUTSIDE_TRANSLATION: Record<string, string> = {
   'Settings gateway.validation.alwaysAccept': 'the validating webhook (controller/validation): what it refuses',
   'Settings gateway.validation.allowWarnings': 'the validating webhook (controller/validation): what it refuses',
   'Settings gateway.validation.serverEnabled': 'the validating webhook (controller/validation): whether it refuses anything',
+  'Settings consoleOptions.apiExplorerEnabled': 'the console (console/server): false turns its GraphQL explorer off',
+  'Settings kubernetes.rateLimits.QPS': "the Kubernetes client's requests per second (controller/source/kubernetes/connections.ts)",
+  'Settings kubernetes.rateLimits.burst': "the Kubernetes client's burst above QPS (controller/source/kubernetes/connections.ts)",
   'Settings observabilityOptions.grafanaIntegration.defaultDashboardFolderId': 'legate observability: the Grafana folder of its dashboards',
   'Settings observabilityOptions.grafanaIntegration.dashboardPrefix': "legate observability: its dashboards' uid and title prefix",
   'Settings observabilityOptions.grafanaIntegration.extraMetricQueryParameters': "legate observability: added to its dashboards' queries",

@@ -8,7 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import type { RawResource } from '../../controller/api/meta.js';
 import { parseResources } from '../../controller/source/parse.js';
 import { makeWebhookCertificates } from '../../controller/validation/certs.js';
-import { SKIP_VALIDATION_ANNOTATION, Validator, type Change } from '../../controller/validation/admission.js';
+import { SKIP_VALIDATION_ANNOTATION, Validator, beforeFirstSnapshot, type Change } from '../../controller/validation/admission.js';
 import { changeOf, parseReview, responseReview } from '../../controller/validation/review.js';
 
 const parse = (text: string): RawResource[] => {
@@ -106,6 +106,64 @@ describe('Validator', () => {
       allowed: true,
       skipped: expect.any(String),
     });
+  });
+
+  it("admits untouched what is outside the source's namespaces (watchNamespaceSelectors resolved by the source)", () => {
+    const scoped = (scope: readonly string[] | undefined): Validator => {
+      const v = new Validator({ scope: () => scope });
+      v.setCurrent(parse(UPSTREAM));
+      return v;
+    };
+    expect(scoped(['team-a']).check(create(vs('bad', BAD_REGEX)))).toMatchObject({
+      allowed: true,
+      skipped: 'namespace default is not watched',
+    });
+    expect(scoped(['default']).check(create(vs('bad', BAD_REGEX))).allowed).toBe(false);
+    expect(scoped([]).check(create(vs('bad', BAD_REGEX))).allowed).toBe(false);
+    // no namespace matches the selectors: nothing but Settings is read, so nothing else is judged
+    expect(scoped(undefined).check(create(vs('bad', BAD_REGEX)))).toMatchObject({ allowed: true });
+  });
+
+  it('warnMissingTlsSecret: a VirtualService naming a Secret not yet there is admitted with a warning', () => {
+    const tls = `apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: site, namespace: default }
+spec:
+  sslConfig: { secretRef: { name: site-cert, namespace: default } }
+  virtualHost:
+    domains: [site.example.com]
+    routes: [${TO_PETSTORE}]
+`;
+    expect(validator(UPSTREAM).check(create(tls)).allowed).toBe(false);
+    const lenient = validator(UPSTREAM + '---\n' + settings('{ warnMissingTlsSecret: true }')).check(create(tls));
+    expect(lenient.allowed).toBe(true);
+    expect(lenient.warnings.join()).toContain('Secret default.site-cert not found');
+  });
+
+  it('warnMissingTlsSecret: deleting a Secret in use is admitted with the warning it causes (refused without)', () => {
+    const secret = `apiVersion: v1
+kind: Secret
+metadata: { name: site-cert, namespace: default }
+type: kubernetes.io/tls
+stringData: { tls.crt: x, tls.key: y }
+`;
+    const tls = vs('site', TO_PETSTORE).replace('spec:\n', 'spec:\n  sslConfig: { secretRef: { name: site-cert, namespace: default } }\n');
+    const del: Change = { operation: 'DELETE', oldObject: one(secret) };
+    // the Secret's content does not matter here: its absence is what the deletion causes
+    const strict = validator([UPSTREAM, secret, tls].join('---\n')).check(del);
+    expect(strict.allowed).toBe(false);
+    const lenient = validator([UPSTREAM, secret, tls, settings('{ warnMissingTlsSecret: true }')].join('---\n')).check(del);
+    expect(lenient.allowed).toBe(true);
+    expect(lenient.warnings.join()).toContain('Secret default.site-cert not found');
+  });
+
+  it('before the first snapshot: refuses, unless the Settings known say alwaysAccept or serverEnabled: false', () => {
+    const change = create(vs('shop', TO_PETSTORE));
+    expect(beforeFirstSnapshot(change, [])).toMatchObject({ allowed: false, message: expect.stringContaining('first snapshot') });
+    expect(beforeFirstSnapshot(change, parse(settings('{ alwaysAccept: true }')))).toMatchObject({ allowed: true, acceptedAnyway: true });
+    expect(beforeFirstSnapshot(change, parse(settings('{ serverEnabled: false }')))).toMatchObject({ allowed: true });
+    // a Settings under review is judged by what it says
+    expect(beforeFirstSnapshot(create(settings('{ alwaysAccept: true }')), [])).toMatchObject({ allowed: true });
   });
 
   it('refuses a field Legate does not implement (schema reasons are Rejected too)', () => {

@@ -34,3 +34,80 @@ export function reuseConnections(kubeConfig: k8s.KubeConfig): k8s.KubeConfig {
   target[POOLED] = true;
   return kubeConfig;
 }
+
+const LIMITED = Symbol('legate.requestRate');
+
+/** A token bucket: `qps` tokens a second, at most `burst` held; a request takes one or waits for it, in order. */
+class RequestBucket {
+  private tokens: number;
+  private at = performance.now();
+  private readonly waiting: (() => void)[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+
+  /** undefined when a token was free (the usual case: no promise), else when one is. */
+  take(): Promise<void> | undefined {
+    this.refill();
+    if (this.waiting.length === 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => {
+      this.waiting.push(resolve);
+      this.schedule();
+    });
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.qps);
+    this.at = now;
+  }
+
+  private schedule(): void {
+    if (this.timer) return;
+    const ms = Math.max(1, Math.ceil(((1 - this.tokens) / this.qps) * 1000));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.refill();
+      while (this.waiting.length > 0 && this.tokens >= 1) {
+        this.tokens -= 1;
+        this.waiting.shift()!();
+      }
+      if (this.waiting.length > 0) this.schedule();
+    }, ms);
+    this.timer.unref();
+  }
+}
+
+type ApplyAuth = (context: unknown) => Promise<void>;
+
+/**
+ * Settings kubernetes.rateLimits (Gloo's Kubernetes client QPS and burst): every request made with `kubeConfig` (lists,
+ * watches, status writes, leases: each passes applySecurityAuthentication) waits for a token. QPS 0 or none: no limit,
+ * as before (client-node has none of its own). A change replaces the bucket; requests already waiting keep their place.
+ */
+export function limitRequestRate(kubeConfig: k8s.KubeConfig, limits: { QPS: number; burst: number }): void {
+  const target = kubeConfig as unknown as { applySecurityAuthentication?: ApplyAuth; [LIMITED]?: { bucket?: RequestBucket } };
+  const qps = limits.QPS;
+  const burst = Math.max(1, limits.burst || Math.ceil(qps));
+  let state = target[LIMITED];
+  if (!state) {
+    if (qps <= 0 || typeof target.applySecurityAuthentication !== 'function') return;
+    const apply = target.applySecurityAuthentication.bind(kubeConfig);
+    const s: { bucket?: RequestBucket } = {};
+    target.applySecurityAuthentication = (context) => {
+      const wait = s.bucket?.take();
+      return wait ? wait.then(() => apply(context)) : apply(context);
+    };
+    target[LIMITED] = state = s;
+  }
+  if (qps <= 0) delete state.bucket;
+  else if (state.bucket?.qps !== qps || state.bucket.burst !== burst) state.bucket = new RequestBucket(qps, burst);
+}

@@ -16,7 +16,7 @@ import { KIND_NAMES, kindInfo } from '../../api/kinds.js';
 import { resourceKey, type RawResource } from '../../api/meta.js';
 import type { KubeLabelSelector } from '../../api/schemas.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
-import { reuseConnections } from './connections.js';
+import { limitRequestRate, reuseConnections } from './connections.js';
 import { endpointsFromSlices, sliceServiceKey, toRawResource, trimObject, type KubeObject } from './convert.js';
 
 export interface KubeSourceOptions {
@@ -233,6 +233,10 @@ export class KubeSource implements ResourceSource {
     const byKey = new Map<string, RawResource>();
     const slices: KubeObject[] = [];
     const namespaces = this.watchNamespaces();
+    // Settings kubernetes.rateLimits: the client's requests from now on
+    const limits = (this.settings()?.spec as { kubernetes?: { rateLimits?: Record<string, unknown> } } | undefined)?.kubernetes?.rateLimits;
+    const num = (v: unknown): number | undefined => (typeof v === 'number' && v >= 0 ? v : undefined);
+    limitRequestRate(this.options.kubeConfig, { QPS: num(limits?.['QPS']) ?? 0, burst: num(limits?.['burst']) ?? 0 });
     for (const w of this.watched) {
       for (const obj of w.informer?.list() ?? []) {
         // Settings are always read: they say which namespaces the rest comes from
@@ -288,6 +292,10 @@ export class KubeSource implements ResourceSource {
    * `default` first, as the pipeline picks it), else all. A Settings change takes effect at once:
    * every namespace is watched anyway, the filter is applied to each snapshot.
    */
+  scope(): readonly string[] | undefined {
+    return this.watchNamespaces();
+  }
+
   private watchNamespaces(): readonly string[] | undefined {
     if (this.options.namespaces?.length) return this.options.namespaces;
     const listed = (this.settings()?.spec as { watchNamespaces?: unknown } | undefined)?.watchNamespaces;

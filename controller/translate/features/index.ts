@@ -53,10 +53,13 @@ export interface RenderOptions {
   oneWayTls?: boolean;
   /** compiles opaAuth Rego (modules and query) with the `opa` binary: opa's error, or undefined (controller/rego-check.ts) */
   regoCheck?: RegoCheck;
+  /** Settings gateway.validation.warnMissingTlsSecret */
+  warnMissingTlsSecret?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
 export { SETTINGS_EXTAUTH_SERVER } from './extauth/render.js';
+export { extauthHttp } from './extauth/listener.js';
 
 export const DEFAULT_RATELIMIT: RateLimitRenderOptions = { service: { host: '127.0.0.1', port: 18081 } };
 
@@ -77,7 +80,10 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     tracingFeature,
     statsFeature,
     headersFeature,
-    tlsFeature(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
+    tlsFeature({
+      ...(options.oneWayTls === undefined ? {} : { oneWayTls: options.oneWayTls }),
+      ...(options.warnMissingTlsSecret ? { warnMissingTlsSecret: true } : {}),
+    }),
     tcpFeature,
     hybridFeature,
     wasmFeature(options.wasm),

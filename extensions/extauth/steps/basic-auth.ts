@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { BasicAuthStepConfig } from '../../../common/auth-config.js';
 import type { Outcome } from '../outcome.js';
 import { parseBasic, verifyPassword } from '../passwords.js';
-import { denyWith, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { denyWith, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 const VERIFIED_MS = 60_000;
 const VERIFIED_MAX = 10_000;
@@ -45,6 +45,7 @@ export class BasicAuthStep implements AuthStep {
     const until = this.verified.get(key);
     if (until !== undefined && until > now) {
       grant(until);
+      setUserId(hold, creds.user);
       return 'allow';
     }
     // an unknown user costs a hash too, so the time does not tell which users exist
@@ -54,6 +55,7 @@ export class BasicAuthStep implements AuthStep {
     if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
     this.verified.set(key, now + VERIFIED_MS);
     grant(now + VERIFIED_MS);
+    setUserId(hold, creds.user);
     return 'allow';
   }
 

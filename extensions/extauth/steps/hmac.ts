@@ -3,7 +3,7 @@
 import type { HmacStepConfig } from '../../../common/auth-config.js';
 import { verifyHmac } from '../hmac.js';
 import type { Outcome } from '../outcome.js';
-import { denyWith, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { denyWith, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 export class HmacStep implements AuthStep {
   readonly bearer = false;
@@ -22,7 +22,10 @@ export class HmacStep implements AuthStep {
       this.config.credentials,
       now,
     );
-    if (verdict === 'ok') return 'allow';
+    if (verdict === 'ok') {
+      if (user !== undefined) setUserId(hold, user);
+      return 'allow';
+    }
     hold.detail = user === undefined ? `hmac: ${verdict}` : `hmac: ${verdict} (user ${JSON.stringify(user.slice(0, 64))})`;
     denyWith(hold, { status: 401, headers: [{ name: 'content-type', value: 'application/json' }], body: '{"error":"invalid_signature"}' });
     return 'invalid_credentials';

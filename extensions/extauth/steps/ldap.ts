@@ -7,7 +7,7 @@ import type { Logger } from '../../../common/log.js';
 import { LdapAuthenticator, LdapPool, type LdapVerdict } from '../ldap.js';
 import type { Outcome } from '../outcome.js';
 import { parseBasic } from '../passwords.js';
-import { denyWith, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { denyWith, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 const ERROR_LOG_EVERY_MS = 10_000;
 
@@ -38,7 +38,7 @@ export class LdapStep implements AuthStep {
     if (!hit) return undefined;
     // an allow holds as long as its cached outcome: Envoy's edge cache may reuse it that long (keyed on Authorization)
     if (hit.until < hold.until) hold.until = hit.until;
-    return this.judge(hit.verdict, hold);
+    return this.judge(hit.verdict, hold, creds.user);
   }
 
   async decide(_token: string, _hash: string, hold: Hold, configId: string): Promise<Outcome> {
@@ -54,16 +54,17 @@ export class LdapStep implements AuthStep {
         this.log.error('LDAP server unavailable; denying', { config_id: configId, ldap_url: this.config.url, error: verdict.detail });
       }
     }
-    return this.judge(verdict, hold);
+    return this.judge(verdict, hold, creds.user);
   }
 
   sweep(now: number): void {
     this.auth.sweep(now);
   }
 
-  private judge(v: LdapVerdict, hold: Hold): Outcome {
+  private judge(v: LdapVerdict, hold: Hold, user?: string): Outcome {
     switch (v.verdict) {
       case 'allow':
+        if (user !== undefined) setUserId(hold, user);
         return 'allow';
       case 'forbidden':
         hold.detail = 'ldap: in none of allowedGroups';

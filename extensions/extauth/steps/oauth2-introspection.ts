@@ -11,7 +11,7 @@ import type { Logger } from '../../../common/log.js';
 import { IntrospectionError, Introspector, redactUrl, tokenRef, type ActiveToken, type Introspection } from '../introspect.js';
 import type { Outcome } from '../outcome.js';
 import { claimsMetadata } from '../claims.js';
-import { addMetadata, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
+import { addMetadata, setUserId, type AuthStep, type Hold, type StepFactory, type StepSummary } from '../step.js';
 
 export class IntrospectionStep implements AuthStep {
   readonly bearer = true;
@@ -78,6 +78,7 @@ export class IntrospectionStep implements AuthStep {
         return 'invalid_token';
       }
       addMetadata(hold, { user_id: String(id) });
+      setUserId(hold, String(id));
     }
     if (this.metadataFromClaims.length) addMetadata(hold, claimsMetadata(result.claims, this.metadataFromClaims));
     // the edge cache would skip ext_authz, and with it the metadata

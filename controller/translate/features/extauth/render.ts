@@ -4,13 +4,13 @@
 // A user's own servers (Settings namedExtauth, options.extauth.customAuth; the one of Settings extauth for a
 // customAuth without a name) get one ext_authz filter each,
 // disabled on the HCM and enabled where a virtual host or route names it; at most one filter checks a request.
-import { AuthContextKeys } from '../../../../common/contract.js';
+import { AuthContextKeys, USER_ID_HEADER_METADATA } from '../../../../common/contract.js';
 import { typed, type HttpFilter, type TypedConfig, type envoy_type_v3_StatusCode as StatusCode } from '../../../../envoy/typed.js';
 import type { ExtauthServerSettings } from '../../../api/schemas.js';
 import { parseDuration } from '../../duration.js';
 import { extensionCluster, extensionSecrets, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, during, type RenderPlugin } from '../../feature.js';
-import type { AuthBindingIR, ProxyIR, RouteIR } from '../../ir.js';
+import type { AuthBindingIR, DurationIR, ExtauthHttpIR, ProxyIR, RouteIR } from '../../ir.js';
 import { perProxy } from '../../proxy-facts.js';
 
 export const EXT_AUTHZ_FILTER = 'envoy.filters.http.ext_authz';
@@ -18,12 +18,15 @@ export const EXTAUTH_CLUSTER = 'legate-extauth';
 const PER_ROUTE = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute' as const;
 const FILTER_CONFIG = 'type.googleapis.com/envoy.config.route.v3.FilterConfig' as const;
 const EXT_AUTHZ = 'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz' as const;
+const HEADER_MUTATION = 'type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation' as const;
 
 /** A server of Settings namedExtauth as the pipeline resolved it: its Upstream's cluster, `missing` when there is none. */
 export interface CustomAuthServer {
   settings: ExtauthServerSettings;
   cluster: string;
   missing?: true;
+  /** settings.httpService, its regexes checked */
+  http?: ExtauthHttpIR;
 }
 
 /**
@@ -133,20 +136,62 @@ function perFilterConfig(auth: AuthBindingIR): TypedConfig {
   });
 }
 
-/** The ext_authz filter for a user's server, as Gloo's generateEnvoyConfigForFilter renders it (gRPC). */
+/** The uri Envoy requires beside the cluster of an http_service; only the cluster is used (as Gloo renders it). */
+const HTTP_SERVER_URI = 'http://not-used.example.com/';
+
+const exactMatchers = (names: readonly string[]): object[] => names.map((h) => ({ exact: h, ignore_case: true }));
+
+/**
+ * How the filter reaches its server: gRPC, or over HTTP (Gloo's httpService, as its extauth plugin renders it:
+ * the path prefix, the request headers sent and added, the response headers kept for the upstream and the client).
+ */
+function serverOf(
+  cluster: string,
+  authority: string | undefined,
+  timeout: DurationIR | { nanos: number },
+  http: ExtauthHttpIR | undefined,
+  userIdHeader?: string,
+): object {
+  if (!http) {
+    const metadata = userIdHeader ? { initial_metadata: [{ key: USER_ID_HEADER_METADATA, value: userIdHeader }] } : {};
+    return { grpc_service: { envoy_grpc: { cluster_name: cluster, ...(authority ? { authority } : {}) }, timeout, ...metadata } };
+  }
+  const sent = [
+    ...exactMatchers(http.allowedHeaders ?? []),
+    ...(http.allowedHeadersRegex ?? []).map((regex) => ({ safe_regex: { regex } })),
+  ];
+  const list = (names: readonly string[] | undefined): object | undefined =>
+    names?.length ? { patterns: exactMatchers(names) } : undefined;
+  const response = {
+    ...(list(http.allowedUpstreamHeaders) ? { allowed_upstream_headers: list(http.allowedUpstreamHeaders) } : {}),
+    ...(list(http.allowedUpstreamHeadersToAppend) ? { allowed_upstream_headers_to_append: list(http.allowedUpstreamHeadersToAppend) } : {}),
+    ...(list(http.allowedClientHeaders) ? { allowed_client_headers: list(http.allowedClientHeaders) } : {}),
+  };
+  const added = Object.entries(http.headersToAdd ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  return {
+    http_service: {
+      server_uri: { uri: HTTP_SERVER_URI, cluster, timeout },
+      ...(http.pathPrefix ? { path_prefix: http.pathPrefix } : {}),
+      ...(added.length ? { authorization_request: { headers_to_add: added.map(([key, value]) => ({ key, value })) } } : {}),
+      ...(Object.keys(response).length ? { authorization_response: response } : {}),
+    },
+    // Envoy always sends Host, Method, Path and Content-Length (and Authorization) to an HTTP server besides these
+    ...(sent.length ? { allowed_headers: { patterns: sent } } : {}),
+  };
+}
+
+/** The ext_authz filter for a user's server, as Gloo's generateEnvoyConfigForFilter renders it (gRPC or HTTP). */
 function customAuthFilter(name: string, server: CustomAuthServer): HttpFilter {
   const s = server.settings;
   const body = s.requestBody;
   const status = s.statusOnError ? STATUS_NAMES[s.statusOnError] : undefined;
+  const timeout = s.requestTimeout !== undefined ? parseDuration(s.requestTimeout) : { nanos: 200_000_000 };
   return {
     name: customAuthFilterName(name),
     disabled: true,
     typed_config: typed(EXT_AUTHZ, {
       transport_api_version: 'V3',
-      grpc_service: {
-        envoy_grpc: { cluster_name: server.cluster, ...(s.grpcService?.authority ? { authority: s.grpcService.authority } : {}) },
-        timeout: s.requestTimeout !== undefined ? parseDuration(s.requestTimeout) : { nanos: 200_000_000 },
-      },
+      ...serverOf(server.cluster, s.grpcService?.authority, timeout, server.http),
       // a server whose Upstream is missing cannot answer: its routes are denied, whatever failureModeAllow says
       failure_mode_allow: server.missing ? false : (s.failureModeAllow ?? false),
       ...(body
@@ -251,6 +296,10 @@ export function extauthRender(
   skip: { header: string; value: string } | undefined,
   servers: Readonly<Record<string, CustomAuthServer>>,
 ): RenderPlugin {
+  // the user id headers of the user's own servers (Settings namedExtauth): removed from every client request too
+  const namedUserIdHeaders = Object.values(servers).flatMap((s) =>
+    s.settings.userIdHeader ? [s.settings.userIdHeader.toLowerCase()] : [],
+  );
   return {
     httpFilters(proxy, listener) {
       const custom = customAuthsUsed(proxy).map((n) => ({
@@ -261,17 +310,22 @@ export function extauthRender(
       if (!protectsAnything(proxy)) return custom;
       // httpGateway.options.extauth: this listener's filter with the Gateway's settings
       const o = listener.extauth ?? {};
+      // Legate's own service sets the user id header: the header's name travels with each check (gRPC metadata)
+      const userId = o.userIdHeader && !o.server ? o.userIdHeader : undefined;
       const body = o.requestBody;
       const status = o.statusOnError ? STATUS_NAMES[o.statusOnError] : undefined;
       const filter: HttpFilter = {
         name: EXT_AUTHZ_FILTER,
         typed_config: typed('type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz', {
           transport_api_version: 'V3',
-          grpc_service: {
-            envoy_grpc: { cluster_name: o.server?.cluster ?? EXTAUTH_CLUSTER, ...(o.authority ? { authority: o.authority } : {}) },
-            // longer than the service's own introspection timeout, so it can answer (deny) itself
-            timeout: o.timeout ?? { seconds: 3 },
-          },
+          // the timeout: longer than the service's own introspection timeout, so it can answer (deny) itself
+          ...serverOf(
+            o.server?.cluster ?? EXTAUTH_CLUSTER,
+            o.authority,
+            o.timeout ?? { seconds: 3 },
+            o.server ? o.http : undefined,
+            userId,
+          ),
           // a server that does not exist cannot answer: denied, whatever failureModeAllow says
           failure_mode_allow: o.server?.missing ? false : (o.failureModeAllow ?? false),
           status_on_error: { code: status ?? 'Forbidden' },
@@ -299,6 +353,20 @@ export function extauthRender(
       return [{ position: during(FilterStage.AuthN), filter: off }, ...custom];
     },
     proxyContext: protectsAnything,
+    patchListener(ir, _listener, filters) {
+      // Gloo's sanitize filter: the client's own user id header is removed before any filter, so only the server sets it
+      const own = ir.extauth?.userIdHeader;
+      const headers = [...new Set([...(own ? [own] : []), ...namedUserIdHeaders])].sort();
+      if (!headers.length) return;
+      for (const f of filters) {
+        if (f.name !== 'envoy.filters.network.http_connection_manager' || !f.typed_config) continue;
+        const hcm = f.typed_config as TypedConfig & { early_header_mutation_extensions?: object[] };
+        (hcm.early_header_mutation_extensions ??= []).push({
+          name: 'legate.strip_user_id_header',
+          typed_config: typed(HEADER_MUTATION, { mutations: headers.map((remove) => ({ remove })) }),
+        });
+      }
+    },
     patchVirtualHost(ir, vhost, proxy) {
       // a virtual host without an AuthConfig turns the filter off; its routes may still turn it on
       if (protectsAnything(proxy)) setPerFilterConfig(vhost, EXT_AUTHZ_FILTER, perFilterConfig(ir.auth ?? { disabled: true }));

@@ -5,7 +5,6 @@
 // buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
 import type { DescriptorConfig } from '../../../../common/ratelimit-config.js';
-import type { Settings } from '../../../api/resources.js';
 import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitEntryIR, RateLimitIR, RouteActionIR } from '../../ir.js';
@@ -39,11 +38,15 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
         .filter((s) => s.spec.ratelimit !== undefined);
       const service = ctx.resolveEach(settings, (s) => translateServiceSettings(s));
       const served = [...service.results.values()][0];
+      // a Settings rejected whole (the pipeline leaves it out) holds descriptors too: raw actions wait for them
+      const rejectedSettings = settings.length ? undefined : ctx.invalidKeys('Settings')[0]?.replace('/', '.');
       const raw: RawDescriptors = options.serverCluster
         ? { check: false, why: 'external' }
         : service.rejected.size
-          ? { check: false, why: 'rejected', settings: settings[0]! }
-          : { check: true, descriptors: served?.config.descriptors ?? [] };
+          ? { check: false, why: 'rejected', settings: `${settings[0]!.metadata.namespace}.${settings[0]!.metadata.name}` }
+          : rejectedSettings
+            ? { check: false, why: 'rejected', settings: rejectedSettings }
+            : { check: true, descriptors: served?.config.descriptors ?? [] };
       return {
         bindGateway(gw, ir, sink) {
           const o = gw.spec.httpGateway?.options?.ratelimitServer;
@@ -93,7 +96,7 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
 type RawDescriptors =
   | { check: true; descriptors: DescriptorConfig[] }
   | { check: false; why: 'external' }
-  | { check: false; why: 'rejected'; settings: Settings };
+  | { check: false; why: 'rejected'; settings: string };
 
 /** Gloo's oneofs: per stage, raw actions or RateLimitConfig references. */
 const ONEOFS = [
@@ -168,7 +171,7 @@ function bind(
       sink.warnings.push({
         code: 'InvalidSpec',
         message:
-          `${at}: the ratelimit.descriptors of Settings ${raw.settings.metadata.namespace}.${raw.settings.metadata.name} ` +
+          `${at}: the ratelimit.descriptors of Settings ${raw.settings} ` +
           'are rejected; these actions count against nothing until they are fixed',
       });
     out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw.descriptors : undefined, sink.problems, sink.warnings));

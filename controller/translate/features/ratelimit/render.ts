@@ -167,9 +167,8 @@ export function ratelimitRender(options: RateLimitRenderOptions): RenderPlugin {
           grpc_service: { envoy_grpc: { cluster_name: o.cluster ?? options.serverCluster ?? RATELIMIT_CLUSTER } },
           transport_api_version: 'V3',
         },
-        ...((o.xRateLimitHeaders ?? options.xRateLimitHeaders) === false
-          ? {}
-          : { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const }),
+        // off unless asked for (Gloo's enableXRatelimitHeaders defaults to false)
+        ...((o.xRateLimitHeaders ?? options.xRateLimitHeaders) === true ? { enable_x_ratelimit_headers: 'DRAFT_VERSION_03' as const } : {}),
       }),
     };
   };

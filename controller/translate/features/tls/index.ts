@@ -23,6 +23,8 @@ import { tlsFilterChainName } from '../../names.js';
 export interface TlsDefaults {
   /** Settings gateway.virtualServiceOptions.oneWayTls: a VirtualService without its own oneWayTls takes this */
   oneWayTls?: boolean;
+  /** Settings gateway.validation.warnMissingTlsSecret: a missing Secret is a warning; the host is served without TLS until it exists */
+  warnMissingTlsSecret?: boolean;
 }
 
 export const tlsFeature = (defaults: TlsDefaults = {}): Feature => ({
@@ -32,8 +34,14 @@ export const tlsFeature = (defaults: TlsDefaults = {}): Feature => ({
     return {
       bindVirtualHost(vs, ir, sink) {
         const ssl = vs.spec.sslConfig;
-        const tls = ssl ? downstreamTls(ssl, vs.metadata.namespace, ctx, sink.problems, 'sslConfig', defaults.oneWayTls) : undefined;
+        const problems = defaults.warnMissingTlsSecret ? [] : sink.problems;
+        const tls = ssl ? downstreamTls(ssl, vs.metadata.namespace, ctx, problems, 'sslConfig', defaults.oneWayTls) : undefined;
         if (tls) ir.tls = tls;
+        if (problems === sink.problems) return;
+        for (const p of problems) {
+          if (p.code !== 'SecretNotFound') sink.problems.push(p);
+          else sink.warnings.push({ ...p, message: `${p.message}; no TLS for this host until it exists (Settings warnMissingTlsSecret)` });
+        }
       },
     };
   },
