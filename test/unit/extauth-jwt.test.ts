@@ -98,6 +98,9 @@ afterAll(async () => {
   }
 });
 
+// long enough that a few checks (RSA signing included) fit inside it on a loaded machine
+const COOLDOWN_MS = 1000;
+
 let authz: Authorizer;
 beforeEach(() => {
   mode = 'ok';
@@ -106,12 +109,13 @@ beforeEach(() => {
   authz = new Authorizer({
     logger: createLogger('extauth', { level: 'debug', write: (l) => lines.push(l) }),
     jwksTimeoutMs: 300,
-    jwksCooldownMs: 300,
+    jwksCooldownMs: COOLDOWN_MS,
   });
 });
 afterEach(() => authz.stop());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pastCooldown = (): Promise<unknown> => sleep(COOLDOWN_MS + 50);
 const decide = (configId: string, t: string | undefined): Promise<Outcome> =>
   Promise.resolve(authz.check(configId, t === undefined ? undefined : `Bearer ${t}`));
 
@@ -295,7 +299,7 @@ describe('JWT step: edge grant and the cache of verified tokens', () => {
     expect(check('ns.jwt', t)).toBe('allow');
     // the provider drops rs-1 and publishes a new key; a token with the new kid makes the set refetch
     served = [rotated.publicJwk, es.publicJwk, ed.publicJwk];
-    await sleep(350); // past the kid-miss cooldown
+    await pastCooldown(); // past the kid-miss cooldown
     expect(await check('ns.jwt', await sign(rotated))).toBe('allow');
     const after = check('ns.jwt', t);
     expect(typeof after).toBe('object');
@@ -380,7 +384,7 @@ describe('JWT step: bad tokens are invalid_token, with the reason logged', () =>
 describe('JWT step: unknown kid and key rotation', () => {
   it('an unknown kid refetches once; more unknown kids within the cooldown do not fetch', async () => {
     await load(remote('ns.jwt'));
-    await sleep(350); // past the cooldown of the fetch at apply time
+    await pastCooldown(); // past the cooldown of the fetch at apply time
     const unknown = await keyPair('nobody', 'RS256');
     const base = fetches;
     expect(await decide('ns.jwt', await sign(unknown))).toBe('invalid_token');
@@ -392,7 +396,7 @@ describe('JWT step: unknown kid and key rotation', () => {
 
   it('picks up a rotated key on the first token that uses it', async () => {
     await load(remote('ns.jwt'));
-    await sleep(350);
+    await pastCooldown();
     served = [rotated.publicJwk]; // the provider rotates: rs-1 retired, rs-2 (PS256) published
     expect(await decide('ns.jwt', await sign(rotated))).toBe('allow');
     expect(fetches).toBe(2);
@@ -402,7 +406,7 @@ describe('JWT step: unknown kid and key rotation', () => {
 
   it('concurrent checks with a new kid share one fetch', async () => {
     await load(remote('ns.jwt'));
-    await sleep(350);
+    await pastCooldown();
     served = [rs.publicJwk, rotated.publicJwk];
     const ts = await Promise.all(Array.from({ length: 10 }, () => sign(rotated)));
     expect(await Promise.all(ts.map((t) => decide('ns.jwt', t)))).toEqual(Array(10).fill('allow'));
@@ -424,7 +428,7 @@ describe('JWT step: the JWKS endpoint failing', () => {
       expect(denials()[0]).toMatchObject({ reason: 'unavailable', detail: 'JWKS unavailable' });
       // recovers by itself: the next check after the cooldown fetches again
       mode = 'ok';
-      await sleep(350);
+      await pastCooldown();
       expect(await decide('ns.jwt', await sign(rs))).toBe('allow');
       expect(fetches).toBe(2);
     });
@@ -433,7 +437,7 @@ describe('JWT step: the JWKS endpoint failing', () => {
   it('down after a set was loaded: the last good set keeps verifying', async () => {
     await load(remote('ns.jwt'));
     mode = 'down';
-    await sleep(350);
+    await pastCooldown();
     const unknown = await keyPair('new', 'ES256');
     expect(await decide('ns.jwt', await sign(unknown))).toBe('unavailable'); // a kid miss we could not refetch
     expect(await decide('ns.jwt', await sign(rs))).toBe('allow');
