@@ -281,6 +281,8 @@ stringData: { x-api-key: from-the-secret }
     const kept = await gw.request('/keyed', on('keyed.example.com'));
     expect([kept.status, kept.json()['upstream']]).toEqual([200, 'green']);
     gw.remove('keyed.yaml');
+    // served before the next tests: a route configuration update starts their local rate-limit buckets afresh
+    await gw.until('/keyed', (r) => r.status === 404, on('keyed.example.com'));
   });
 });
 

@@ -160,7 +160,18 @@ export async function startGateway(files: Record<string, string> = {}, options: 
   // node:http rather than fetch: fetch does not let a caller set the Host header.
   agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   const pool = agent;
-  const request = (pathAndQuery: string, options: RequestOptions = {}): Promise<GatewayResponse> =>
+  // A kept-alive connection Envoy closes while idle (a listener drain after a config change) can cross the next
+  // request on it: an idempotent request is sent again once on a new connection, as curl and browsers do.
+  const request = async (pathAndQuery: string, options: RequestOptions = {}): Promise<GatewayResponse> => {
+    try {
+      return await send(pathAndQuery, options);
+    } catch (err) {
+      const idempotent = ['GET', 'HEAD', 'OPTIONS'].includes(options.method ?? 'GET');
+      if (!idempotent || !(err instanceof Error) || !(err as { reusedSocket?: boolean }).reusedSocket) throw err;
+      return send(pathAndQuery, options);
+    }
+  };
+  const send = (pathAndQuery: string, options: RequestOptions): Promise<GatewayResponse> =>
     new Promise((resolve, reject) => {
       const headers: Record<string, string> = { ...options.headers };
       if (options.host) headers['host'] = options.host;
@@ -180,7 +191,12 @@ export async function startGateway(files: Record<string, string> = {}, options: 
         },
       );
       req.on('timeout', () => req.destroy(new Error(`request ${pathAndQuery} timed out`)));
-      req.on('error', reject);
+      req.on('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        // closed under it before any answer byte: the only case worth sending again
+        if (req.reusedSocket && (code === 'ECONNRESET' || err.message === 'socket hang up')) Object.assign(err, { reusedSocket: true });
+        reject(err);
+      });
       if (options.body !== undefined) req.write(options.body);
       req.end();
     });
