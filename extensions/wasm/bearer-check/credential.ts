@@ -24,6 +24,7 @@ import {
 } from "../abi";
 import { Digest, SharedGrantCache } from "./cache";
 import { Sha256 } from "./sha256";
+import { isHeaderName, isSecretValue, parseMillis } from "./checks";
 
 export const CREDENTIAL_ROOT_ID = "legate.credential_check";
 const MAX_CACHE_ENTRIES: i64 = 1048576;
@@ -85,18 +86,6 @@ function byCookie(): bool {
   if (credentialLen <= <usize>COOKIE_PREFIX.length) return false;
   for (let k = 0; k < COOKIE_PREFIX.length; k++) if (route.byteAt(credentialAt + <usize>k) != <u32>COOKIE_PREFIX.charCodeAt(k)) return false;
   return true;
-}
-
-/** A positive decimal integer (at most 12 digits), or -1. */
-function parseMillis(b: HostBytes): i64 {
-  if (b.len == 0 || b.len > 12) return -1;
-  let v: i64 = 0;
-  for (let i: usize = 0; i < b.len; i++) {
-    const c = b.byteAt(i);
-    if (c < 0x30 || c > 0x39) return -1;
-    v = v * 10 + <i64>(c - 0x30);
-  }
-  return v;
 }
 
 function isSpace(c: u32): bool {
@@ -172,26 +161,6 @@ function pathListed(list: usize, listLen: usize, p: HostBytes): bool {
     i = end + 1;
   }
   return false;
-}
-
-/** A header name the filter may set: lower-case RFC 9110 token characters. */
-function isHeaderName(s: string): bool {
-  if (s.length == 0) return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const ok = (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x5f || c == 0x2e;
-    if (!ok) return false;
-  }
-  return true;
-}
-
-function isSecretValue(s: string): bool {
-  if (s.length < 16 || s.length > 256) return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) return false;
-  }
-  return true;
 }
 
 class CredentialCheckRoot extends RootContext {

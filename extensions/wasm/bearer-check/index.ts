@@ -25,6 +25,7 @@ import { checkBearer } from "./token";
 import { Digest, SharedTokenCache, TokenCache } from "./cache";
 import { Sha256 } from "./sha256";
 import { CREDENTIAL_ROOT_ID, newCredentialRoot } from "./credential";
+import { isHeaderName, isSecretValue, parseMillis } from "./checks";
 
 const ROOT_ID = "legate.bearer_check";
 const DEFAULT_MAX_TOKEN_BYTES: i64 = 4096;
@@ -50,39 +51,6 @@ const lookupDigest = new Digest();
 function sameBytes(a: HostBytes, b: HostBytes): bool {
   if (a.len != b.len) return false;
   for (let i: usize = 0; i < a.len; i++) if (a.byteAt(i) != b.byteAt(i)) return false;
-  return true;
-}
-
-/** A positive decimal integer (at most 12 digits), or -1. */
-function parseMillis(b: HostBytes): i64 {
-  if (b.len == 0 || b.len > 12) return -1;
-  let v: i64 = 0;
-  for (let i: usize = 0; i < b.len; i++) {
-    const c = b.byteAt(i);
-    if (c < 0x30 || c > 0x39) return -1;
-    v = v * 10 + <i64>(c - 0x30);
-  }
-  return v;
-}
-
-/** A header name the filter may set: lower-case RFC 9110 token characters. */
-function isHeaderName(s: string): bool {
-  if (s.length == 0) return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const ok = (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x5f || c == 0x2e;
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/** A secret header value: 16..256 visible ASCII characters. */
-function isSecretValue(s: string): bool {
-  if (s.length < 16 || s.length > 256) return false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) return false;
-  }
   return true;
 }
 
