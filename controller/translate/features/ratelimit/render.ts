@@ -128,12 +128,14 @@ function envoyAction(a: RateLimitActionIR): envoy_config_route_v3_RateLimit['act
     };
   }
   if ('dynamicMetadata' in a) {
+    // Envoy disallows its deprecated dynamic_metadata action by default: `metadata` from DYNAMIC is the same
     const m = a.dynamicMetadata;
     return {
-      dynamic_metadata: {
+      metadata: {
         descriptor_key: m.descriptorKey,
         metadata_key: metadataKey(m.metadataKey),
         ...(m.defaultValue ? { default_value: m.defaultValue } : {}),
+        source: 'DYNAMIC',
       },
     };
   }
