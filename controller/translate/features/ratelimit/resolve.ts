@@ -1,8 +1,8 @@
-// Stage 1 for rate limiting: RateLimitConfig -> the descriptor tree the ratelimit service enforces and
-// the Envoy actions routes send; options.ratelimitBasic / localRatelimit -> their IR. Every check that
-// needs no I/O happens here, reported at the user's field: units, zero limits, action kinds Legate does
-// not render, and action descriptor keys that no descriptor at that depth declares (Envoy would send
-// them and the service would match nothing: a limit that silently never applies). The Settings'
+// Stage 1 for rate limiting: RateLimitConfig -> the descriptor tree and set descriptors the ratelimit service
+// enforces and the Envoy actions routes send (setActions behind Gloo's set-style marker); options.ratelimitBasic /
+// localRatelimit -> their IR. Every check that needs no I/O happens here, reported at the user's field: units,
+// zero limits, set descriptors, and action descriptor keys that no descriptor at that depth declares (Envoy would
+// send them and the service would match nothing: a limit that silently never applies). The Settings'
 // ratelimit.descriptors are checked the same way; the raw actions of options.ratelimit(Early|Regular) too, but
 // as warnings (Gloo does not check them).
 import {
