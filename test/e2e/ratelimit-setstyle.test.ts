@@ -3,13 +3,28 @@
 // entries in (two routes, actions in opposite orders, one counter), the Settings' setDescriptors for raw
 // options.ratelimit setActions, rule weights, a queryParameterValueMatch action and a dynamicMetadata action
 // (its defaultValue when the metadata is absent) counting against their descriptors, a maskedRemoteAddress action
-// with a limit override that the metadata does not carry.
+// with a limit override that the metadata does not carry, and one a JWT's payload carries.
+import crypto from 'node:crypto';
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from './harness/gateway.js';
 import { startEcho, type EchoUpstream } from './harness/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
+
+// a JWT provider whose verified payload (Envoy's dynamic metadata) may carry a limit override
+const ISSUER = 'https://issuer.test';
+const signer = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const signerPem = signer.publicKey.export({ format: 'pem', type: 'spki' }).toString();
+const token = async (claims: Record<string, unknown>): Promise<Record<string, string>> => {
+  const jwt = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer(ISSUER)
+    .setExpirationTime('5m')
+    .sign(signer.privateKey);
+  return { host: 'tokens.test', authorization: `Bearer ${jwt}` };
+};
 
 const toApp = 'routeAction: { single: { upstream: { name: app, namespace: legate-system } } }';
 
@@ -110,6 +125,47 @@ spec:
     rateLimits:
       - actions: [{ maskedRemoteAddress: { v4PrefixMaskLen: 24, v6PrefixMaskLen: 64 } }]
         limit: { dynamicMetadata: { metadataKey: { key: envoy.filters.http.ext_authz, path: [{ key: limit }] } } }
+---
+apiVersion: ratelimit.solo.io/v1alpha1
+kind: RateLimitConfig
+metadata: { name: overridable, namespace: default }
+spec:
+  raw:
+    descriptors:
+      - key: generic_key
+        value: tokens
+        rateLimit: { requestsPerUnit: 100, unit: MINUTE }
+    rateLimits:
+      - actions: [{ genericKey: { descriptorValue: tokens } }]
+        limit:
+          dynamicMetadata:
+            metadataKey:
+              key: envoy.filters.http.jwt_authn
+              path: [{ key: default_tokens/afterExtAuth/issuer }, { key: limit }]
+---
+apiVersion: gateway.solo.io/v1
+kind: VirtualService
+metadata: { name: tokens, namespace: default }
+spec:
+  virtualHost:
+    domains: [tokens.test]
+    options:
+      rateLimitConfigs: { refs: [{ name: overridable }] }
+      jwt:
+        providers:
+          issuer:
+            issuer: ${ISSUER}
+            jwks:
+              local:
+                key: |
+${signerPem
+  .trim()
+  .split('\n')
+  .map((l) => `                  ${l}`)
+  .join('\n')}
+    routes:
+      - matchers: [{ prefix: / }]
+        ${toApp}
 ---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
@@ -222,6 +278,13 @@ describe('set-style rate limits and further actions through Envoy', () => {
 
   it("a maskedRemoteAddress action counts per network; with no override in the metadata, the config's limit holds", async () => {
     expect(await burst('/networks', 3)).toEqual([200, 200, 429]);
+  });
+
+  it("a limit override in the request's dynamic metadata (a JWT's claim) replaces the config's limit", async () => {
+    const overridden = await token({ sub: 'a', limit: { requests_per_unit: 2, unit: 'MINUTE' } });
+    expect(await burst('/', 3, overridden)).toEqual([200, 200, 429]);
+    // without the claim the config's limit (100 a minute) decides
+    expect(await burst('/', 3, await token({ sub: 'b' }))).toEqual([200, 200, 200]);
   });
 
   it('rule weights: the tenant rule (weight 1) replaces the per-route one while it matches', async () => {
