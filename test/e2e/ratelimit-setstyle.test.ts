@@ -33,6 +33,8 @@ function resources(port: number): string {
 kind: Settings
 metadata: { name: default, namespace: legate-system }
 spec:
+  # the readiness probes below read x-ratelimit-limit
+  ratelimitServer: { enableXRatelimitHeaders: true }
   ratelimit:
     descriptors:
       - key: generic_key
