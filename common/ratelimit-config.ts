@@ -41,6 +41,9 @@ export const RateLimitKeys = {
   credential: 'legate_credential',
 } as const;
 
+/** The generic_key value that marks a set-style descriptor (setActions), Gloo's: its entries are matched as a set. */
+export const SET_DESCRIPTOR_VALUE = 'solo.setDescriptor.uniqueValue';
+
 export const LimitSchema = z.strictObject({
   requestsPerUnit: z.number().int().min(1, 'must be at least 1 (use unlimited: true for no limit)'),
   unit: z.enum(RATE_LIMIT_UNITS, { message: `expected one of ${RATE_LIMIT_UNITS.join(', ')}` }),
@@ -57,6 +60,10 @@ export interface DescriptorConfig {
   /** counted and reported, never enforced */
   shadowMode?: boolean | undefined;
   descriptors?: DescriptorConfig[] | undefined;
+  /** only the matched rules of the highest weight apply (Gloo's rule priority); default 0 */
+  weight?: number | undefined;
+  /** applies whatever its weight */
+  alwaysApply?: boolean | undefined;
 }
 
 export const DescriptorConfigSchema: z.ZodType<DescriptorConfig> = z.lazy(() =>
@@ -68,9 +75,22 @@ export const DescriptorConfigSchema: z.ZodType<DescriptorConfig> = z.lazy(() =>
       unlimited: z.boolean().optional(),
       shadowMode: z.boolean().optional(),
       descriptors: z.array(DescriptorConfigSchema).optional(),
+      weight: z.number().int().min(0).optional(),
+      alwaysApply: z.boolean().optional(),
     })
     .refine((d) => !(d.unlimited && d.limit), { message: 'set at most one of a limit and unlimited' }),
 );
+
+/** Gloo's set descriptor: matches a set-style descriptor holding every simple descriptor, in any order. */
+export const SetDescriptorConfigSchema = z
+  .strictObject({
+    simpleDescriptors: z.array(z.strictObject({ key: z.string().min(1), value: z.string().optional() })),
+    limit: LimitSchema.optional(),
+    unlimited: z.boolean().optional(),
+    alwaysApply: z.boolean().optional(),
+  })
+  .refine((d) => !(d.unlimited && d.limit), { message: 'set at most one of a limit and unlimited' });
+export type SetDescriptorConfig = z.infer<typeof SetDescriptorConfigSchema>;
 
 export const RateLimitServiceConfigSchema = z.strictObject({
   /** `<namespace>.<name>` of the RateLimitConfig: the value of the `legate_config` entry */
@@ -78,6 +98,7 @@ export const RateLimitServiceConfigSchema = z.strictObject({
   /** set: the descriptors of every request in this domain (the Settings'), matched from the first entry */
   domain: z.string().min(1).optional(),
   descriptors: z.array(DescriptorConfigSchema),
+  setDescriptors: z.array(SetDescriptorConfigSchema).optional(),
 });
 export type RateLimitServiceConfig = z.infer<typeof RateLimitServiceConfigSchema>;
 

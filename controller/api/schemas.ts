@@ -1095,6 +1095,30 @@ export const RATE_LIMIT_ACTION_KINDS = [
   'extension',
 ] as const;
 
+/** Envoy's MetadataKey (Gloo's copy): a filter namespace and a path of struct keys. */
+const MetadataKeySchema = z.strictObject({
+  key: Name,
+  path: z.array(z.strictObject({ key: Name })).min(1, 'needs at least one path segment'),
+});
+export type RateLimitMetadataKey = z.infer<typeof MetadataKeySchema>;
+
+/** Envoy's QueryParameterMatcher (queryParameterValueMatch.queryParameters). */
+const RateLimitQueryParameterMatcherSchema = z.strictObject({
+  name: Name,
+  stringMatch: z
+    .strictObject({
+      exact: z.string().optional(),
+      prefix: z.string().optional(),
+      suffix: z.string().optional(),
+      contains: z.string().optional(),
+      safeRegex: z.strictObject({ regex: z.string() }).optional(),
+      ignoreCase: z.boolean().optional(),
+    })
+    .optional(),
+  presentMatch: z.boolean().optional(),
+});
+export type RateLimitQueryParameterMatcher = z.infer<typeof RateLimitQueryParameterMatcherSchema>;
+
 const RateLimitActionSchema = z.strictObject({
   genericKey: z.strictObject({ descriptorValue: Name, descriptorKey: z.string().optional() }).optional(),
   requestHeaders: z.strictObject({ headerName: Name, descriptorKey: Name, skipIfAbsent: z.boolean().optional() }).optional(),
@@ -1109,26 +1133,56 @@ const RateLimitActionSchema = z.strictObject({
       headers: z.array(RateLimitHeaderMatcherSchema).min(1, 'needs at least one header'),
     })
     .optional(),
-  metadata: z.unknown().optional(),
-  dynamicMetadata: z.unknown().optional(),
-  maskedRemoteAddress: z.unknown().optional(),
-  queryParameterValueMatch: z.unknown().optional(),
-  extension: z.unknown().optional(),
+  metadata: z
+    .strictObject({
+      descriptorKey: Name,
+      metadataKey: MetadataKeySchema,
+      defaultValue: z.string().optional(),
+      source: protoEnum(['DYNAMIC', 'ROUTE_ENTRY']).optional(),
+      skipIfAbsent: z.boolean().optional(),
+    })
+    .optional(),
+  dynamicMetadata: z.strictObject({ descriptorKey: Name, metadataKey: MetadataKeySchema, defaultValue: z.string().optional() }).optional(),
+  maskedRemoteAddress: z
+    .strictObject({
+      v4PrefixMaskLen: z.number().int().min(0).max(32).optional(),
+      v6PrefixMaskLen: z.number().int().min(0).max(128).optional(),
+    })
+    .optional(),
+  queryParameterValueMatch: z
+    .strictObject({
+      descriptorValue: Name,
+      descriptorKey: z.string().optional(),
+      expectMatch: z.boolean().optional(),
+      queryParameters: z.array(RateLimitQueryParameterMatcherSchema).min(1, 'needs at least one query parameter'),
+    })
+    .optional(),
+  extension: notSupported(
+    "Envoy's extension action needs a compiled descriptor-producer extension and its typed config; Gloo's API has no such action",
+  ),
 });
 export type RateLimitAction = z.infer<typeof RateLimitActionSchema>;
 
 /** Gloo's RateLimitActions: one Envoy rate_limits entry (RateLimitConfig raw.rateLimits, options.ratelimit.rateLimits). */
 export const RateLimitActionsSchema = z.strictObject({
   actions: z.array(RateLimitActionSchema).optional(),
-  setActions: z.array(z.unknown()).optional(),
-  limit: z.unknown().optional(),
+  setActions: z.array(RateLimitActionSchema).optional(),
+  limit: z.strictObject({ dynamicMetadata: z.strictObject({ metadataKey: MetadataKeySchema }) }).optional(),
 });
 export type RateLimitActions = z.infer<typeof RateLimitActionsSchema>;
+
+/** Gloo's SetDescriptor: a rule matched as a set of key/values, in any order, among a set-style descriptor's entries. */
+export const RateLimitSetDescriptorSchema = z.strictObject({
+  simpleDescriptors: z.array(z.strictObject({ key: Name, value: z.string().optional() })).optional(),
+  rateLimit: RateLimitValueSchema.optional(),
+  alwaysApply: z.boolean().optional(),
+});
+export type RateLimitSetDescriptor = z.infer<typeof RateLimitSetDescriptorSchema>;
 
 export const RateLimitConfigSpecSchema = z.strictObject({
   raw: z.strictObject({
     descriptors: z.array(RateLimitDescriptorSchema).optional(),
-    setDescriptors: z.array(z.unknown()).optional(),
+    setDescriptors: z.array(RateLimitSetDescriptorSchema).optional(),
     rateLimits: z.array(RateLimitActionsSchema).optional(),
   }),
 });
@@ -1137,5 +1191,5 @@ export type RateLimitConfigSpec = z.infer<typeof RateLimitConfigSpecSchema>;
 /** Settings `ratelimit` (Gloo's ServiceSettings): the descriptors raw actions (options.ratelimit.rateLimits) count against. */
 const RatelimitServiceSettingsSchema = z.strictObject({
   descriptors: z.array(RateLimitDescriptorSchema).optional(),
-  setDescriptors: z.array(z.unknown()).optional(),
+  setDescriptors: z.array(RateLimitSetDescriptorSchema).optional(),
 });

@@ -128,7 +128,43 @@ export type RateLimitActionIR =
         expectMatch: boolean;
         headers: { name: string; match: StringMatchIR & { prefix?: string; suffix?: string; present?: boolean }; invert: boolean }[];
       };
+    }
+  | {
+      metadata: {
+        descriptorKey: string;
+        metadataKey: MetadataKeyIR;
+        defaultValue?: string;
+        source: 'DYNAMIC' | 'ROUTE_ENTRY';
+        skipIfAbsent?: boolean;
+      };
+    }
+  | { dynamicMetadata: { descriptorKey: string; metadataKey: MetadataKeyIR; defaultValue?: string } }
+  | { maskedRemoteAddress: { v4PrefixMaskLen?: number; v6PrefixMaskLen?: number } }
+  | {
+      queryParameterValueMatch: {
+        descriptorKey?: string;
+        descriptorValue: string;
+        expectMatch: boolean;
+        queryParameters: {
+          name: string;
+          match: {
+            exact?: string;
+            prefix?: string;
+            suffix?: string;
+            contains?: string;
+            regex?: string;
+            present?: boolean;
+            ignoreCase?: boolean;
+          };
+        }[];
+      };
     };
+
+/** Envoy's MetadataKey: a filter namespace and the struct keys down to the value. */
+export interface MetadataKeyIR {
+  key: string;
+  path: string[];
+}
 
 /** One rate_limits entry. `stage`: early runs before ext_authz, regular after it; unset: as Settings
  * ratelimitServer.rateLimitBeforeAuth says. `domain: custom`: raw actions, counted against the Settings'
@@ -137,6 +173,8 @@ export interface RateLimitEntryIR {
   actions: RateLimitActionIR[];
   stage?: 'early' | 'regular';
   domain?: 'custom';
+  /** Envoy's RateLimit.Override: the limit sent with the descriptor, read from dynamic metadata */
+  limitOverride?: MetadataKeyIR;
 }
 
 /** Rate limits bound on a virtual host or route (options.rateLimitConfigs, ratelimit, ratelimitBasic, localRatelimit, staged). */

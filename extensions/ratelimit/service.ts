@@ -12,7 +12,7 @@ import type { H2Config } from '../common/h2/transport.js';
 import { throttledLogger } from '../common/log-throttle.js';
 import { GrpcStatus, frameMessage, startUnaryServer } from '../common/unary-server.js';
 import { XdsClient } from '../common/xds-client.js';
-import { RateLimiter, type CounterStore, type Decision, type Entry } from './limiter.js';
+import { RateLimiter, overrideLimit, type CounterStore, type Decision, type Entry } from './limiter.js';
 
 const SERVICE = 'envoy.service.ratelimit.v3.RateLimitService';
 const SHOULD_RATE_LIMIT_PATH = `/${SERVICE}/ShouldRateLimit`;
@@ -51,7 +51,7 @@ export interface RunningRatelimitService {
 
 interface RateLimitRequest {
   domain?: string;
-  descriptors?: { entries?: { key?: string; value?: string }[] }[];
+  descriptors?: { entries?: { key?: string; value?: string }[]; limit?: { requests_per_unit?: number; unit?: string } }[];
   hits_addend?: number;
 }
 
@@ -116,7 +116,8 @@ export async function startRatelimitService(options: RatelimitServiceOptions): P
     };
     let decision: Decision | Promise<Decision>;
     try {
-      decision = limiter.decide(req.domain ?? '', descriptors, req.hits_addend || 1, now());
+      const overrides = (req.descriptors ?? []).map((d) => overrideLimit(d.limit));
+      decision = limiter.decide(req.domain ?? '', descriptors, req.hits_addend || 1, now(), overrides);
     } catch (err) {
       fail(err);
       return;

@@ -265,6 +265,10 @@ export const OBJECT_VALUES: Record<string, Record<string, unknown>> = {
   // a user wasm module: Envoy fetches it and checks its sha256 (the controller reads nothing)
   'wasm.filters[]': { uri: 'https://127.0.0.1:8080/filter.wasm' },
   'rbac.policies.*': { principals: [{ jwtPrincipal: { claims: { sub: WORLD_NAME } } }] },
+  // a raw rate-limit entry's limit override goes with the entry its actions make
+  'ratelimit.rateLimits[]': { actions: [{ remoteAddress: {} }] },
+  'ratelimitEarly.rateLimits[]': { actions: [{ remoteAddress: {} }] },
+  'ratelimitRegular.rateLimits[]': { actions: [{ remoteAddress: {} }] },
 };
 
 /** Whole specs for fields no generated spec reaches (`Kind path` → spec), tried after the generated ones. */

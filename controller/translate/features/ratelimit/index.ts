@@ -4,7 +4,7 @@
 // `ratelimitBasic` / `localRatelimit` on virtual hosts and routes -> the Envoy actions and token
 // buckets bound there (docs/ratelimit.md).
 import { ExtensionRoles, ExtensionTypeUrls } from '../../../../common/contract.js';
-import type { DescriptorConfig } from '../../../../common/ratelimit-config.js';
+import type { DescriptorConfig, SetDescriptorConfig } from '../../../../common/ratelimit-config.js';
 import type { RateLimitOptions as RateLimitOptionFields } from './schema.js';
 import type { BindSink, Feature, Resolved } from '../../feature.js';
 import type { RateLimitEntryIR, RateLimitIR, RouteActionIR } from '../../ir.js';
@@ -46,7 +46,7 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
           ? { check: false, why: 'rejected', settings: `${settings[0]!.metadata.namespace}.${settings[0]!.metadata.name}` }
           : rejectedSettings
             ? { check: false, why: 'rejected', settings: rejectedSettings }
-            : { check: true, descriptors: served?.config.descriptors ?? [] };
+            : { check: true, descriptors: served?.config.descriptors ?? [], setDescriptors: served?.config.setDescriptors ?? [] };
       return {
         bindGateway(gw, ir, sink) {
           const o = gw.spec.httpGateway?.options?.ratelimitServer;
@@ -94,7 +94,7 @@ export function ratelimitFeature(options: RateLimitRenderOptions): Feature {
 
 /** What raw actions are checked against: the Settings' descriptors, or nothing (and why). */
 type RawDescriptors =
-  | { check: true; descriptors: DescriptorConfig[] }
+  | { check: true; descriptors: DescriptorConfig[]; setDescriptors: SetDescriptorConfig[] }
   | { check: false; why: 'external' }
   | { check: false; why: 'rejected'; settings: string };
 
@@ -174,7 +174,7 @@ function bind(
           `${at}: the ratelimit.descriptors of Settings ${raw.settings} ` +
           'are rejected; these actions count against nothing until they are fixed',
       });
-    out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw.descriptors : undefined, sink.problems, sink.warnings));
+    out.rateLimits.push(...rawRateLimits(r.rateLimits, at, stage, raw.check ? raw : undefined, sink.problems, sink.warnings));
   }
   if (o.ratelimitBasic) out.rateLimits.push(...basicRateLimits(o.ratelimitBasic, scope, `${where}.ratelimitBasic`, sink.problems));
   if (o.ratelimit?.localRatelimit && o.localRatelimit) {

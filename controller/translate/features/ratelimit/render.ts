@@ -14,7 +14,7 @@ import type { envoy_config_route_v3_RateLimit } from '../../../../envoy/types.ge
 import { RATE_LIMIT_DOMAIN, RAW_RATE_LIMIT_DOMAIN } from '../../../../common/ratelimit-config.js';
 import { duration, extensionCluster, extensionSecrets, setPerFilterConfig, type ServiceAddress } from '../../envoy-json.js';
 import { FilterStage, before, during, type RenderPlugin } from '../../feature.js';
-import type { ListenerRatelimitIR, ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
+import type { ListenerRatelimitIR, MetadataKeyIR, ProxyIR, RateLimitActionIR, RateLimitEntryIR, RateLimitIR } from '../../ir.js';
 
 export const RATELIMIT_FILTER = 'envoy.filters.http.ratelimit';
 export const LOCAL_RATELIMIT_FILTER = 'envoy.filters.http.local_ratelimit';
@@ -115,6 +115,55 @@ function envoyAction(a: RateLimitActionIR): envoy_config_route_v3_RateLimit['act
   if ('remoteAddress' in a) return { remote_address: {} };
   if ('sourceCluster' in a) return { source_cluster: {} };
   if ('destinationCluster' in a) return { destination_cluster: {} };
+  if ('metadata' in a) {
+    const m = a.metadata;
+    return {
+      metadata: {
+        descriptor_key: m.descriptorKey,
+        metadata_key: metadataKey(m.metadataKey),
+        ...(m.defaultValue ? { default_value: m.defaultValue } : {}),
+        source: m.source,
+        ...(m.skipIfAbsent ? { skip_if_absent: true } : {}),
+      },
+    };
+  }
+  if ('dynamicMetadata' in a) {
+    // Envoy disallows its deprecated dynamic_metadata action by default: `metadata` from DYNAMIC is the same
+    const m = a.dynamicMetadata;
+    return {
+      metadata: {
+        descriptor_key: m.descriptorKey,
+        metadata_key: metadataKey(m.metadataKey),
+        ...(m.defaultValue ? { default_value: m.defaultValue } : {}),
+        source: 'DYNAMIC',
+      },
+    };
+  }
+  if ('maskedRemoteAddress' in a) {
+    const m = a.maskedRemoteAddress;
+    return {
+      masked_remote_address: {
+        ...(m.v4PrefixMaskLen !== undefined ? { v4_prefix_mask_len: m.v4PrefixMaskLen } : {}),
+        ...(m.v6PrefixMaskLen !== undefined ? { v6_prefix_mask_len: m.v6PrefixMaskLen } : {}),
+      },
+    };
+  }
+  if ('queryParameterValueMatch' in a) {
+    const q = a.queryParameterValueMatch;
+    return {
+      query_parameter_value_match: {
+        ...(q.descriptorKey ? { descriptor_key: q.descriptorKey } : {}),
+        descriptor_value: q.descriptorValue,
+        expect_match: q.expectMatch,
+        query_parameters: q.queryParameters.map((p) => {
+          if (p.match.present !== undefined) return { name: p.name, present_match: p.match.present };
+          const { ignoreCase, contains, ...rest } = p.match;
+          const sm: StringMatcher = contains !== undefined ? { contains } : stringMatch(rest);
+          return { name: p.name, string_match: ignoreCase ? { ...sm, ignore_case: true } : sm };
+        }),
+      },
+    };
+  }
   const m = a.headerValueMatch;
   return {
     header_value_match: {
@@ -130,10 +179,18 @@ function envoyAction(a: RateLimitActionIR): envoy_config_route_v3_RateLimit['act
   };
 }
 
+function metadataKey(k: MetadataKeyIR) {
+  return { key: k.key, path: k.path.map((key) => ({ key })) };
+}
+
 function rateLimits(rl: RateLimitIR, beforeAuth: boolean): envoy_config_route_v3_RateLimit[] {
   return rl.rateLimits.map((r) => {
     const stage = filterOf(r, beforeAuth).stage;
-    return { ...(stage ? { stage } : {}), actions: r.actions.map(envoyAction) };
+    return {
+      ...(stage ? { stage } : {}),
+      actions: r.actions.map(envoyAction),
+      ...(r.limitOverride ? { limit: { dynamic_metadata: { metadata_key: metadataKey(r.limitOverride) } } } : {}),
+    };
   });
 }
 
