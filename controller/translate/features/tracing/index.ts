@@ -132,6 +132,16 @@ function bindListenerTracing(gw: Gateway, upstreams: UpstreamLookup, sink: BindS
   if (p?.clientSamplePercentage !== undefined) t.clientSampling = p.clientSamplePercentage;
   if (p?.randomSamplePercentage !== undefined) t.randomSampling = p.randomSamplePercentage;
   if (p?.overallSamplePercentage !== undefined) t.overallSampling = p.overallSamplePercentage;
+  // Envoy keeps the sampling decision in the x-request-id; without it, random sampling traces every request
+  const uuid = gw.spec.httpGateway?.options?.httpConnectionManagerSettings?.uuidRequestIdConfig;
+  if (uuid?.useRequestIdForTraceSampling === false && (p?.randomSamplePercentage ?? 100) < 100) {
+    sink.warnings.push({
+      code: 'InvalidSpec',
+      message:
+        `${where}.tracePercentages.randomSamplePercentage: with uuidRequestIdConfig.useRequestIdForTraceSampling false, ` +
+        'Envoy traces every request (it samples by the x-request-id it is told not to use)',
+    });
+  }
   const exporter = provider(tracing, where, gw, upstreams, sink);
   if (exporter) t.provider = exporter;
   return t;
