@@ -248,6 +248,12 @@ export const CodeFlowStepSchema = z
     idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
     /** token endpoint client authentication: basic (default) or the secret in the form */
     clientSecretPost: z.boolean().default(false),
+    /** RFC 7523 private_key_jwt: a JWT signed with this PEM private key sent as client_assertion (no client secret) */
+    privateKeyJwt: z.object({ signingKey: z.string().min(1), validForMs: z.number().int().min(1).default(5000) }).optional(),
+    /** when the provider's JWK set is refetched for an unknown kid: never, always, or at most n times per poll interval */
+    jwksOnDemandRefresh: z
+      .union([z.literal('never'), z.literal('always'), z.object({ maxPerPollInterval: z.number().int().min(1) })])
+      .default('never'),
     appUrl: HttpUrl,
     callbackPath: z.string().min(1),
     callbackPathIsRegex: z.boolean().default(false),
@@ -301,6 +307,10 @@ export const CodeFlowStepSchema = z
       .default({ useBearerSchemaForAuthorization: false }),
     /** ID token claims (oidc) copied to upstream request headers */
     claimsToHeaders: z.array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) })).default([]),
+    /** access token claims copied to upstream request headers (when the access token is a JWT) */
+    accessTokenClaimsToHeaders: z
+      .array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) }))
+      .default([]),
     /** dynamic metadata key -> ID token claim */
     dynamicMetadataFromClaims: z.record(z.string(), z.string()).default({}),
   })

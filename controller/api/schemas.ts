@@ -830,9 +830,16 @@ const OidcAuthorizationCodeSchema = z.strictObject({
     })
     .optional(),
   discoveryPollInterval: Duration.optional(),
-  jwksCacheRefreshPolicy: notSupported(
-    "the provider's JWK set is refetched on an unknown kid at most every 10s; the policy is not configurable",
-  ),
+  jwksCacheRefreshPolicy: z
+    .strictObject({
+      never: z.strictObject({}).optional(),
+      always: z.strictObject({}).optional(),
+      maxIdpReqPerPollingInterval: z.number().int().min(1).optional(),
+    })
+    .refine((p) => [p.never, p.always, p.maxIdpReqPerPollingInterval].filter((x) => x !== undefined).length === 1, {
+      message: 'set exactly one of never, always, maxIdpReqPerPollingInterval',
+    })
+    .optional(),
   sessionIdHeaderName: z.string().optional(),
   parseCallbackPathAsRegex: z.boolean().optional(),
   autoMapFromMetadata: notSupported('query parameters from dynamic metadata are not implemented'),
@@ -846,7 +853,7 @@ const OidcAuthorizationCodeSchema = z.strictObject({
       clientSecret: z
         .strictObject({ clientSecretRef: ResourceRefSchema.optional(), disableClientSecret: z.boolean().optional() })
         .optional(),
-      privateKeyJwt: notSupported('private_key_jwt client authentication is not implemented; use clientSecret'),
+      privateKeyJwt: z.strictObject({ signingKeyRef: ResourceRefSchema, validFor: Duration.optional() }).optional(),
     })
     .optional(),
 });
