@@ -262,6 +262,8 @@ export const CodeFlowStepSchema = z
     scopes: Scopes.default([]),
     authEndpointQueryParams: z.record(z.string(), z.string()).default({}),
     tokenEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    /** autoMapFromMetadata: the fields of this filter metadata namespace are added to both requests' query parameters */
+    queryParamsFromMetadata: z.string().min(1).optional(),
     /** a login redirect answers 401 instead (AuthConfig failOnRedirect) */
     failOnRedirect: z.boolean().default(false),
     session: z.object({
@@ -390,7 +392,11 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   'passthrough-http': () => ({ bearer: false, headers: '*' }),
   hmac: () => ({ bearer: false, headers: '*' }),
   // the session cookie, and the host and path (sent anyway)
-  'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
+  'oauth2-code': (s) => ({
+    bearer: false,
+    headers: ['cookie'],
+    ...(s.queryParamsFromMetadata !== undefined ? { metadata: [s.queryParamsFromMetadata] } : {}),
+  }),
   'envoy-jwt': () => ({ bearer: false, headers: [], metadata: [JWT_AUTHN_METADATA] }),
 };
 

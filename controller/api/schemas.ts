@@ -842,7 +842,7 @@ const OidcAuthorizationCodeSchema = z.strictObject({
     .optional(),
   sessionIdHeaderName: z.string().optional(),
   parseCallbackPathAsRegex: z.boolean().optional(),
-  autoMapFromMetadata: notSupported('query parameters from dynamic metadata are not implemented'),
+  autoMapFromMetadata: z.strictObject({ namespace: z.string().optional() }).optional(),
   endSessionProperties: z.strictObject({ methodType: z.enum(['GetMethod', 'PostMethod']).optional() }).optional(),
   dynamicMetadataFromClaims: z.record(z.string(), z.string()).optional(),
   disableClientSecret: z.boolean().optional(),

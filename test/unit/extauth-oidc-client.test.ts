@@ -23,6 +23,8 @@ interface Stub {
   server: http.Server;
   signing: { key: KeyObject; kid: string };
   jwksFetches: number;
+  /** the last token request's query */
+  tokenQuery: URLSearchParams | undefined;
   /** the last token request's form */
   form: URLSearchParams | undefined;
   /** the last client assertion's verdict */
@@ -40,6 +42,7 @@ async function startStub(): Promise<Stub> {
     server: http.createServer(),
     signing: newSigning('k1'),
     jwksFetches: 0,
+    tokenQuery: undefined,
     form: undefined,
     assertion: undefined,
     nonce: '',
@@ -63,7 +66,8 @@ async function startStub(): Promise<Stub> {
           delete jwk.d;
           return json({ keys: [{ ...jwk, kid: stub.signing.kid, alg: 'ES256', use: 'sig' }] });
         }
-        if (req.url === '/token') {
+        if (req.url?.startsWith('/token')) {
+          stub.tokenQuery = new URL(req.url, stub.issuer).searchParams;
           const form = new URLSearchParams(body);
           stub.form = form;
           const assertion = form.get('client_assertion');
@@ -117,10 +121,17 @@ function step(issuer: string, extra: Partial<CodeFlowStepConfig> = {}): CodeFlow
 let stub: Stub;
 let authz: Authorizer;
 
-async function check(configId: string, path: string, cookie?: string): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
+type Metadata = Record<string, Record<string, unknown>>;
+
+async function check(
+  configId: string,
+  path: string,
+  cookie?: string,
+  filterMetadata: Metadata = {},
+): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
   const grant: EdgeGrant = { key: '', until: 0 };
   const headers: Record<string, string> = cookie ? { cookie } : {};
-  const request = new PlainRequest({ configId, method: 'GET', scheme: 'http', host: 'app.test', path, headers });
+  const request = new PlainRequest({ configId, method: 'GET', scheme: 'http', host: 'app.test', path, headers, filterMetadata });
   return { outcome: await authz.checkRequest(request, grant), grant };
 }
 
@@ -128,13 +139,13 @@ const headerOf = (grant: EdgeGrant, name: string): string[] =>
   (grant.answer?.denial?.headers ?? []).filter((h) => h.name === name).map((h) => h.value);
 
 /** A whole login without a browser: the redirect, then the callback with its code and state cookie. */
-async function login(configId: string): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
-  const start = await check(configId, '/orders');
+async function login(configId: string, metadata: Metadata = {}): Promise<{ outcome: Outcome; grant: EdgeGrant }> {
+  const start = await check(configId, '/orders', undefined, metadata);
   expect(start.outcome).toBe('redirect');
   const location = new URL(headerOf(start.grant, 'location')[0]!);
   stub.nonce = location.searchParams.get('nonce')!;
   const stateCookie = headerOf(start.grant, 'set-cookie')[0]!.split(';')[0]!;
-  return check(configId, `/callback?code=c0de&state=${location.searchParams.get('state')}`, stateCookie);
+  return check(configId, `/callback?code=c0de&state=${location.searchParams.get('state')}`, stateCookie, metadata);
 }
 
 beforeAll(async () => {
@@ -145,6 +156,17 @@ beforeAll(async () => {
     { name: 'ns.never', steps: [step(stub.issuer, { clientSecret: 's3cret' })] },
     { name: 'ns.always', steps: [step(stub.issuer, { clientSecret: 's3cret', jwksOnDemandRefresh: 'always' })] },
     { name: 'ns.max1', steps: [step(stub.issuer, { clientSecret: 's3cret', jwksOnDemandRefresh: { maxPerPollInterval: 1 } })] },
+    {
+      name: 'ns.automap',
+      steps: [
+        step(stub.issuer, {
+          clientSecret: 's3cret',
+          jwksOnDemandRefresh: 'always', // its own provider (the set cached by ns.never's is stale by now)
+          tokenEndpointQueryParams: { fixed: '1' },
+          queryParamsFromMetadata: 'solo_authconfig_oidc',
+        }),
+      ],
+    },
     {
       name: 'ns.claims',
       steps: [
@@ -231,5 +253,19 @@ describe('accessToken.claimsToHeaders', () => {
     const { outcome, grant } = await check('ns.claims', '/orders', session('opaque-token'));
     expect(outcome).toBe('allow');
     expect(grant.answer?.upstreamHeaders ?? []).toEqual([]);
+  });
+});
+
+describe('autoMapFromMetadata', () => {
+  it("adds the namespace's filter metadata fields to the authorization and token requests' query parameters", async () => {
+    const metadata = { solo_authconfig_oidc: { tenant: 'acme', max_age: 300, nested: { x: 1 } }, other: { no: 'x' } };
+    const start = await check('ns.automap', '/orders', undefined, metadata);
+    const q = new URL(headerOf(start.grant, 'location')[0]!).searchParams;
+    expect(q.get('tenant')).toBe('acme');
+    expect(q.get('max_age')).toBe('300');
+    expect(q.get('nested')).toBeNull();
+    expect(q.get('no')).toBeNull();
+    expect((await login('ns.automap', metadata)).outcome).toBe('redirect');
+    expect(Object.fromEntries(stub.tokenQuery!)).toEqual({ fixed: '1', tenant: 'acme', max_age: '300' });
   });
 });

@@ -531,6 +531,7 @@ export class CodeFlowStep implements AuthStep {
       ...(scopes.length ? { scope: scopes.join(' ') } : {}),
       ...(this.config.flow === 'oidc' ? { nonce: flow.nonce } : {}),
       ...this.config.authEndpointQueryParams,
+      ...this.metadataParams(hold),
     };
     for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
     let stateValue: string;
@@ -546,6 +547,16 @@ export class CodeFlowStep implements AuthStep {
     hold.detail = 'no session: login';
     redirect(hold, url.toString(), [this.cookie(hold, this.stateCookie, stateValue, FLOW_TTL_SECONDS, 'lax')]);
     return 'redirect';
+  }
+
+  /** autoMapFromMetadata: the request's filter metadata fields of the namespace as query parameters (scalars only). */
+  private metadataParams(hold: Hold): Record<string, string> {
+    const ns = this.config.queryParamsFromMetadata;
+    const fields = ns === undefined ? undefined : hold.request.filterMetadata[ns];
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(fields ?? {}))
+      if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);
+    return out;
   }
 
   /** Where to return after the login: the requested URL, else appUrl. */
@@ -637,7 +648,7 @@ export class CodeFlowStep implements AuthStep {
       if (c.clientSecret !== undefined) form.set('client_secret', c.clientSecret);
     }
     const url = new URL(endpoints.token);
-    for (const [k, v] of Object.entries(c.tokenEndpointQueryParams)) url.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({ ...c.tokenEndpointQueryParams, ...this.metadataParams(hold) })) url.searchParams.set(k, v);
     const doc = await fetchJson(url.toString(), { timeoutMs: this.timeoutMs, form, headers });
     const accessToken = typeof doc['access_token'] === 'string' ? doc['access_token'] : undefined;
     if (accessToken === undefined) throw new ProviderRefused('the token endpoint answered without an access_token');

@@ -138,6 +138,11 @@ export function resolveCodeFlow(
     scopes: spec.scopes ?? [],
     authEndpointQueryParams: spec.authEndpointQueryParams ?? {},
     tokenEndpointQueryParams: spec.tokenEndpointQueryParams ?? {},
+    // Gloo's default namespace when none is given
+    ...optional(
+      'queryParamsFromMetadata',
+      oidc?.autoMapFromMetadata ? oidc.autoMapFromMetadata.namespace || 'solo_authconfig_oidc' : undefined,
+    ),
     failOnRedirect,
     session: {
       store,
