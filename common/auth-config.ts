@@ -183,6 +183,12 @@ export const PassThroughGrpcStepSchema = z.object({
   /** host:port */
   address: z.string().regex(/^[^\s/:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be host:port'),
   timeoutMs: z.number().int().min(1).default(5000),
+  /** TLS to the server, verified against the system CAs (and NODE_EXTRA_CA_CERTS) */
+  tls: z.boolean().default(false),
+  /** a failed call (no answer) is retried numRetries times, after a jittered exponential backoff */
+  retry: z
+    .object({ numRetries: z.number().int().min(0), baseIntervalMs: z.number().int().min(1), maxIntervalMs: z.number().int().min(1) })
+    .optional(),
   config: z.record(z.string(), z.unknown()).optional(),
   failureModeAllow: z.boolean().default(false),
 });
