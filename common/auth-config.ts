@@ -284,6 +284,8 @@ export const CodeFlowStepSchema = z
           port: z.number().int().min(1).max(65535),
           db: z.number().int().min(0).default(0),
           tls: z.boolean().default(false),
+          /** a directory in extauth's filesystem with ca.crt (and tls.crt, tls.key for a client certificate), read at apply */
+          tlsCertDir: z.string().startsWith('/').optional(),
           keyPrefix: z.string().default(''),
           /** header carrying the session id on the code exchange (Gloo's headerName) */
           sessionIdHeader: HeaderName.optional(),

@@ -777,7 +777,7 @@ const UserSessionSchema = z.strictObject({
           host: z.string().min(1),
           db: z.number().int().min(0).optional(),
           poolSize: z.number().int().min(0).optional(),
-          tlsCertMountPath: notSupported('Legate does not read certificates from mounted files; use socketType TLS with a public CA'),
+          tlsCertMountPath: z.string().min(1).optional(),
           socketType: z.enum(['TCP', 'TLS']).optional(),
         })
         .optional(),

@@ -1,9 +1,13 @@
 // The browser login step's provider-facing options, against a stub provider that checks what it is sent:
 // private_key_jwt client authentication (the assertion verified with jose), the JWK set's on-demand refresh
-// policy after a key rotation, and access token claims to upstream headers.
+// policy after a key rotation, access token claims to upstream headers, query parameters from filter metadata, and
+// a Redis session over TLS with the CA from tlsCertMountPath (a real redis-server with a TLS port).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { exportJWK, jwtVerify, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CodeFlowStepConfig } from '../../common/auth-config.js';
@@ -267,5 +271,80 @@ describe('autoMapFromMetadata', () => {
     expect(q.get('no')).toBeNull();
     expect((await login('ns.automap', metadata)).outcome).toBe('redirect');
     expect(Object.fromEntries(stub.tokenQuery!)).toEqual({ fixed: '1', tenant: 'acme', max_age: '300' });
+  });
+});
+
+describe('session.redis.options.tlsCertMountPath', () => {
+  let dir: string;
+  let redis: ChildProcess | undefined;
+  let port = 0;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(`${tmpdir()}/legate-redis-tls-`);
+    const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'];
+    const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${dir}/server.key`];
+    spawnSync('openssl', ['req', '-x509', ...key, '-days', '1', ...subject, '-out', `${dir}/server.crt`], { stdio: 'ignore' });
+    copyFileSync(`${dir}/server.crt`, `${dir}/ca.crt`);
+    port = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const args = ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+    const tls = ['--tls-cert-file', `${dir}/server.crt`, '--tls-key-file', `${dir}/server.key`, '--tls-auth-clients', 'no'];
+    redis = spawn('redis-server', [...args, ...tls, '--dir', dir], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      const up = await new Promise<boolean>((resolve) => {
+        const c = net.connect(port, '127.0.0.1', () => resolve(c.destroy() !== undefined));
+        c.on('error', () => resolve(false));
+      });
+      if (up) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  afterAll(() => {
+    redis?.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const redisStep = (tlsCertDir?: string): CodeFlowStepConfig =>
+    step(stub.issuer, {
+      clientSecret: 's3cret',
+      jwksOnDemandRefresh: 'always',
+      session: {
+        store: 'redis',
+        cookieName: 'sid',
+        redis: { host: '127.0.0.1', port, db: 0, tls: true, keyPrefix: 't:', ...(tlsCertDir ? { tlsCertDir } : {}) },
+        allowRefreshing: false,
+        preExpiryBufferMs: 2000,
+        failOnFetchFailure: true,
+        cookie: { maxAgeSeconds: 60, secure: false, httpOnly: true, path: '/', sameSite: 'lax' },
+      },
+    });
+
+  it("stores the session in Redis over TLS, the server's certificate verified with the mounted ca.crt", async () => {
+    expect(authz.apply([{ name: 'ns.redis-tls', steps: [redisStep(dir)] }]).problems).toEqual([]);
+    // the client connects in the background (no offline queue): until then a login is unavailable
+    for (let i = 0; i < 50 && (await check('ns.redis-tls', '/orders')).outcome !== 'redirect'; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    const { outcome, grant } = await login('ns.redis-tls');
+    expect(outcome).toBe('redirect');
+    expect(headerOf(grant, 'set-cookie').some((c) => /^sid=[A-Za-z0-9_-]{43};/.test(c))).toBe(true);
+  });
+
+  it('without the CA the server is not trusted: the login is unavailable, not a session', async () => {
+    expect(authz.apply([{ name: 'ns.redis-untrusted', steps: [redisStep()] }]).problems).toEqual([]);
+    // as long as the trusted one above took to connect, and more
+    for (let i = 0; i < 10; i++) {
+      expect((await check('ns.redis-untrusted', '/orders')).outcome).toBe('unavailable');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+
+  it("a mount path without a readable ca.crt is the config's error", () => {
+    const { problems } = authz.apply([{ name: 'ns.redis-nodir', steps: [redisStep(`${dir}/missing`)] }]);
+    expect(problems.join()).toMatch(/ns\.redis-nodir: session\.redis tlsCertMountPath: cannot read .*missing\/ca\.crt/);
   });
 });

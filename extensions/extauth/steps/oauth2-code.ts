@@ -17,6 +17,8 @@
 // logged, never a token, and the next request tries again (no restart). Discovery
 // (`<issuerUrl>/.well-known/openid-configuration`) and the provider's JWK set are shared per issuer (pool).
 import { createCipheriv, createDecipheriv, createHash, createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createClient } from '@redis/client';
 import { createLocalJWKSet, decodeJwt, jwtVerify, SignJWT, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JWT_ALGORITHMS, type CodeFlowStepConfig } from '../../../common/auth-config.js';
@@ -323,11 +325,12 @@ type RedisClient = ReturnType<typeof createClient>;
 /** A Redis connection shared per address and db (pool), connecting in the background and reconnecting forever. */
 function redisClient(r: NonNullable<CodeFlowStepConfig['session']['redis']>, log: Logger): RedisClient {
   let lastErrorAt = 0;
+  const certs = r.tls && r.tlsCertDir !== undefined ? redisCerts(r.tlsCertDir) : {};
   const client = createClient({
     socket: {
       host: r.host,
       port: r.port,
-      ...(r.tls ? { tls: true as const } : {}),
+      ...(r.tls ? { tls: true as const, ...certs } : {}),
       connectTimeout: 1000,
       reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 5), 1000),
     },
@@ -345,6 +348,27 @@ function redisClient(r: NonNullable<CodeFlowStepConfig['session']['redis']>, log
   });
   client.connect().catch(() => undefined);
   return client as RedisClient;
+}
+
+/**
+ * Gloo's tlsCertMountPath: the CA that signs the Redis server's certificate (`ca.crt`, required) and a client
+ * certificate (`tls.crt` with `tls.key`, optional), read when the config is applied; unreadable is the config's error.
+ */
+function redisCerts(dir: string): { ca: Buffer; cert?: Buffer; key?: Buffer } {
+  const read = (file: string, required: boolean): Buffer | undefined => {
+    try {
+      return readFileSync(join(dir, file));
+    } catch (err) {
+      if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new Error(`session.redis tlsCertMountPath: cannot read ${join(dir, file)}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const ca = read('ca.crt', true)!;
+  const cert = read('tls.crt', false);
+  const key = read('tls.key', false);
+  if ((cert === undefined) !== (key === undefined))
+    throw new Error(`session.redis tlsCertMountPath: ${dir} needs both tls.crt and tls.key for a client certificate`);
+  return { ca, ...(cert && key ? { cert, key } : {}) };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -911,7 +935,7 @@ export const codeFlowStep: StepFactory<CodeFlowStepConfig> = (config, ctx) => {
   const redis =
     config.session.store === 'redis' && r !== undefined
       ? ctx.pool.get(
-          `redis:${JSON.stringify([r.host, r.port, r.db, r.tls])}`,
+          `redis:${JSON.stringify([r.host, r.port, r.db, r.tls, r.tlsCertDir])}`,
           () => redisClient(r, ctx.log),
           (c) => void c.close().catch(() => undefined),
         )

@@ -107,6 +107,17 @@ export function resolveCodeFlow(
       code: 'InvalidSpec',
       message: `${where}.session.redis.options.poolSize: ignored (Legate multiplexes one connection per Redis)`,
     });
+  const mount = redis?.options?.tlsCertMountPath;
+  if (mount !== undefined && redis?.options?.socketType !== 'TLS')
+    ctx.warnings.push({
+      code: 'InvalidSpec',
+      message: `${where}.session.redis.options.tlsCertMountPath: ignored without socketType TLS (as in Gloo)`,
+    });
+  else if (mount !== undefined && !mount.startsWith('/'))
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}.session.redis.options.tlsCertMountPath: ${JSON.stringify(mount)} must be an absolute path`,
+    });
   const [host, port] = splitHostPort(redis?.options?.host ?? '', `${where}.session.redis.options.host`, problems);
   const sameSite = { DefaultMode: 'default', LaxMode: 'lax', StrictMode: 'strict', NoneMode: 'none' } as const;
   const co = s.cookieOptions ?? {};
@@ -155,6 +166,7 @@ export function resolveCodeFlow(
               port,
               db: redis.options?.db ?? 0,
               tls: redis.options?.socketType === 'TLS',
+              ...optional('tlsCertDir', redis.options?.socketType === 'TLS' ? redis.options.tlsCertMountPath : undefined),
               keyPrefix: redis.keyPrefix ?? '',
               ...optional('sessionIdHeader', (redis.headerName ?? oidc?.sessionIdHeaderName)?.toLowerCase() || undefined),
             },
