@@ -183,6 +183,12 @@ export const PassThroughGrpcStepSchema = z.object({
   /** host:port */
   address: z.string().regex(/^[^\s/:]+:\d{1,5}$|^\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be host:port'),
   timeoutMs: z.number().int().min(1).default(5000),
+  /** TLS to the server, verified against the system CAs (and NODE_EXTRA_CA_CERTS) */
+  tls: z.boolean().default(false),
+  /** a failed call (no answer) is retried numRetries times, after a jittered exponential backoff */
+  retry: z
+    .object({ numRetries: z.number().int().min(0), baseIntervalMs: z.number().int().min(1), maxIntervalMs: z.number().int().min(1) })
+    .optional(),
   config: z.record(z.string(), z.unknown()).optional(),
   failureModeAllow: z.boolean().default(false),
 });
@@ -248,6 +254,12 @@ export const CodeFlowStepSchema = z
     idTokenAlgs: z.array(z.enum(JWT_ALGORITHMS)).default([]),
     /** token endpoint client authentication: basic (default) or the secret in the form */
     clientSecretPost: z.boolean().default(false),
+    /** RFC 7523 private_key_jwt: a JWT signed with this PEM private key sent as client_assertion (no client secret) */
+    privateKeyJwt: z.object({ signingKey: z.string().min(1), validForMs: z.number().int().min(1).default(5000) }).optional(),
+    /** when the provider's JWK set is refetched for an unknown kid: never, always, or at most n times per poll interval */
+    jwksOnDemandRefresh: z
+      .union([z.literal('never'), z.literal('always'), z.object({ maxPerPollInterval: z.number().int().min(1) })])
+      .default('never'),
     appUrl: HttpUrl,
     callbackPath: z.string().min(1),
     callbackPathIsRegex: z.boolean().default(false),
@@ -256,6 +268,8 @@ export const CodeFlowStepSchema = z
     scopes: Scopes.default([]),
     authEndpointQueryParams: z.record(z.string(), z.string()).default({}),
     tokenEndpointQueryParams: z.record(z.string(), z.string()).default({}),
+    /** autoMapFromMetadata: the fields of this filter metadata namespace are added to both requests' query parameters */
+    queryParamsFromMetadata: z.string().min(1).optional(),
     /** a login redirect answers 401 instead (AuthConfig failOnRedirect) */
     failOnRedirect: z.boolean().default(false),
     session: z.object({
@@ -270,6 +284,8 @@ export const CodeFlowStepSchema = z
           port: z.number().int().min(1).max(65535),
           db: z.number().int().min(0).default(0),
           tls: z.boolean().default(false),
+          /** a directory in extauth's filesystem with ca.crt (and tls.crt, tls.key for a client certificate), read at apply */
+          tlsCertDir: z.string().startsWith('/').optional(),
           keyPrefix: z.string().default(''),
           /** header carrying the session id on the code exchange (Gloo's headerName) */
           sessionIdHeader: HeaderName.optional(),
@@ -301,6 +317,10 @@ export const CodeFlowStepSchema = z
       .default({ useBearerSchemaForAuthorization: false }),
     /** ID token claims (oidc) copied to upstream request headers */
     claimsToHeaders: z.array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) })).default([]),
+    /** access token claims copied to upstream request headers (when the access token is a JWT) */
+    accessTokenClaimsToHeaders: z
+      .array(z.object({ claim: z.string().min(1), header: HeaderName, append: z.boolean().default(false) }))
+      .default([]),
     /** dynamic metadata key -> ID token claim */
     dynamicMetadataFromClaims: z.record(z.string(), z.string()).default({}),
   })
@@ -380,7 +400,11 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   'passthrough-http': () => ({ bearer: false, headers: '*' }),
   hmac: () => ({ bearer: false, headers: '*' }),
   // the session cookie, and the host and path (sent anyway)
-  'oauth2-code': () => ({ bearer: false, headers: ['cookie'] }),
+  'oauth2-code': (s) => ({
+    bearer: false,
+    headers: ['cookie'],
+    ...(s.queryParamsFromMetadata !== undefined ? { metadata: [s.queryParamsFromMetadata] } : {}),
+  }),
   'envoy-jwt': () => ({ bearer: false, headers: [], metadata: [JWT_AUTHN_METADATA] }),
 };
 

@@ -62,10 +62,14 @@ export const PassThroughAuthSchema = z.strictObject({
     .strictObject({
       address: Name,
       connectionTimeout: Duration.optional(),
-      tlsConfig: notSupported('TLS to the passthrough server is not supported; the connection is plaintext'),
-      retryPolicy: notSupported(
-        'a failed call to the passthrough server is not retried: the step denies (or allows with failureModeAllow)',
-      ),
+      // Gloo's PassThroughGrpcTLSConfig has no fields: present means TLS
+      tlsConfig: z.strictObject({}).optional(),
+      retryPolicy: z
+        .strictObject({
+          retryBackOff: z.strictObject({ baseInterval: Duration, maxInterval: Duration.optional() }).optional(),
+          numRetries: z.number().int().min(0).optional(),
+        })
+        .optional(),
     })
     .optional(),
   http: z

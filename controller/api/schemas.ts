@@ -857,7 +857,7 @@ const UserSessionSchema = z.strictObject({
           host: z.string().min(1),
           db: z.number().int().min(0).optional(),
           poolSize: z.number().int().min(0).optional(),
-          tlsCertMountPath: notSupported('Legate does not read certificates from mounted files; use socketType TLS with a public CA'),
+          tlsCertMountPath: z.string().min(1).optional(),
           socketType: z.enum(['TCP', 'TLS']).optional(),
         })
         .optional(),
@@ -910,12 +910,19 @@ const OidcAuthorizationCodeSchema = z.strictObject({
     })
     .optional(),
   discoveryPollInterval: Duration.optional(),
-  jwksCacheRefreshPolicy: notSupported(
-    "the provider's JWK set is refetched on an unknown kid at most every 10s; the policy is not configurable",
-  ),
+  jwksCacheRefreshPolicy: z
+    .strictObject({
+      never: z.strictObject({}).optional(),
+      always: z.strictObject({}).optional(),
+      maxIdpReqPerPollingInterval: z.number().int().min(1).optional(),
+    })
+    .refine((p) => [p.never, p.always, p.maxIdpReqPerPollingInterval].filter((x) => x !== undefined).length === 1, {
+      message: 'set exactly one of never, always, maxIdpReqPerPollingInterval',
+    })
+    .optional(),
   sessionIdHeaderName: z.string().optional(),
   parseCallbackPathAsRegex: z.boolean().optional(),
-  autoMapFromMetadata: notSupported('query parameters from dynamic metadata are not implemented'),
+  autoMapFromMetadata: z.strictObject({ namespace: z.string().optional() }).optional(),
   endSessionProperties: z.strictObject({ methodType: z.enum(['GetMethod', 'PostMethod']).optional() }).optional(),
   dynamicMetadataFromClaims: z.record(z.string(), z.string()).optional(),
   disableClientSecret: z.boolean().optional(),
@@ -926,7 +933,7 @@ const OidcAuthorizationCodeSchema = z.strictObject({
       clientSecret: z
         .strictObject({ clientSecretRef: ResourceRefSchema.optional(), disableClientSecret: z.boolean().optional() })
         .optional(),
-      privateKeyJwt: notSupported('private_key_jwt client authentication is not implemented; use clientSecret'),
+      privateKeyJwt: z.strictObject({ signingKeyRef: ResourceRefSchema, validFor: Duration.optional() }).optional(),
     })
     .optional(),
 });

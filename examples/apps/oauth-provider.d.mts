@@ -14,6 +14,8 @@ export interface ProviderClient {
   redirectUris?: string[];
   /** where RP-initiated logout may send the browser back to (post_logout_redirect_uri) */
   postLogoutRedirectUris?: string[];
+  /** the client's public keys: it authenticates by private_key_jwt (RFC 7523) instead of clientSecret */
+  jwks?: { keys: object[] };
 }
 
 /**

@@ -181,12 +181,13 @@ export async function startProvider(options = {}) {
   const provider = new Provider(issuer, {
     clients: clients.map((c) => ({
       client_id: c.clientId,
-      client_secret: c.clientSecret,
+      // a client with `jwks` authenticates by private_key_jwt (RFC 7523): a JWT signed with its key, no secret
+      ...(c.jwks ? { jwks: c.jwks } : { client_secret: c.clientSecret }),
       grant_types: c.web ? ['authorization_code', 'refresh_token'] : c.introspector ? [] : ['client_credentials'],
       response_types: c.web ? ['code'] : [],
       redirect_uris: c.web ? c.redirectUris : [],
       ...(c.web ? { post_logout_redirect_uris: c.postLogoutRedirectUris ?? [] } : {}),
-      token_endpoint_auth_method: 'client_secret_basic',
+      token_endpoint_auth_method: c.jwks ? 'private_key_jwt' : 'client_secret_basic',
       ...(c.scope ? { scope: c.scope } : {}),
     })),
     scopes: ['openid', 'offline_access', 'email', 'profile', ...SCOPES, ...(options.extraScopes ?? [])],

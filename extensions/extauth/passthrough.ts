@@ -124,23 +124,24 @@ interface CheckResponseObject {
 
 const clients = new Map<string, CheckClient>();
 
-function clientFor(address: string): CheckClient {
-  let c = clients.get(address);
+function clientFor(address: string, tls: boolean): CheckClient {
+  const key = tls ? `tls:${address}` : address;
+  let c = clients.get(key);
   if (!c) {
     const pkg = loadEnvoyService('envoy/service/auth/v3/external_auth.proto');
     const Ctor = lookupService(pkg, 'envoy.service.auth.v3.Authorization');
-    c = new Ctor(address, grpc.credentials.createInsecure()) as unknown as CheckClient;
-    clients.set(address, c);
+    c = new Ctor(address, tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure()) as unknown as CheckClient;
+    clients.set(key, c);
   }
   return c;
 }
 
 /** Closes the connections to servers no config names any more. */
 export function closeUnusedPassThroughClients(inUse: ReadonlySet<string>): void {
-  for (const [address, c] of clients)
-    if (!inUse.has(address)) {
+  for (const [key, c] of clients)
+    if (!inUse.has(key.replace(/^tls:/, ''))) {
       c.close();
-      clients.delete(address);
+      clients.delete(key);
     }
 }
 
@@ -203,8 +204,24 @@ export function askGrpcPassThrough(
       metadata_context: { filter_metadata: filterMetadata },
     },
   };
+  return checkWithRetries(step, request);
+}
+
+/** A call that got no answer (the server down, reset, too slow) is retried as retryPolicy says; a denial is an answer. */
+async function checkWithRetries(step: PassThroughGrpcStepConfig, request: object): Promise<PassThroughAnswer> {
+  const retry = step.retry;
+  for (let attempt = 0; ; attempt++) {
+    const answer = await checkOnce(step, request);
+    if (!('error' in answer) || retry === undefined || attempt >= retry.numRetries) return answer;
+    // fully jittered exponential backoff, as Envoy's
+    const ceiling = Math.min(retry.maxIntervalMs, retry.baseIntervalMs * 2 ** attempt);
+    await new Promise((r) => setTimeout(r, Math.random() * ceiling));
+  }
+}
+
+function checkOnce(step: PassThroughGrpcStepConfig, request: object): Promise<PassThroughAnswer> {
   return new Promise((resolve) => {
-    clientFor(step.address).Check(request, new grpc.Metadata(), { deadline: Date.now() + step.timeoutMs }, (err, res) => {
+    clientFor(step.address, step.tls).Check(request, new grpc.Metadata(), { deadline: Date.now() + step.timeoutMs }, (err, res) => {
       if (err || !res)
         return resolve({ error: err ? `gRPC ${grpc.status[err.code] ?? err.code}: ${err.details}`.slice(0, 200) : 'no response' });
       const code = res.status?.code ?? 0;

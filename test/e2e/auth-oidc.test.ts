@@ -3,8 +3,11 @@
 // AuthConfig is Gloo's documented one (Dex guide) with the provider's address, plus the fields this test
 // exercises: the ID token header, logout (ending the provider's session too), refresh. A second AuthConfig keeps
 // its sessions in a real redis-server; a third is Gloo's OPA guide ("Validate JWTs with Open Policy Agent": the
-// OIDC step, then an opaAuth policy on input.state.jwt). Skipped where chromium is not installed.
+// OIDC step, then an opaAuth policy on input.state.jwt); a fourth authenticates the client by privateKeyJwt (a
+// client assertion signed with the key of a Secret, which the provider verifies with the client's registered public
+// key). Skipped where chromium is not installed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +41,9 @@ let redisPort = 0;
 let base = '';
 const store = createStore();
 const jwks = signingKeys();
+/** the private_key_jwt client's key pair: the private key in a Secret, the public one registered at the provider */
+const clientKey = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const clientPem = clientKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /** Gloo's documented AuthConfig (the Dex guide), pointed at this test's provider, plus `extra` fields. */
 const authConfig = (name: string, extra: string) => `
@@ -71,6 +77,10 @@ const startProviderOn = (port: number): Promise<RunningProvider> =>
     clients: [
       ...DEFAULT_CLIENTS.filter((c) => !c.web),
       webClient([`${base}/callback`, `${base}/r/callback`, `${base}/opa/callback`], 'secretvalue', 'gloo', [`${base}/public/bye`]),
+      {
+        ...webClient([`${base}/k/callback`], '', 'gloo-pkjwt'),
+        jwks: { keys: [{ ...clientKey.publicKey.export({ format: 'jwk' }), use: 'sig', alg: 'ES256' }] },
+      },
     ],
   });
 
@@ -205,6 +215,37 @@ ${authConfig(
 `,
 ).replace('callbackPath: /callback', 'callbackPath: /opa/callback')}
 ---
+apiVersion: v1
+kind: Secret
+metadata: { name: client-key, namespace: gloo-system }
+stringData:
+  tls.key: |
+${clientPem
+  .trim()
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}
+---
+${authConfig(
+  'oidc-pkjwt',
+  `        clientAuthentication:
+          privateKeyJwt:
+            signingKeyRef: { name: client-key, namespace: gloo-system }
+            validFor: 30s
+        session:
+          cookieOptions:
+            notSecure: true
+            path: /k
+          cookie:
+            keyPrefix: pkjwt
+        headers:
+          idTokenHeader: x-id-token
+`,
+)
+  .replace('callbackPath: /callback', 'callbackPath: /k/callback')
+  .replace('clientId: gloo\n', 'clientId: gloo-pkjwt\n')
+  .replace(/\n {8}clientSecretRef:\n {10}name: oauth\n {10}namespace: gloo-system/, '')}
+---
 apiVersion: gateway.solo.io/v1
 kind: VirtualService
 metadata:
@@ -224,6 +265,13 @@ spec:
         extauth:
           configRef:
             name: oidc-redis
+            namespace: gloo-system
+    - matchers: [{ prefix: /k/ }]
+      routeAction: { single: { upstream: { name: app, namespace: gloo-system } } }
+      options:
+        extauth:
+          configRef:
+            name: oidc-pkjwt
             namespace: gloo-system
     - matchers: [{ prefix: /opa/ }]
       routeAction: { single: { upstream: { name: app, namespace: gloo-system } } }
@@ -387,6 +435,17 @@ describe.skipIf(skip)('OIDC authorization code in a browser', () => {
     const denied = await u.goto(`${base}/opa/owners`);
     expect(denied?.status()).toBe(403);
     await user.close();
+  });
+
+  it('privateKeyJwt: the code exchange authenticated by a client assertion the provider verifies, no client secret', async () => {
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    await login(p, `${base}/k/orders`);
+    expect(p.url()).toBe(`${base}/k/orders`);
+    const seen = await echoed(p);
+    expect(seen.upstream).toBe('app');
+    expect(seen.headers['x-id-token']?.split('.')).toHaveLength(3);
+    await ctx.close();
   });
 
   it.skipIf(!REDIS)('keeps sessions in Redis: the cookie holds only an id, and logout deletes the session', async () => {

@@ -338,6 +338,18 @@ export const SPECS: Record<string, unknown> = {
   'AuthConfig configs[].opaServerAuth.options.fastInputConversion': { configs: [{ opaServerAuth: OPA_SERVER }] },
   'AuthConfig configs[].passThroughAuth.grpc.connectionTimeout': { configs: [{ passThroughAuth: PASS_GRPC }] },
   'AuthConfig configs[].passThroughAuth.config.*': { configs: [{ passThroughAuth: PASS_GRPC }] },
+  ...Object.fromEntries(
+    (
+      [
+        ['numRetries', { numRetries: 2 }],
+        ['retryBackOff.baseInterval', { retryBackOff: { baseInterval: '0.2s' } }],
+        ['retryBackOff.maxInterval', { retryBackOff: { baseInterval: '0.1s', maxInterval: '3s' } }],
+      ] as const
+    ).map(([field, retryPolicy]) => [
+      `AuthConfig configs[].passThroughAuth.grpc.retryPolicy.${field}`,
+      { configs: [{ passThroughAuth: { ...PASS_GRPC, grpc: { ...PASS_GRPC.grpc, retryPolicy } } }] },
+    ]),
+  ),
   'AuthConfig configs[].hmacAuth.secretRefs.secretRefs[].name': { configs: [{ hmacAuth: HMAC }] },
   'AuthConfig configs[].hmacAuth.secretRefs.secretRefs[].namespace': { configs: [{ hmacAuth: HMAC }] },
   'Gateway httpGateway.options.wasm.filters[].config.value.*': {

@@ -16,9 +16,11 @@
 // Every provider call has a timeout; the provider or Redis down is a denial (`unavailable`) with the reason
 // logged, never a token, and the next request tries again (no restart). Discovery
 // (`<issuerUrl>/.well-known/openid-configuration`) and the provider's JWK set are shared per issuer (pool).
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createPrivateKey, randomBytes, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createClient } from '@redis/client';
-import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify, SignJWT, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { JWT_ALGORITHMS, type CodeFlowStepConfig } from '../../../common/auth-config.js';
 import type { Logger } from '../../../common/log.js';
 import { redactUrl } from '../introspect.js';
@@ -60,8 +62,10 @@ interface Endpoints {
 /** One provider: discovery (OIDC) or the configured endpoints (plain OAuth2), and its JWK set. */
 export class ProviderEndpoints {
   private endpoints: Endpoints | undefined;
-  private keys: JWTVerifyGetKey | undefined;
+  private keys: Promise<JWTVerifyGetKey> | undefined;
   private keysUri = '';
+  /** refetches of the JWK set for an unknown kid since the last poll (jwksOnDemandRefresh) */
+  private onDemand = 0;
   private inflight: Promise<Endpoints> | undefined;
   private lastAttemptAt = 0;
   private lastError = '';
@@ -101,15 +105,50 @@ export class ProviderEndpoints {
     return this.discover();
   }
 
-  /** The JWK set of the discovered jwks_uri. */
+  /**
+   * The key of a token, from the JWK set of the discovered jwks_uri: fetched on first use and on every discovery
+   * poll; a kid it does not hold refetches it only as jwksOnDemandRefresh allows (Gloo's default: never).
+   */
   jwks(endpoints: Endpoints): JWTVerifyGetKey {
     const uri = endpoints.jwksUri;
     if (uri === undefined) throw new Error('the provider publishes no jwks_uri');
-    if (this.keys === undefined || this.keysUri !== uri) {
-      this.keys = createRemoteJWKSet(new URL(uri), { timeoutDuration: this.timeoutMs, cooldownDuration: 10_000 });
-      this.keysUri = uri;
-    }
-    return this.keys;
+    return async (header, token) => {
+      const set = await this.keySet(uri, false);
+      try {
+        return await set(header, token);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'ERR_JWKS_NO_MATCHING_KEY' || !this.mayRefetch()) throw err;
+        return (await this.keySet(uri, true))(header, token);
+      }
+    };
+  }
+
+  private mayRefetch(): boolean {
+    const p = this.config.jwksOnDemandRefresh;
+    if (p === 'never') return false;
+    if (p !== 'always' && this.onDemand >= p.maxPerPollInterval) return false;
+    this.onDemand++;
+    return true;
+  }
+
+  private keySet(uri: string, fresh: boolean): Promise<JWTVerifyGetKey> {
+    if (!fresh && this.keys !== undefined && this.keysUri === uri) return this.keys;
+    const fetched = this.fetchKeys(uri);
+    this.keys = fetched;
+    this.keysUri = uri;
+    // a failed fetch is not kept: the next token tries again
+    fetched.catch(() => {
+      if (this.keys === fetched) this.keys = undefined;
+    });
+    return fetched;
+  }
+
+  private fetchKeys(uri: string): Promise<JWTVerifyGetKey> {
+    return fetchJson(uri, { timeoutMs: this.timeoutMs })
+      .catch((err: unknown) => {
+        throw new Error(`JWK set fetch failed: ${err instanceof Error ? err.message : 'unknown error'}`, { cause: err });
+      })
+      .then((doc) => createLocalJWKSet(doc as unknown as JSONWebKeySet));
   }
 
   stop(): void {
@@ -138,6 +177,17 @@ export class ProviderEndpoints {
         };
         this.endpoints = e;
         this.lastError = '';
+        // each poll refreshes the JWK set too (once known), and starts a new allowance of on-demand refetches
+        this.onDemand = 0;
+        const uri = e.jwksUri;
+        if (this.keys !== undefined && uri !== undefined)
+          this.fetchKeys(uri).then(
+            (set) => {
+              this.keys = Promise.resolve(set);
+              this.keysUri = uri;
+            },
+            () => undefined, // the set known keeps serving until a poll or a first use fetches it
+          );
         return e;
       })
       .catch((err: unknown) => {
@@ -275,11 +325,12 @@ type RedisClient = ReturnType<typeof createClient>;
 /** A Redis connection shared per address and db (pool), connecting in the background and reconnecting forever. */
 function redisClient(r: NonNullable<CodeFlowStepConfig['session']['redis']>, log: Logger): RedisClient {
   let lastErrorAt = 0;
+  const certs = r.tls && r.tlsCertDir !== undefined ? redisCerts(r.tlsCertDir) : {};
   const client = createClient({
     socket: {
       host: r.host,
       port: r.port,
-      ...(r.tls ? { tls: true as const } : {}),
+      ...(r.tls ? { tls: true as const, ...certs } : {}),
       connectTimeout: 1000,
       reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 5), 1000),
     },
@@ -299,6 +350,27 @@ function redisClient(r: NonNullable<CodeFlowStepConfig['session']['redis']>, log
   return client as RedisClient;
 }
 
+/**
+ * Gloo's tlsCertMountPath: the CA that signs the Redis server's certificate (`ca.crt`, required) and a client
+ * certificate (`tls.crt` with `tls.key`, optional), read when the config is applied; unreadable is the config's error.
+ */
+function redisCerts(dir: string): { ca: Buffer; cert?: Buffer; key?: Buffer } {
+  const read = (file: string, required: boolean): Buffer | undefined => {
+    try {
+      return readFileSync(join(dir, file));
+    } catch (err) {
+      if (!required && (err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new Error(`session.redis tlsCertMountPath: cannot read ${join(dir, file)}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const ca = read('ca.crt', true)!;
+  const cert = read('tls.crt', false);
+  const key = read('tls.key', false);
+  if ((cert === undefined) !== (key === undefined))
+    throw new Error(`session.redis tlsCertMountPath: ${dir} needs both tls.crt and tls.key for a client certificate`);
+  return { ca, ...(cert && key ? { cert, key } : {}) };
+}
+
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms)));
@@ -314,6 +386,8 @@ export class CodeFlowStep implements AuthStep {
   private readonly stateCookie: string;
   private readonly redirectUri: string;
   private readonly callback: RegExp | string;
+  /** privateKeyJwt's signing key */
+  private readonly assertionKey: { key: KeyObject; alg: string } | undefined;
 
   constructor(
     private readonly config: CodeFlowStepConfig,
@@ -324,6 +398,10 @@ export class CodeFlowStep implements AuthStep {
   ) {
     const s = config.session;
     this.cookieKey = s.cookieKey !== undefined ? Buffer.from(s.cookieKey, 'base64') : undefined;
+    if (config.privateKeyJwt !== undefined) {
+      const key = createPrivateKey(config.privateKeyJwt.signingKey);
+      this.assertionKey = { key, alg: signingAlg(key) };
+    }
     this.stateCookie = `${s.cookieName}_state`;
     const app = new URL(config.appUrl);
     this.callback = config.callbackPathIsRegex ? new RegExp(`^(?:${config.callbackPath})$`) : config.callbackPath;
@@ -431,15 +509,18 @@ export class CodeFlowStep implements AuthStep {
         h.useBearerSchemaForAuthorization ? `Bearer ${session.accessToken}` : session.accessToken,
       );
     const c = this.config;
+    if (c.accessTokenClaimsToHeaders.length) {
+      let claims: JWTPayload | undefined;
+      try {
+        claims = decodeJwt(session.accessToken);
+      } catch {
+        claims = undefined; // an opaque access token has no claims to map
+      }
+      if (claims !== undefined) claimsToHeaders(hold, claims, c.accessTokenClaimsToHeaders);
+    }
     if ((c.claimsToHeaders.length || Object.keys(c.dynamicMetadataFromClaims).length) && session.idToken !== undefined) {
       const claims = decodeJwt(session.idToken);
-      for (const m of c.claimsToHeaders) {
-        const v = claims[m.claim];
-        if (v === undefined) continue;
-        const value = typeof v === 'string' ? v : JSON.stringify(v);
-        if (m.append) addUpstreamHeaderAppend(hold, m.header, value);
-        else addUpstreamHeader(hold, m.header, value);
-      }
+      claimsToHeaders(hold, claims, c.claimsToHeaders);
       const meta: Record<string, unknown> = {};
       for (const [key, claim] of Object.entries(c.dynamicMetadataFromClaims)) if (claims[claim] !== undefined) meta[key] = claims[claim];
       if (Object.keys(meta).length) addMetadata(hold, meta);
@@ -474,6 +555,7 @@ export class CodeFlowStep implements AuthStep {
       ...(scopes.length ? { scope: scopes.join(' ') } : {}),
       ...(this.config.flow === 'oidc' ? { nonce: flow.nonce } : {}),
       ...this.config.authEndpointQueryParams,
+      ...this.metadataParams(hold),
     };
     for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
     let stateValue: string;
@@ -489,6 +571,16 @@ export class CodeFlowStep implements AuthStep {
     hold.detail = 'no session: login';
     redirect(hold, url.toString(), [this.cookie(hold, this.stateCookie, stateValue, FLOW_TTL_SECONDS, 'lax')]);
     return 'redirect';
+  }
+
+  /** autoMapFromMetadata: the request's filter metadata fields of the namespace as query parameters (scalars only). */
+  private metadataParams(hold: Hold): Record<string, string> {
+    const ns = this.config.queryParamsFromMetadata;
+    const fields = ns === undefined ? undefined : hold.request.filterMetadata[ns];
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(fields ?? {}))
+      if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);
+    return out;
   }
 
   /** Where to return after the login: the requested URL, else appUrl. */
@@ -573,13 +665,14 @@ export class CodeFlowStep implements AuthStep {
   ): Promise<Session> {
     const c = this.config;
     const headers: Record<string, string> = { ...extraHeaders };
-    if (c.clientSecret !== undefined && !c.clientSecretPost) headers['authorization'] = basic(c.clientId, c.clientSecret);
+    if (this.assertionKey !== undefined) await this.assert(form, endpoints);
+    else if (c.clientSecret !== undefined && !c.clientSecretPost) headers['authorization'] = basic(c.clientId, c.clientSecret);
     else {
       form.set('client_id', c.clientId);
       if (c.clientSecret !== undefined) form.set('client_secret', c.clientSecret);
     }
     const url = new URL(endpoints.token);
-    for (const [k, v] of Object.entries(c.tokenEndpointQueryParams)) url.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({ ...c.tokenEndpointQueryParams, ...this.metadataParams(hold) })) url.searchParams.set(k, v);
     const doc = await fetchJson(url.toString(), { timeoutMs: this.timeoutMs, form, headers });
     const accessToken = typeof doc['access_token'] === 'string' ? doc['access_token'] : undefined;
     if (accessToken === undefined) throw new ProviderRefused('the token endpoint answered without an access_token');
@@ -602,6 +695,27 @@ export class CodeFlowStep implements AuthStep {
       ...(refreshToken !== undefined ? { refreshToken } : {}),
       expiresAt,
     };
+  }
+
+  /**
+   * private_key_jwt (RFC 7523 §2.2, OpenID Connect Core §9): the client's id, and a short-lived JWT about it signed
+   * with its key, for the token endpoint (its audience).
+   */
+  private async assert(form: URLSearchParams, endpoints: Endpoints): Promise<void> {
+    const { key, alg } = this.assertionKey!;
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = await new SignJWT({})
+      .setProtectedHeader({ alg, typ: 'JWT' })
+      .setIssuer(this.config.clientId)
+      .setSubject(this.config.clientId)
+      .setAudience(endpoints.token)
+      .setJti(b64url(randomBytes(18)))
+      .setIssuedAt(now)
+      .setExpirationTime(now + Math.max(1, Math.ceil(this.config.privateKeyJwt!.validForMs / 1000)))
+      .sign(key);
+    form.set('client_id', this.config.clientId);
+    form.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+    form.set('client_assertion', jwt);
   }
 
   private async verifyIdToken(idToken: string, endpoints: Endpoints, nonce: string | undefined, hold: Hold): Promise<JWTPayload> {
@@ -648,7 +762,8 @@ export class CodeFlowStep implements AuthStep {
     if (session?.refreshToken !== undefined && revocation !== undefined) {
       const form = new URLSearchParams({ token: session.refreshToken, token_type_hint: 'refresh_token' });
       const headers: Record<string, string> = {};
-      if (this.config.clientSecret !== undefined) headers['authorization'] = basic(this.config.clientId, this.config.clientSecret);
+      if (this.assertionKey !== undefined) await this.assert(form, this.provider.now!);
+      else if (this.config.clientSecret !== undefined) headers['authorization'] = basic(this.config.clientId, this.config.clientSecret);
       else form.set('client_id', this.config.clientId);
       await fetch(revocation, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(this.timeoutMs) }).then(
         (r) => r.body?.cancel(),
@@ -757,6 +872,36 @@ export class CodeFlowStep implements AuthStep {
   }
 }
 
+/** Claims of a token to upstream headers (a non-string claim as JSON). */
+function claimsToHeaders(hold: Hold, claims: JWTPayload, mappings: CodeFlowStepConfig['claimsToHeaders']): void {
+  for (const m of mappings) {
+    const v = claims[m.claim];
+    if (v === undefined) continue;
+    const value = typeof v === 'string' ? v : JSON.stringify(v);
+    if (m.append) addUpstreamHeaderAppend(hold, m.header, value);
+    else addUpstreamHeader(hold, m.header, value);
+  }
+}
+
+/** The JWS algorithm of a private key (RFC 7518), from its type and curve. */
+export function signingAlg(key: KeyObject): string {
+  const d = key.asymmetricKeyDetails;
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+      return 'RS256';
+    case 'rsa-pss':
+      return 'PS256';
+    case 'ec': {
+      const alg = ({ prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' } as Record<string, string>)[d?.namedCurve ?? ''];
+      if (alg !== undefined) return alg;
+      break;
+    }
+    case 'ed25519':
+      return 'EdDSA';
+  }
+  throw new Error(`a ${key.asymmetricKeyType ?? 'symmetric'} key${d?.namedCurve ? ` (${d.namedCurve})` : ''} cannot sign a JWT`);
+}
+
 /** An upstream header added to (not replacing) the request's own. */
 function addUpstreamHeaderAppend(hold: Hold, name: string, value: string): void {
   const a = (hold.answer ??= {});
@@ -779,6 +924,7 @@ export const codeFlowStep: StepFactory<CodeFlowStepConfig> = (config, ctx) => {
     config.revocationEndpoint,
     config.endSessionEndpoint,
     config.discoveryPollIntervalMs,
+    config.jwksOnDemandRefresh,
   ]);
   const provider = ctx.pool.get(
     `oidc-provider:${providerKey}`,
@@ -789,7 +935,7 @@ export const codeFlowStep: StepFactory<CodeFlowStepConfig> = (config, ctx) => {
   const redis =
     config.session.store === 'redis' && r !== undefined
       ? ctx.pool.get(
-          `redis:${JSON.stringify([r.host, r.port, r.db, r.tls])}`,
+          `redis:${JSON.stringify([r.host, r.port, r.db, r.tls, r.tlsCertDir])}`,
           () => redisClient(r, ctx.log),
           (c) => void c.close().catch(() => undefined),
         )

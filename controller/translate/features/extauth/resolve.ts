@@ -27,9 +27,11 @@ export function authConfigVersion(name: string, steps: readonly AuthStepConfig[]
     if (s.type === 'ldap' && s.serviceAccount) return { ...s, serviceAccount: { ...s.serviceAccount, password: '' } };
     if (s.type === 'oauth2-code') {
       // the cookie key is derived from the client secret: neither goes into the (visible) version
-      const { clientSecret: _secret, session, ...rest } = s;
+      const { clientSecret: _secret, session, privateKeyJwt, ...rest } = s;
       const { cookieKey: _key, ...sessionRest } = session;
-      return { ...rest, session: sessionRest, secrets: sha256(`${s.clientSecret ?? ''}|${session.cookieKey ?? ''}`) };
+      const keyJwt = privateKeyJwt ? { privateKeyJwt: { validForMs: privateKeyJwt.validForMs } } : {};
+      const secrets = `${s.clientSecret ?? ''}|${session.cookieKey ?? ''}|${privateKeyJwt?.signingKey ?? ''}`;
+      return { ...rest, ...keyJwt, session: sessionRest, secrets: sha256(secrets) };
     }
     if (s.type !== 'oauth2-introspection') return s;
     const { clientSecret: _secret, ...rest } = s;

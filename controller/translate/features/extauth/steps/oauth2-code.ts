@@ -1,12 +1,15 @@
 // `oauth2.oidcAuthorizationCode` and `oauth2.oauth2` (plain OAuth2): the browser login extauth runs
 // (extensions/extauth/steps/oauth2-code.ts). Resolves the client secret and the session's cookie key from
 // Secrets, and maps Gloo's session options onto the resolved step.
-import { hkdfSync } from 'node:crypto';
+import { createPrivateKey, hkdfSync } from 'node:crypto';
 import type { CodeFlowStepConfig } from '../../../../../common/auth-config.js';
 import type { OidcAuthorizationCode, PlainOAuth2 } from '../../../../api/schemas.js';
 import { nsName } from '../../../names.js';
 import { secretValue } from '../../../secrets.js';
 import { checkStep, checkUrl, clientSecret, durationMs, type StepResolveContext } from './common.js';
+
+/** Secret keys that may hold privateKeyJwt's PEM signing key. */
+const SIGNING_KEY_KEYS = ['privateKey', 'private-key', 'private_key', 'tls.key'];
 
 /** The Secret data key of a session cipher key (Gloo's EncryptionKeySecret). */
 const CIPHER_KEY = 'key';
@@ -36,8 +39,13 @@ export function resolveCodeFlow(
   const plain = flow === 'oauth2' ? (spec as PlainOAuth2) : undefined;
   // the client secret: clientAuthentication.clientSecret, else the (deprecated) top-level fields
   const auth = oidc?.clientAuthentication?.clientSecret;
+  const keyJwt = oidc?.clientAuthentication?.privateKeyJwt;
+  if (auth && keyJwt)
+    problems.push({ code: 'InvalidSpec', message: `${where}.clientAuthentication: set one of clientSecret, privateKeyJwt` });
+  const privateKeyJwt = keyJwt ? signingKey(keyJwt, `${where}.clientAuthentication.privateKeyJwt`, ctx) : undefined;
   const secretRef = auth?.clientSecretRef ?? spec.clientSecretRef;
-  const disabled = auth?.disableClientSecret ?? spec.disableClientSecret ?? false;
+  // private_key_jwt authenticates the client instead of a secret
+  const disabled = keyJwt !== undefined || (auth?.disableClientSecret ?? spec.disableClientSecret ?? false);
   let secret: string | undefined;
   if (!disabled) {
     if (!secretRef)
@@ -82,7 +90,10 @@ export function resolveCodeFlow(
     } else if (secret !== undefined) {
       const info = `legate oauth2 session cookie|${ctx.namespace}|${spec.clientId}`;
       cookieKey = Buffer.from(hkdfSync('sha256', secret, 'legate', info, 32)).toString('base64');
-    } else if (disabled) {
+    } else if (privateKeyJwt !== undefined) {
+      const info = `legate oauth2 session cookie|${ctx.namespace}|${spec.clientId}`;
+      cookieKey = Buffer.from(hkdfSync('sha256', privateKeyJwt.signingKey, 'legate', info, 32)).toString('base64');
+    } else if (disabled && keyJwt === undefined) {
       problems.push({
         code: 'InvalidSpec',
         message:
@@ -95,6 +106,17 @@ export function resolveCodeFlow(
     ctx.warnings.push({
       code: 'InvalidSpec',
       message: `${where}.session.redis.options.poolSize: ignored (Legate multiplexes one connection per Redis)`,
+    });
+  const mount = redis?.options?.tlsCertMountPath;
+  if (mount !== undefined && redis?.options?.socketType !== 'TLS')
+    ctx.warnings.push({
+      code: 'InvalidSpec',
+      message: `${where}.session.redis.options.tlsCertMountPath: ignored without socketType TLS (as in Gloo)`,
+    });
+  else if (mount !== undefined && !mount.startsWith('/'))
+    problems.push({
+      code: 'InvalidSpec',
+      message: `${where}.session.redis.options.tlsCertMountPath: ${JSON.stringify(mount)} must be an absolute path`,
     });
   const [host, port] = splitHostPort(redis?.options?.host ?? '', `${where}.session.redis.options.host`, problems);
   const sameSite = { DefaultMode: 'default', LaxMode: 'lax', StrictMode: 'strict', NoneMode: 'none' } as const;
@@ -117,6 +139,8 @@ export function resolveCodeFlow(
     idTokenAlgs: (oidc?.discoveryOverride?.idTokenAlgs ?? []) as CodeFlowStepConfig['idTokenAlgs'],
     clientSecretPost:
       authMethods !== undefined && !authMethods.includes('client_secret_basic') && authMethods.includes('client_secret_post'),
+    ...optional('privateKeyJwt', privateKeyJwt),
+    jwksOnDemandRefresh: jwksPolicy(oidc?.jwksCacheRefreshPolicy),
     appUrl: spec.appUrl,
     callbackPath: spec.callbackPath,
     callbackPathIsRegex: oidc?.parseCallbackPathAsRegex ?? false,
@@ -125,6 +149,11 @@ export function resolveCodeFlow(
     scopes: spec.scopes ?? [],
     authEndpointQueryParams: spec.authEndpointQueryParams ?? {},
     tokenEndpointQueryParams: spec.tokenEndpointQueryParams ?? {},
+    // Gloo's default namespace when none is given
+    ...optional(
+      'queryParamsFromMetadata',
+      oidc?.autoMapFromMetadata ? oidc.autoMapFromMetadata.namespace || 'solo_authconfig_oidc' : undefined,
+    ),
     failOnRedirect,
     session: {
       store,
@@ -137,6 +166,7 @@ export function resolveCodeFlow(
               port,
               db: redis.options?.db ?? 0,
               tls: redis.options?.socketType === 'TLS',
+              ...optional('tlsCertDir', redis.options?.socketType === 'TLS' ? redis.options.tlsCertMountPath : undefined),
               keyPrefix: redis.keyPrefix ?? '',
               ...optional('sessionIdHeader', (redis.headerName ?? oidc?.sessionIdHeaderName)?.toLowerCase() || undefined),
             },
@@ -166,17 +196,58 @@ export function resolveCodeFlow(
       header: c.header.toLowerCase(),
       append: c.append ?? false,
     })),
+    accessTokenClaimsToHeaders: [...(oidc?.accessToken?.claimsToHeaders ?? [])].map((c) => ({
+      claim: c.claim,
+      header: c.header.toLowerCase(),
+      append: c.append ?? false,
+    })),
     dynamicMetadataFromClaims: oidc?.dynamicMetadataFromClaims ?? {},
   };
-  if (oidc?.accessToken?.claimsToHeaders?.length)
-    problems.push({
-      code: 'NotSupported',
-      message:
-        `${where}.accessToken.claimsToHeaders: access token claims are not mapped ` +
-        '(map ID token claims with identityToken.claimsToHeaders)',
-    });
   if (problems.length > before) return undefined;
   return checkStep(out, where, problems, USER_FIELDS) ? out : undefined;
+}
+
+/** Gloo's JwksOnDemandCacheRefreshPolicy (default never). */
+function jwksPolicy(p: OidcAuthorizationCode['jwksCacheRefreshPolicy']): CodeFlowStepConfig['jwksOnDemandRefresh'] {
+  if (p?.never) return 'never';
+  if (p?.always) return 'always';
+  if (p?.maxIdpReqPerPollingInterval !== undefined) return { maxPerPollInterval: p.maxIdpReqPerPollingInterval };
+  return 'never';
+}
+
+/** privateKeyJwt's signing key (a PEM private key that can sign a JWT) and lifetime. */
+function signingKey(
+  spec: NonNullable<NonNullable<OidcAuthorizationCode['clientAuthentication']>['privateKeyJwt']>,
+  where: string,
+  ctx: StepResolveContext,
+): CodeFlowStepConfig['privateKeyJwt'] {
+  const ref = spec.signingKeyRef;
+  const ns = ref.namespace ?? ctx.namespace;
+  const secret = ctx.secrets.get(nsName(ns, ref.name));
+  if (!secret) {
+    ctx.problems.push({ code: 'SecretNotFound', message: `${where}.signingKeyRef: Secret ${ns}.${ref.name} not found` });
+    return undefined;
+  }
+  const pem = SIGNING_KEY_KEYS.map((k) => secretValue(secret, k)).find((v) => v !== undefined);
+  const bad = (why: string): undefined => {
+    ctx.problems.push({ code: 'InvalidSpec', message: `${where}.signingKeyRef: Secret ${ns}.${ref.name} ${why}` });
+    return undefined;
+  };
+  if (pem === undefined) return bad(`has none of the keys ${SIGNING_KEY_KEYS.join(', ')}`);
+  try {
+    const key = createPrivateKey(pem);
+    const type = key.asymmetricKeyType;
+    const curve = key.asymmetricKeyDetails?.namedCurve;
+    const signs =
+      type === 'rsa' ||
+      type === 'rsa-pss' ||
+      type === 'ed25519' ||
+      (type === 'ec' && ['prime256v1', 'secp384r1', 'secp521r1'].includes(curve!));
+    if (!signs) return bad(`holds a ${type ?? 'symmetric'} key${curve ? ` (${curve})` : ''}, which cannot sign a JWT`);
+  } catch {
+    return bad('does not hold a PEM private key');
+  }
+  return { signingKey: pem, validForMs: spec.validFor ? Math.max(1000, durationMs(spec.validFor)) : 5000 };
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

@@ -228,7 +228,25 @@ export function passThroughStep(
     const g = spec.grpc;
     if (!/^[^\s/:]+:\d{1,5}$/.test(g.address))
       return invalid(problems, `${where}.grpc.address: ${JSON.stringify(g.address)} must be ADDRESS:PORT`);
-    return { type: 'passthrough-grpc', address: g.address, timeoutMs: durationMs(g.connectionTimeout ?? '5s'), ...common };
+    let retry: PassThroughGrpcStepConfig['retry'];
+    if (g.retryPolicy) {
+      // Envoy's core RetryPolicy defaults (Gloo's shape): 1 retry, base 1s, max 10 times the base
+      const b = g.retryPolicy.retryBackOff;
+      const baseIntervalMs = b ? durationMs(b.baseInterval) : 1000;
+      const maxIntervalMs = b?.maxInterval ? durationMs(b.maxInterval) : baseIntervalMs * 10;
+      if (baseIntervalMs < 1) return invalid(problems, `${where}.grpc.retryPolicy.retryBackOff.baseInterval: must be at least 1ms`);
+      if (maxIntervalMs < baseIntervalMs)
+        return invalid(problems, `${where}.grpc.retryPolicy.retryBackOff.maxInterval: must not be below baseInterval`);
+      retry = { numRetries: g.retryPolicy.numRetries ?? 1, baseIntervalMs, maxIntervalMs };
+    }
+    return {
+      type: 'passthrough-grpc',
+      address: g.address,
+      timeoutMs: durationMs(g.connectionTimeout ?? '5s'),
+      tls: g.tlsConfig !== undefined,
+      ...(retry ? { retry } : {}),
+      ...common,
+    };
   }
   const h = spec.http!;
   const w = `${where}.http`;
