@@ -24,7 +24,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/e2e/global-setup.ts'],
-          setupFiles: ['test/e2e/harness/failures-setup.ts'],
+          setupFiles: ['test/support/failures-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

@@ -7,7 +7,7 @@
 // Check. Skipped where slapd or the opa binary (make opa) is missing.
 import fs from 'node:fs';
 import path from 'node:path';
-import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../../test/e2e/harness/ldap.js';
+import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../../test/support/ldap.js';
 import { envoyStats, legateProcesses, startLegate, untilServed, type Legate } from '../lib/legate.js';
 import { routeYaml, upstreamYaml, vsWithRoutesYaml } from '../lib/resources.js';
 import { send, waitFor } from '../lib/net.js';

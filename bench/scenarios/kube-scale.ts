@@ -13,7 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer } from '../../test/e2e/harness/kube.js';
+import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer } from '../../test/support/kube.js';
 import { untilServed } from '../lib/legate.js';
 import { freePort, get } from '../lib/net.js';
 import { cpuSeconds, machineCpu, memory, selfAndReapedChildrenCpu, sleep } from '../lib/procs.js';

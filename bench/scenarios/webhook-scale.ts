@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parse } from 'yaml';
-import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer } from '../../test/e2e/harness/kube.js';
+import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer } from '../../test/support/kube.js';
 import { freePort } from '../lib/net.js';
 import { sleep } from '../lib/procs.js';
 import { upstreamYaml } from '../lib/resources.js';

@@ -7,8 +7,8 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 const KEY = `k-${crypto.randomBytes(16).toString('hex')}`;
 const TEAM_KEY = `t-${crypto.randomBytes(16).toString('hex')}`;

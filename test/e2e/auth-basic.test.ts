@@ -4,8 +4,8 @@
 // (headersFromMetadataEntry) reaches the upstream as headers.
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

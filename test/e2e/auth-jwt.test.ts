@@ -6,8 +6,8 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 /** The part of oidc-provider used here (the package ships no types; examples/apps types its own wrapper). */
 type OidcProvider = new (issuer: string, configuration: Record<string, unknown>) => { callback(): http.RequestListener };

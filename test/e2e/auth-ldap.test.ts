@@ -3,9 +3,9 @@
 // group-lookup service account from a Secret. The server going away denies (never allows) with the reason
 // logged, and requests pass again once it is back, without restarting anything.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from './harness/ldap.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../support/ldap.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

@@ -21,10 +21,10 @@ import {
   webClient,
   type RunningProvider,
 } from '../../examples/apps/oauth-provider.mjs';
-import { browserPath, launchBrowser } from './harness/browser.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort, sleep, stopProcess } from './harness/util.js';
+import { browserPath, launchBrowser } from '../support/browser.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort, sleep, stopProcess } from '../support/util.js';
 
 const REDIS = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
 const OPA = process.env['LEGATE_OPA'] || path.join(process.cwd(), '.cache/opa/bin/opa');

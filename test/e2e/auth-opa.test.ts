@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort, stopProcess } from './harness/util.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 
 const OPA = process.env['LEGATE_OPA'] || path.join(ROOT, '.cache/opa/bin/opa');
 const POLICY = `package test

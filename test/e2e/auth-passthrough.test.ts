@@ -11,8 +11,8 @@ import * as grpc from '@grpc/grpc-js';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindServer, loadEnvoyService, lookupService, type BoundServer } from '../../extensions/common/grpc.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

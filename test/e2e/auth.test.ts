@@ -2,9 +2,9 @@
 // provider (oidc-provider) doing RFC 7662 introspection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, sleep } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, sleep } from '../support/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

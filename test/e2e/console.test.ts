@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserPath, launchBrowser } from './harness/browser.js';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort } from './harness/util.js';
+import { browserPath, launchBrowser } from '../support/browser.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort } from '../support/util.js';
 
 const SCREENSHOTS = process.env['LEGATE_CONSOLE_SCREENSHOTS'] === '1';
 const SECRET_VALUE = 's3cr3t-client-value-never-shown';

@@ -3,8 +3,8 @@
 // disableForRoute, corsPolicyMergeSettings UNION; and the CSRF filter refusing cross-origin writes on a
 // virtual host, a route (shadow mode: counted in Envoy's stats, not refused) and weighted destinations.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type RequestOptions } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway, type RequestOptions } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

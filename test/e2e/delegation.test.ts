@@ -3,8 +3,8 @@
 // cycle shows in `legatectl get rt` and `legatectl check` while the rest keeps serving; what a delegating
 // route passes down with inheritableMatchers / inheritablePathMatchers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 const echoes: Record<string, EchoUpstream> = {};

@@ -6,11 +6,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
 
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort } from './harness/util.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort } from '../support/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

@@ -3,8 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
-import { eventually, freePort } from './harness/util.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { eventually, freePort } from '../support/util.js';
 
 let gw: Gateway;
 let providerPort: number;

@@ -4,8 +4,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindServer, loadEnvoyService, lookupService, type BoundServer } from '../../extensions/common/grpc.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 const Processor = lookupService(
   loadEnvoyService('envoy/service/ext_proc/v3/external_processor.proto'),

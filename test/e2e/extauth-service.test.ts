@@ -10,7 +10,7 @@ import { AdsServer } from '../../controller/xds/server.js';
 import { loadEnvoyService, lookupService } from '../../extensions/common/grpc.js';
 import { startExtauthService, type RunningExtauthService } from '../../extensions/extauth/service.js';
 import { createStore, startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
-import { eventually, sleep } from './harness/util.js';
+import { eventually, sleep } from '../support/util.js';
 
 interface CheckResponseMsg {
   status?: { code?: number; message?: string };

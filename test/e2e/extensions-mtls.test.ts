@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureExtensionsTls } from '../../cli/run/xds-tls.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
 
 const ACCESS_KEY = 'AKIAIOSFODNN7EXAMPLE';
 const SECRET_KEY = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';

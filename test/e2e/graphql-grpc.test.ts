@@ -1,9 +1,9 @@
 // gRPC resolvers end to end: a GraphQLApi whose fields call a real grpc-js server (descriptors from
 // protoDescriptorBin), through real Envoy and the graphql extension.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually } from './harness/util.js';
-import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from './harness/grpc-books.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from '../support/grpc-books.js';
 
 let books: GrpcBooks;
 let gw: Gateway;

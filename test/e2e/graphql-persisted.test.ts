@@ -2,7 +2,7 @@
 // graphql extension (mock resolvers: no backend needed).
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
 
 let gw: Gateway;
 const sha = (q: string) => createHash('sha256').update(q).digest('hex');

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
 
 let backend: http.Server;
 let gw: Gateway;

@@ -4,8 +4,8 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
 
 const products = [
   { id: 1, title: 'The Comedy of Errors', extra: 'not in the schema' },

@@ -5,8 +5,8 @@
 import crypto from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 const SECRET_VALUE = `Basic ${crypto.randomBytes(12).toString('base64')}%`;
 const API_KEY = `k-${crypto.randomBytes(16).toString('hex')}`;

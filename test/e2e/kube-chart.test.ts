@@ -1,5 +1,5 @@
 // The Helm chart (install/helm/legate) and `legatectl install` / `uninstall` against a real
-// kube-apiserver (test/e2e/harness/kube.ts) with the helm `make kube-tools` builds: helm lint; the
+// kube-apiserver (test/support/kube.ts) with the helm `make kube-tools` builds: helm lint; the
 // chart rendered with default values and with every option on, applied with server-side apply and
 // every object accepted; the values reaching the objects; probes on endpoints that answer (a real
 // Envoy started from the chart's bootstrap, fed by a controller running with the chart's RBAC);
@@ -14,10 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DEFAULTS } from '../../cli/commands/common.js';
 import { RBAC_FILE, rbacFromChart } from '../../install/helm/generate.js';
-import { ROOT } from './harness/gateway.js';
-import { CHART, HELM, helm, parseObjects, renderChart, type KubeObject } from './harness/helm.js';
-import { controllerKubeconfig, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
-import { eventually, freePort, stopProcess } from './harness/util.js';
+import { ROOT } from '../support/gateway.js';
+import { CHART, HELM, helm, parseObjects, renderChart, type KubeObject } from '../support/helm.js';
+import { controllerKubeconfig, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from '../support/kube.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 
 let kube: KubeApiServer;
 let dir: string;

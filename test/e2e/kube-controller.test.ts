@@ -15,10 +15,10 @@ import {
   startKubeController,
   type KubeApiServer,
   type KubeController,
-} from './harness/kube.js';
-import { httpGet, startLocalEnvoy, type LocalEnvoy } from './harness/envoy.js';
-import { createTestHost } from './harness/netns.js';
-import { eventually } from './harness/util.js';
+} from '../support/kube.js';
+import { httpGet, startLocalEnvoy, type LocalEnvoy } from '../support/envoy.js';
+import { createTestHost } from '../support/netns.js';
+import { eventually } from '../support/util.js';
 
 let kube: KubeApiServer;
 let dir: string;

@@ -1,4 +1,4 @@
-// Legate's CRDs on a real kube-apiserver (test/e2e/harness/kube.ts): `legate crds --gloo-groups`
+// Legate's CRDs on a real kube-apiserver (test/support/kube.ts): `legate crds --gloo-groups`
 // applies with every object accepted and established; an unchanged Gloo Edge manifest applies;
 // the schemas keep unknown fields (the controller and webhook report them) and refuse wrong types; the status
 // subresource and the State column work.
@@ -6,8 +6,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
-import { startKubeApiServer, type KubeApiServer } from './harness/kube.js';
+import { ROOT } from '../support/gateway.js';
+import { startKubeApiServer, type KubeApiServer } from '../support/kube.js';
 
 let kube: KubeApiServer;
 

@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from './harness/kube.js';
-import { eventually } from './harness/util.js';
+import { installCrds, startKubeApiServer, startKubeController, type KubeApiServer, type KubeController } from '../support/kube.js';
+import { eventually } from '../support/util.js';
 
 let kube: KubeApiServer;
 let dir: string;

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
+import { ROOT } from '../support/gateway.js';
 import {
   controllerKubeconfig,
   installCrds,
@@ -17,7 +17,7 @@ import {
   startKubeController,
   type KubeApiServer,
   type KubeController,
-} from './harness/kube.js';
+} from '../support/kube.js';
 import {
   createDeployment,
   createNode,
@@ -25,10 +25,10 @@ import {
   setDeploymentAvailable,
   setLoadBalancerIngress,
   setPodState,
-} from './harness/kube-workloads.js';
-import { startLocalEnvoy, type LocalEnvoy } from './harness/envoy.js';
-import { createTestHost, type TestHost } from './harness/netns.js';
-import { eventually, freePort } from './harness/util.js';
+} from '../support/kube-workloads.js';
+import { startLocalEnvoy, type LocalEnvoy } from '../support/envoy.js';
+import { createTestHost, type TestHost } from '../support/netns.js';
+import { eventually, freePort } from '../support/util.js';
 
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
 const NS = 'legate-system';

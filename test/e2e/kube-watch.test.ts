@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpGet, startLocalEnvoy, type LocalEnvoy } from './harness/envoy.js';
+import { httpGet, startLocalEnvoy, type LocalEnvoy } from '../support/envoy.js';
 import {
   controllerKubeconfig,
   installCrds,
@@ -14,9 +14,9 @@ import {
   startKubeController,
   type KubeApiServer,
   type KubeController,
-} from './harness/kube.js';
-import { startTcpProxy, type TcpProxy } from './harness/tcp-proxy.js';
-import { eventually, sleep } from './harness/util.js';
+} from '../support/kube.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { eventually, sleep } from '../support/util.js';
 
 let kube: KubeApiServer;
 let dir: string;

@@ -19,9 +19,9 @@ import {
   startKubeController,
   type KubeApiServer,
   type KubeController,
-} from './harness/kube.js';
-import { renderChart } from './harness/helm.js';
-import { eventually, freePort } from './harness/util.js';
+} from '../support/kube.js';
+import { renderChart } from '../support/helm.js';
+import { eventually, freePort } from '../support/util.js';
 
 let kube: KubeApiServer;
 let dir: string;

@@ -3,8 +3,8 @@
 // cluster named in a request header, and the other load balancers as Envoy runs them.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let hosts: EchoUpstream[];

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
-import { eventually, freePort, stopProcess } from './harness/util.js';
+import { ROOT } from '../support/gateway.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 
 const LEGATE = path.join(ROOT, 'bin', 'legate.js');
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');

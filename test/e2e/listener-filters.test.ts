@@ -7,10 +7,10 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from './harness/grpc-books.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from '../support/grpc-books.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort } from '../support/util.js';
 
 let gw: Gateway;
 let a: EchoUpstream;

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const read = (f: string): string => fs.readFileSync(path.join(fixtures, f), 'utf8');

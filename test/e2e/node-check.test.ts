@@ -4,8 +4,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
-import { eventually, freePort } from './harness/util.js';
+import { ROOT } from '../support/gateway.js';
+import { eventually, freePort } from '../support/util.js';
 
 /** A `node` on PATH older than the pinned major (the machine's own), if there is one. */
 function olderNode(): string | undefined {

@@ -12,9 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayDashboard, upstreamDashboard } from '../../controller/observability/dashboards.js';
 import { checkGrafanaDashboard } from '../../controller/observability/grafana.js';
 import { ensurePrometheus, query, targets } from '../prometheus/prometheus.js';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
-import { eventually, freePort } from './harness/util.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { eventually, freePort } from '../support/util.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let echo: EchoUpstream;

@@ -3,9 +3,9 @@
 // says; VirtualHostOption / RouteOption resources referenced with optionsConfigRefs (the inline options
 // win); UpstreamGroups routing by weight. The YAML is what a Gloo user writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 
 let gw: Gateway;
 let blue: EchoUpstream;

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../common/log.js';
 import { RateLimiter } from '../../extensions/ratelimit/limiter.js';
 import { RedisStore } from '../../extensions/ratelimit/redis-store.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort, sleep, stopProcess } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort, sleep, stopProcess } from '../support/util.js';
 
 const REDIS = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
 

@@ -4,8 +4,8 @@
 // counts requests ext_authz then denies, a regular one counts only those it lets through; a raw action key the
 // Settings do not declare is a Warning, as Gloo does not check it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

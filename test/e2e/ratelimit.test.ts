@@ -4,9 +4,9 @@
 // count per header value; other routes are unaffected; ratelimitBasic limits per client address and per
 // credential; localRatelimit's token bucket answers in Envoy itself.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type GatewayResponse } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 
 let gw: Gateway;
 let app: EchoUpstream;

@@ -1,8 +1,8 @@
 // Routing end to end: resources written to a watched directory, served by `legate run` through a real
 // Envoy to real upstreams on loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 
 let gw: Gateway;
 let blue: EchoUpstream;
@@ -397,7 +397,7 @@ spec:
 });
 
 async function waitForStatus(name: string, check: (s: { state: string; reason?: string }) => boolean) {
-  const { eventually } = await import('./harness/util.js');
+  const { eventually } = await import('../support/util.js');
   return eventually(`status of ${name}`, () => {
     const out = gw.ctl('get', 'vs', name, '-n', 'default', '-o', 'json');
     if (out.status !== 0) return undefined;

@@ -1,9 +1,9 @@
 // Status reporting end to end: Envoy NACKs surface on resources, a Gloo Settings resource moves the
 // write namespace, and legatectl reports errors clearly.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 
 let gw: Gateway;
 let echo: EchoUpstream;

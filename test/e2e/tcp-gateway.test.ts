@@ -10,9 +10,9 @@ import path from 'node:path';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually, freePort } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort } from '../support/util.js';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const serverCert = fs.readFileSync(path.join(fixtures, 'secure.example.com.crt'), 'utf8');

@@ -11,8 +11,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TypeUrls, encodeAny } from '../../envoy/protos.js';
 import { bindServer, loadEnvoyService, lookupService, type BoundServer } from '../../extensions/common/grpc.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const cert = fs.readFileSync(path.join(fixtures, 'secure.example.com.crt'), 'utf8');

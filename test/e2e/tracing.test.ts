@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJaeger, type Jaeger, type JaegerSpan, type JaegerTrace } from '../tracing/jaeger.js';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually, freePort } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually, freePort } from '../support/util.js';
 
 const KEY = `k-${crypto.randomBytes(16).toString('hex')}`;
 

@@ -6,8 +6,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { startUpgradeUpstream, type UpgradeUpstream } from './harness/upgrade-upstream.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startUpgradeUpstream, type UpgradeUpstream } from '../support/upgrade-upstream.js';
 
 let gw: Gateway;
 let app: UpgradeUpstream;

@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from './harness/grpc-books.js';
-import { freePort } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from '../support/grpc-books.js';
+import { freePort } from '../support/util.js';
 
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const certFile = path.join(fixtures, 'secure.example.com.crt');

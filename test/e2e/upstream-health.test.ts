@@ -8,8 +8,8 @@ import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually, freePort, sleep } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually, freePort, sleep } from '../support/util.js';
 
 /** A backend whose health, failures and delay the test turns on and off. */
 interface Backend {

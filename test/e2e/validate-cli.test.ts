@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './harness/gateway.js';
+import { ROOT } from '../support/gateway.js';
 
 let dir: string;
 const OPA = process.env['LEGATE_OPA'] || path.join(ROOT, '.cache/opa/bin/opa');

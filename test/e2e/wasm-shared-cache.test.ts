@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
-import { ROOT, startGateway, type Gateway } from './harness/gateway.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from './harness/upstreams.js';
-import { eventually } from './harness/util.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 
 const WORKERS = 2;
 /** connections per token after the first request: all on one worker has odds 2^-15 */

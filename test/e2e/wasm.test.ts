@@ -4,8 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProvider, type RunningProvider } from '../../examples/apps/oauth-provider.mjs';
-import { startGateway, type Gateway } from './harness/gateway.js';
-import { eventually } from './harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
 
 let backend: http.Server;
 let provider: RunningProvider;

@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../e2e/harness/ldap.js';
-import { appBehindAuth, startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually, freePort, stopProcess } from '../e2e/harness/util.js';
+import { ROOT, startGateway, type Gateway } from '../support/gateway.js';
+import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../support/ldap.js';
+import { appBehindAuth, startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 import { figure } from './figures.js';
 import { componentPid } from './procs.js';
 

@@ -4,9 +4,9 @@
 // round's deletion the controller and each extension (graphql, extauth, ratelimit) are measured after a
 // forced GC: what a deleted resource leaves behind would add up round after round.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 import { churnGroup } from './churn-resources.js';
 import {
   CHURN_COUNT,

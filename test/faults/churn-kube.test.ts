@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { startLocalEnvoy, type LocalEnvoy } from '../e2e/harness/envoy.js';
+import { startLocalEnvoy, type LocalEnvoy } from '../support/envoy.js';
 import {
   controllerKubeconfig,
   installCrds,
@@ -17,9 +17,9 @@ import {
   startKubeController,
   type KubeApiServer,
   type KubeController,
-} from '../e2e/harness/kube.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually } from '../e2e/harness/util.js';
+} from '../support/kube.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 import { CHURN_NAMESPACE, churnGroup, DELETE_ORDER } from './churn-resources.js';
 import { CHURN_COUNT, envoyClusters, get, heapGrowth, memoryAfterGc, roundFigure, type RoundFigures } from './churn.js';
 import { figure } from './figures.js';

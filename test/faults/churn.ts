@@ -2,7 +2,7 @@
 // there when the process runs with --expose-gc), Envoy's served clusters, checks that a group of churn
 // resources is served (plain, GraphQL, rate-limited and protected routes), and the figures table.
 import http from 'node:http';
-import { eventually } from '../e2e/harness/util.js';
+import { eventually } from '../support/util.js';
 import { CHURN_NAMESPACE } from './churn-resources.js';
 import { figure } from './figures.js';
 

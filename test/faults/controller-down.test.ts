@@ -2,9 +2,9 @@
 // under steady load on a plain route: no request fails, and Envoy keeps the very same config
 // versions (no churn when the new controller serves the same resources again).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually, sleep } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, sleep } from '../support/util.js';
 import { figure } from './figures.js';
 import { byStatus, p99, startLoad } from './load.js';
 import { componentPid, envoyStats, envoyVersions, rssMiB, waitForComponent } from './procs.js';

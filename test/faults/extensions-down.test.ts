@@ -2,9 +2,9 @@
 // backoff; meanwhile GraphQL routes answer a clean 503 GraphQL error, protected routes 403 (fail
 // closed), and the other routes are unaffected. Figures: failed requests per route, recovery time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually, sleep } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, sleep } from '../support/util.js';
 import { figure } from './figures.js';
 import { GRAPHQL_ANSWER, GRAPHQL_QUERY, bearer, gatewayConfig, startFakeProvider, type FakeProvider } from './fixtures.js';
 import { byStatus, recovered, recovery, startLoad, type Load, type Sample } from './load.js';

@@ -14,8 +14,8 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeHeaders } from '../../extensions/common/h2/hpack.js';
 import { frameHeader } from '../../extensions/common/h2/server.js';
-import { ROOT } from '../e2e/harness/gateway.js';
-import { freePort, stopProcess } from '../e2e/harness/util.js';
+import { ROOT } from '../support/gateway.js';
+import { freePort, stopProcess } from '../support/util.js';
 import { figure } from './figures.js';
 import { rssMiB } from './procs.js';
 

@@ -3,8 +3,8 @@
 // anything reaches the upstream, and the graphql service's memory stays bounded under repeats.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 import { figure } from './figures.js';
 import { GRAPHQL_ANSWER, GRAPHQL_QUERY, gatewayConfig, startFakeProvider, type FakeProvider } from './fixtures.js';
 import { componentPid, rssMiB } from './procs.js';

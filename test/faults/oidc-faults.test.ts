@@ -18,10 +18,10 @@ import {
   webClient,
   type RunningProvider,
 } from '../../examples/apps/oauth-provider.mjs';
-import { browserPath, launchBrowser } from '../e2e/harness/browser.js';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually, freePort, sleep, stopProcess } from '../e2e/harness/util.js';
+import { browserPath, launchBrowser } from '../support/browser.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually, freePort, sleep, stopProcess } from '../support/util.js';
 import { figure } from './figures.js';
 import { componentPid } from './procs.js';
 

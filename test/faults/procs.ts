@@ -2,8 +2,8 @@
 // the supervisor's new child is found through /proc), memory, Envoy's config versions and stats.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Gateway } from '../e2e/harness/gateway.js';
-import { eventually } from '../e2e/harness/util.js';
+import type { Gateway } from '../support/gateway.js';
+import { eventually } from '../support/util.js';
 
 export interface RunState {
   pid: number;

@@ -2,9 +2,9 @@
 // or HTTP 500. Protected requests get 403 within the timeout, extauth logs why (never the token), and
 // when the provider is well again the next request passes, with no restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { sleep } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { sleep } from '../support/util.js';
 import { figure } from './figures.js';
 import { SECRETS, bearer, gatewayConfig, startFakeProvider, type FakeProvider, type ProviderMode } from './fixtures.js';
 import { componentPid } from './procs.js';

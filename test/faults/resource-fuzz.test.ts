@@ -3,9 +3,9 @@
 // its file), a known-good route serves throughout, the controller never restarts, and its memory
 // stays bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 import { figure } from './figures.js';
 import { GOOD_DOMAIN, hostileDocuments, type HostileDocument, type Outcome } from './hostile-resources.js';
 import { byStatus, startLoad } from './load.js';

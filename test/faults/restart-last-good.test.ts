@@ -4,9 +4,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { eventually } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { eventually } from '../support/util.js';
 import { figure } from './figures.js';
 import { byStatus, startLoad } from './load.js';
 import { componentPid, envoyVersions, waitForComponent } from './procs.js';

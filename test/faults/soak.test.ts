@@ -2,9 +2,9 @@
 // LEGATE_FAULTS_SOAK_S seconds (default 60; the full soak is 600). The last edit is served,
 // no request fails, and the controller's memory, file descriptors and timers level off.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../e2e/harness/gateway.js';
-import { startEcho, type EchoUpstream } from '../e2e/harness/upstreams.js';
-import { sleep } from '../e2e/harness/util.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
+import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { sleep } from '../support/util.js';
 import { figure } from './figures.js';
 import { byStatus, startLoad } from './load.js';
 import { componentPid, rssMiB } from './procs.js';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prometheusConfig, type ScrapeTarget } from '../../cli/run/prometheus.js';
-import { eventually, freePort, stopProcess } from '../e2e/harness/util.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const PROMETHEUS = path.join(ROOT, '.cache', 'prometheus', 'bin', 'prometheus');

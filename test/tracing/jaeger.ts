@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually, freePort, stopProcess } from '../e2e/harness/util.js';
+import { eventually, freePort, stopProcess } from '../support/util.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const JAEGER = path.join(ROOT, '.cache', 'tracing', 'bin', 'jaeger');

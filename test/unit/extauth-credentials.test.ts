@@ -13,7 +13,7 @@ import { verifyHmac } from '../../extensions/extauth/hmac.js';
 import { LDAP_CACHE_MS, LdapAuthenticator, LdapPool, escapeDnValue } from '../../extensions/extauth/ldap.js';
 import { OpaWasmPolicy, opaInput, opaInputJson } from '../../extensions/extauth/opa.js';
 import { apr1Hash, parseBasic, sha1Hash, verifyPassword } from '../../extensions/extauth/passwords.js';
-import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../e2e/harness/ldap.js';
+import { GLOO_GUIDE_LDIF, SLAPD, startLdap, type LdapServer } from '../support/ldap.js';
 
 describe('basic auth hashes', () => {
   it('apr1 matches htpasswd -m (Gloo guide: user/password, salt TYiryv0/)', () => {

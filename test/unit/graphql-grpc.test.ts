@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GraphQLApiConfig, GrpcResolverConfig, ResolverConfig } from '../../common/graphql-config.js';
 import { createEngine, checkApiConfig, GrpcChannels, type Engine } from '../../extensions/graphql/engine/index.js';
-import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from '../e2e/harness/grpc-books.js';
+import { BOOKS_DESCRIPTOR_BIN, startGrpcBooks, type GrpcBooks } from '../support/grpc-books.js';
 
 let books: GrpcBooks;
 const channels = new GrpcChannels();

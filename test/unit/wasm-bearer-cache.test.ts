@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Action, LogLevel, REPO_ROOT, SharedData, TestHost, ensureWasm, type TestRequest } from './wasm-host.js';
+import { Action, LogLevel, REPO_ROOT, SharedData, TestHost, ensureWasm, type TestRequest } from '../support/wasm-host.js';
 
 const ROOT_ID = 'legate.bearer_check';
 const HEADER = 'x-legate-token-verified';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseBearer } from '../../extensions/extauth/token.js';
-import { ABI_EXPORTS, ABI_IMPORTS, Action, LogLevel, TestHost, ensureWasm, readSignatures } from './wasm-host.js';
+import { ABI_EXPORTS, ABI_IMPORTS, Action, LogLevel, TestHost, ensureWasm, readSignatures } from '../support/wasm-host.js';
 
 const ROOT_ID = 'legate.bearer_check';
 let wasmPath = '';

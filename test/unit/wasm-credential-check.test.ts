@@ -4,7 +4,7 @@
 // replacing a client's copy); the callback and logout always go to ext_authz and a logout ends the grant in
 // every worker; it never refuses anything.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Action, SharedData, TestHost, ensureWasm, type TestRequest } from './wasm-host.js';
+import { Action, SharedData, TestHost, ensureWasm, type TestRequest } from '../support/wasm-host.js';
 
 const ROOT_ID = 'legate.credential_check';
 const HEADER = 'x-legate-token-verified';

@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { Kind, getOperationAST, parse } from 'graphql';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ABI_EXPORTS, ABI_IMPORTS, Action, LogLevel, TestHost, ensureWasm, readSignatures } from './wasm-host.js';
-import type { HeaderList, RequestOutcome } from './wasm-host.js';
+import { ABI_EXPORTS, ABI_IMPORTS, Action, LogLevel, TestHost, ensureWasm, readSignatures } from '../support/wasm-host.js';
+import type { HeaderList, RequestOutcome } from '../support/wasm-host.js';
 
 const ROOT_ID = 'legate.graphql_check';
 const JSON_CT = 'application/json; charset=utf-8';

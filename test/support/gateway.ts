@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { keepLogsIfFailed } from './failures.js';
 import { eventually, freePort, stopProcess } from './util.js';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LEGATE = path.join(ROOT, 'bin', 'legate.js');
 const LEGATECTL = path.join(ROOT, 'bin', 'legatectl.js');
 
