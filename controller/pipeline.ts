@@ -226,9 +226,10 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
   }
   const oneWayTls = settings?.spec.gateway?.virtualServiceOptions?.oneWayTls;
   const withOneWayTls: RenderOptions = oneWayTls === undefined ? withGrpcWeb : { ...withGrpcWeb, oneWayTls };
-  const render: RenderOptions = settings?.spec.gateway?.validation?.warnMissingTlsSecret
+  const withTlsWarning: RenderOptions = settings?.spec.gateway?.validation?.warnMissingTlsSecret
     ? { ...withOneWayTls, warnMissingTlsSecret: true }
     : withOneWayTls;
+  const render: RenderOptions = settings?.spec.rbac?.requireRbac ? { ...withTlsWarning, requireRbac: true } : withTlsWarning;
   // features are a function of the render options: equal options, features that behave the same
   const featuresKey = JSON.stringify(render);
   const featureList = features(render);

@@ -563,7 +563,8 @@ export const SettingsSpecSchema = z.strictObject({
     })
     .optional(),
   extensions: notSupported('Gloo plugin extensions are opaque; Legate has none to pass them to'),
-  rbac: notSupported("Gloo Enterprise's Settings rbac (require RBAC on every virtual host) is not implemented"),
+  /** Gloo Enterprise's rbac.options.gloo.solo.io.Settings: requireRbac refuses (403) what no rbac option allows */
+  rbac: z.strictObject({ requireRbac: z.boolean().optional() }).optional(),
   cachingServer: notSupported("Gloo Enterprise's caching server is not part of Legate"),
   observabilityOptions: ObservabilityOptionsSchema.optional(),
   upstreamOptions: z

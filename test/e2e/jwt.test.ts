@@ -427,3 +427,32 @@ describe('status', () => {
     }
   });
 });
+
+// last: with RBAC required, the VirtualServices above without rbac are Warnings
+describe('Settings rbac.requireRbac', () => {
+  it('refuses (403) what no rbac option allows; rbac policies and rbac.disable still decide where set', async () => {
+    gw.write(
+      'require-rbac.yaml',
+      'apiVersion: gloo.solo.io/v1\nkind: Settings\nmetadata: { name: default, namespace: gloo-system }\n' +
+        'spec:\n  rbac:\n    requireRbac: true\n',
+    );
+    try {
+      await gw.until('/open', (r) => r.status === 403, { host: 'local.test' }, 30_000);
+      const denied = await gw.request('/pets', { host: 'local.test', headers: await bearer() });
+      expect(denied.status).toBe(403);
+      expect(denied.text).toBe('RBAC: access denied');
+      expect((await gw.request('/api/pets/1', { host: 'rbac.test', headers: await bearer() })).status).toBe(200);
+      expect((await gw.request('/api/pets/1', { host: 'rbac.test', headers: await bearer({ claims: { team: 'ops' } }) })).status).toBe(403);
+      expect((await gw.request('/static/a.css', { host: 'rbac.test', headers: await bearer({ claims: { team: 'ops' } }) })).status).toBe(
+        200,
+      );
+      const local = (): { state: string; reason?: string } =>
+        JSON.parse(gw.ctl('get', 'virtualservice', 'local', '-n', 'default', '-o', 'json').stdout).status.statuses['legate-system'];
+      await expect.poll(() => local().state, { timeout: 10_000 }).toBe('Warning');
+      expect(local().reason).toContain('Settings rbac.requireRbac is true');
+    } finally {
+      gw.remove('require-rbac.yaml');
+    }
+    await gw.until('/open', (r) => r.status === 200, { host: 'local.test' }, 30_000);
+  });
+});

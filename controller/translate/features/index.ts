@@ -20,7 +20,7 @@ import { listenerFeature } from './listener/index.js';
 import { hcmFeature } from './hcm/index.js';
 import { hybridFeature } from './hybrid/index.js';
 import { headersFeature } from './headers/index.js';
-import { jwtFeature } from './jwt/index.js';
+import { jwtFeature, jwtFeatureRequiringRbac } from './jwt/index.js';
 import { ratelimitFeature, type RateLimitRenderOptions } from './ratelimit/index.js';
 import { resilienceFeature, type CircuitBreakerConfig } from './resilience/index.js';
 import { routingFeature } from './routing/index.js';
@@ -55,6 +55,8 @@ export interface RenderOptions {
   regoCheck?: RegoCheck;
   /** Settings gateway.validation.warnMissingTlsSecret */
   warnMissingTlsSecret?: boolean;
+  /** Settings rbac.requireRbac: a virtual host or route without an rbac option refuses every request */
+  requireRbac?: boolean;
 }
 
 export { settingsFilter as extProcSettingsFilter } from './extproc/index.js';
@@ -89,7 +91,7 @@ export function features(options: RenderOptions = DEFAULT_RENDER_OPTIONS): reado
     wasmFeature(options.wasm),
     extauthFeature(options.extauth, edgeCacheSkip(options.wasm), options.namedExtauth, options.extauthDefaults, options.regoCheck),
     ratelimitFeature(options.ratelimit ?? DEFAULT_RATELIMIT),
-    jwtFeature,
+    options.requireRbac ? jwtFeatureRequiringRbac : jwtFeature,
     corsFeature,
     graphqlFeature(options.graphql),
     extProcFeature(options.extProc),

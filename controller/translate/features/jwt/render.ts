@@ -144,15 +144,20 @@ function rbacPerRoute(vhost: string, ir: RbacIR): TypedConfig {
   return typed(RBAC_PER_ROUTE, { rbac: { rules: { action: 'ALLOW', ...(Object.keys(policies).length ? { policies } : {}) } } });
 }
 
-export const jwtRender: RenderPlugin = {
+/** `requireRbac` (Settings rbac.requireRbac): the filter's own rules deny all, so only an rbac option lets a request in. */
+export const jwtRender = (requireRbac: boolean): RenderPlugin => ({
   httpFilters(_proxy, listener) {
     const filters: StagedHttpFilter[] = [];
     for (const stage of ['beforeExtAuth', 'afterExtAuth'] as const) {
       const f = jwtFilter(listener, stage);
       if (f) filters.push(f);
     }
-    // on the HCM it enforces nothing; a virtual host's or route's policies turn it on
-    if (usesRbac(listener))
+    // on the HCM it enforces nothing (or, with requireRbac, ALLOW without policies: deny all); the virtual hosts' and
+    // routes' rbac options override it
+    if (requireRbac) {
+      const denyAll = typed(RBAC, { rules: { action: 'ALLOW' } });
+      filters.push({ position: during(FilterStage.AuthZ), filter: { name: RBAC_FILTER, typed_config: denyAll } });
+    } else if (usesRbac(listener))
       filters.push({ position: during(FilterStage.AuthZ), filter: { name: RBAC_FILTER, typed_config: typed(RBAC, {}) } });
     return filters;
   },
@@ -170,4 +175,4 @@ export const jwtRender: RenderPlugin = {
     }
     if (ir.rbac) setPerFilterConfig(route, RBAC_FILTER, rbacPerRoute(vh.name, ir.rbac));
   },
-};
+});

@@ -38,7 +38,8 @@ function declaredProviders(vs: VirtualService): { stage: JwtStage; name: string 
   );
 }
 
-export function jwtBinding(ctx: ResolveContext): FeatureBinding {
+/** `requireRbac` (Settings rbac.requireRbac): a virtual host that no rbac option covers is reported (it refuses every request). */
+export function jwtBinding(ctx: ResolveContext, requireRbac: boolean): FeatureBinding {
   return {
     bindRoute(route: Route, ir: RouteIR, site: RouteSite, sink: BindSink): void {
       const opts = route.options;
@@ -79,6 +80,14 @@ export function jwtBinding(ctx: ResolveContext): FeatureBinding {
     },
     bindVirtualHost(vs: VirtualService, ir: VirtualHostIR, sink: BindSink): void {
       const opts = vs.spec.virtualHost.options;
+      if (requireRbac && !opts?.rbac && !(vs.spec.virtualHost.routes ?? []).some((r) => r.options?.rbac)) {
+        sink.warnings.push({
+          code: 'InvalidSpec',
+          message:
+            'virtualHost.options.rbac: unset while Settings rbac.requireRbac is true: ' +
+            'requests are refused (403) except on routes that set their own rbac',
+        });
+      }
       if (!opts) return;
       if (opts.jwt && opts.jwtStaged) {
         sink.problems.push({ code: 'InvalidSpec', message: 'virtualHost.options: set only one of jwt, jwtStaged (one choice in Gloo)' });
