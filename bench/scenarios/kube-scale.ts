@@ -208,7 +208,8 @@ export const kubeScale: FiguresScenario = {
     const versions = (): Map<string, string> => {
       const out = kube.kubectl([
         'get',
-        'vs',
+        // the full name: with the Gloo groups installed too, `vs` may name gateway.solo.io's (empty here)
+        'virtualservices.gateway.legate.dev',
         '-n',
         'default',
         '--no-headers',
