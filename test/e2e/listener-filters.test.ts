@@ -268,9 +268,20 @@ describe('listener filters from httpGateway.options through Envoy', () => {
 
   it('closes connections over connectionLimit, and over the networkLocalRatelimit bucket', async () => {
     await eventually('the limited listener', async () => ((await answers(limitedPort)) ? true : undefined));
-    // one connection held open: the next is closed by connection_limit
-    const held = net.connect(limitedPort, '127.0.0.1');
-    await new Promise<void>((resolve) => held.on('connect', () => resolve()));
+    // one connection held open: the next is closed by connection_limit. The probe's own connection may not be
+    // counted out yet when the held one arrives (then the held one is the one closed): hold until one stays open.
+    const hold = async (): Promise<net.Socket> => {
+      const socket = net.connect(limitedPort, '127.0.0.1');
+      let closed = false;
+      socket.on('close', () => (closed = true));
+      socket.on('error', () => undefined);
+      await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
+      await new Promise((r) => setTimeout(r, 300));
+      if (!closed) return socket;
+      socket.destroy();
+      throw new Error('closed');
+    };
+    const held = await eventually('a connection held open', async () => hold().catch(() => undefined));
     try {
       await eventually('a refused second connection', async () => ((await answers(limitedPort)) ? undefined : true));
     } finally {
