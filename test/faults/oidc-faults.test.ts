@@ -108,6 +108,16 @@ describe.skipIf(skip)('browser login: its dependencies down', () => {
   beforeAll(async () => {
     app = await startEcho('app');
     gw = await startGateway({
+      // extauth's own behaviour is what is measured: with Envoy's edge cache on, a session extauth allowed in the
+      // last minute keeps being served while Redis is down (as a cached token is while its provider is)
+      'settings.yaml': `
+apiVersion: legate.dev/v1
+kind: Settings
+metadata: { name: default, namespace: legate-system }
+spec:
+  wasmChecks:
+    bearerCheck: { enabled: true, cacheEntries: 0 }
+`,
       'app.yaml': `
 apiVersion: gloo.solo.io/v1
 kind: Upstream
