@@ -1,41 +1,13 @@
 // `legatectl create authconfig` with glooctl's flags: the AuthConfig it prints with --dry-run (steps in glooctl's
 // order: OIDC, API keys, OPA), put through the controller's own pipeline with the Secrets and ConfigMaps it names:
 // it must be Accepted. Usage mistakes are refused before anything is written. In-process, nothing reaches a server.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { exitCodeOf, legatectl } from '../../cli/ctl/main.js';
+import { ctl, inScratchDirectory } from '../support/legatectl-in-process.js';
 import { parseResources } from '../../controller/source/parse.js';
 import { validateResources } from '../../controller/validation/files.js';
 
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'legatectl-authconfig-'));
-const saved = { cwd: process.cwd(), env: { ...process.env } };
-beforeAll(() => {
-  process.chdir(cwd);
-  Object.assign(process.env, { LEGATE_STATE_DIR: '', LEGATE_CONTROLLER: '', LEGATE_BACKEND: 'file', KUBECONFIG: '/nonexistent' });
-});
-afterAll(() => {
-  process.chdir(saved.cwd);
-  process.env = saved.env;
-  fs.rmSync(cwd, { recursive: true, force: true });
-});
-
-async function ctl(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const outSpy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const errSpy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    return { status: await legatectl(args), stdout, stderr };
-  } catch (err) {
-    return { status: exitCodeOf(err), stdout, stderr: stderr + `legatectl: ${err instanceof Error ? err.message : String(err)}\n` };
-  } finally {
-    outSpy.mockRestore();
-    errSpy.mockRestore();
-  }
-}
+inScratchDirectory('legatectl-authconfig-');
 
 /** What `create secret oauth` / `create secret apikey` write, and a ConfigMap of Rego as Gloo's OPA guide has it. */
 const REFERENCED = `

@@ -2,39 +2,10 @@
 // the command, clear usage errors (exit 2) with a did-you-mean, and the completion scripts. In-process,
 // from a directory with no `legate run`, so nothing here reaches a server.
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { exitCodeOf, legatectl } from '../../cli/ctl/main.js';
+import { describe, expect, it } from 'vitest';
+import { ctl, inScratchDirectory } from '../support/legatectl-in-process.js';
 
-const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'legatectl-cli-'));
-const saved = { cwd: process.cwd(), env: { ...process.env } };
-beforeAll(() => {
-  process.chdir(cwd);
-  Object.assign(process.env, { LEGATE_STATE_DIR: '', LEGATE_CONTROLLER: '', LEGATE_BACKEND: 'file', KUBECONFIG: '/nonexistent' });
-});
-afterAll(() => {
-  process.chdir(saved.cwd);
-  process.env = saved.env;
-  fs.rmSync(cwd, { recursive: true, force: true });
-});
-
-/** Runs a command line as bin/legatectl.js would: its exit code, what it wrote, and its error line. */
-async function ctl(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const outSpy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const errSpy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    return { status: await legatectl(args), stdout, stderr };
-  } catch (err) {
-    return { status: exitCodeOf(err), stdout, stderr: stderr + `legatectl: ${err instanceof Error ? err.message : String(err)}\n` };
-  } finally {
-    outSpy.mockRestore();
-    errSpy.mockRestore();
-  }
-}
+inScratchDirectory('legatectl-cli-');
 
 describe('legatectl help', async () => {
   it("prints each command's own usage for --help, groups included", async () => {
