@@ -26,7 +26,7 @@ import {
 } from './frames.js';
 import { HpackDecoder, HpackError } from './hpack.js';
 import { limitHits, type H2Limit, type H2Limits } from './limits.js';
-import { H2ServerStream, malformedRequest } from './stream.js';
+import { H2ServerStream, RequestCheck } from './stream.js';
 import type { H2StreamHandler } from './transport.js';
 
 /** Our receive window per stream: a whole message of the unary servers' limit fits, so no stream
@@ -34,7 +34,8 @@ import type { H2StreamHandler } from './transport.js';
  * as data is consumed. */
 const STREAM_RECEIVE_WINDOW = 8 * 1024 * 1024;
 const CONNECTION_TOP_UP = 64 * 1024 * 1024;
-/** how many closed streams the connection remembers, to tell frames in flight from frames on a closed stream */
+/** how many closed streams the connection remembers, to tell frames in flight from frames on a closed stream: one
+ * slot per client stream id modulo this (a power of two), so the latest 2 x this many ids, client ids being odd */
 const CLOSED_REMEMBERED = 1024;
 
 /** How a stream that is no longer open ended (RFC 9113 5.1 closed state): which frames on it are in flight. */
@@ -64,8 +65,19 @@ export class Connection {
   private readonly streams = new Map<number, H2ServerStream>();
   /** streams answered before the client ended its request (half-closed local): they still count as open */
   private readonly answered = new Map<number, H2ServerStream>();
-  /** recently closed streams and how they closed, oldest first */
-  private readonly closedStreams = new Map<number, Closed>();
+  /** recently closed streams and how they closed: a ring by stream id (ids, and Closed per slot), allocated at the first
+   * close (a map of ids churned on every stream, and was a good part of a call's cost) */
+  private closedIds: Int32Array | undefined;
+  private closedHow: Uint8Array | undefined;
+  /** the request checks, kept by the connection (they allocate nothing per block) */
+  private readonly requestCheck = new RequestCheck();
+  /** the header block being decoded: its fields (up to the list limit) and its decoded size */
+  private blockFields: [string, string][] = [];
+  private blockListSize = 0;
+  private readonly onField = (name: string, value: string): void => {
+    this.blockListSize += name.length + value.length + 32;
+    if (this.blockListSize <= this.limits.maxHeaderListBytes) this.blockFields.push([name, value]);
+  };
   private lastStreamId = 0;
   /** a header block in progress: HEADERS without END_HEADERS, waiting for CONTINUATION */
   private headerBlock:
@@ -330,7 +342,7 @@ export class Connection {
         return;
       }
       // in flight when we reset it: dropped; otherwise the stream is closed (RFC 9113 6.1)
-      if (this.closedStreams.get(streamId) !== Closed.RESET_BY_US) this.streamError(streamId, H2Error.STREAM_CLOSED);
+      if (this.closedState(streamId) !== Closed.RESET_BY_US) this.streamError(streamId, H2Error.STREAM_CLOSED);
       else this.dropped(payload.length);
       return;
     }
@@ -396,21 +408,22 @@ export class Connection {
   private onHeaderBlock(streamId: number, block: Buffer, endStream: boolean, selfDependent: boolean): void {
     // decoded whatever becomes of the stream: the HPACK table must follow every block
     const fields: [string, string][] = [];
-    let listSize = 0;
+    this.blockFields = fields;
+    this.blockListSize = 0;
     try {
-      this.decoder.decode(block, (name, value) => {
-        listSize += name.length + value.length + 32;
-        if (listSize <= this.limits.maxHeaderListBytes) fields.push([name, value]);
-      });
+      this.decoder.decode(block, this.onField);
     } catch (err) {
       if (err instanceof HpackError) throw new ConnectionError(H2Error.COMPRESSION_ERROR, err.message);
       throw err;
     }
+    const listSize = this.blockListSize;
+    const check = this.requestCheck;
     const existing = this.streams.get(streamId);
     if (existing) {
       // trailers from the client: they must end the stream, and carry no pseudo-header
       if (existing.remoteEnded) this.resetStream(existing, H2Error.STREAM_CLOSED, true);
-      else if (!endStream || malformedRequest(fields, true) || selfDependent) this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
+      else if (!endStream || check.check(fields, true) !== undefined || selfDependent)
+        this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
       else if (existing.contentLength !== undefined && existing.bodyBytes !== existing.contentLength)
         this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
       else this.remoteEnd(existing);
@@ -418,13 +431,13 @@ export class Connection {
     }
     const answered = this.answered.get(streamId);
     if (answered) {
-      const bad = !endStream || malformedRequest(fields, true) !== undefined || selfDependent;
+      const bad = !endStream || check.check(fields, true) !== undefined || selfDependent;
       this.closeAnswered(answered, bad ? Closed.RESET_BY_US : Closed.ENDED, bad ? H2Error.PROTOCOL_ERROR : undefined);
       return;
     }
     if (streamId % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'a client stream with an even id');
     if (streamId <= this.lastStreamId) {
-      const how = this.closedStreams.get(streamId);
+      const how = this.closedState(streamId);
       if (how === Closed.RESET_BY_US) return; // in flight when we reset it
       if (how === Closed.RESET_BY_PEER) return this.streamError(streamId, H2Error.STREAM_CLOSED);
       if (how === Closed.ENDED) throw new ConnectionError(H2Error.STREAM_CLOSED, 'HEADERS on a closed stream');
@@ -436,13 +449,13 @@ export class Connection {
       limitHits.header_list++;
       return this.streamError(streamId, H2Error.REFUSED_STREAM);
     }
-    if (selfDependent || malformedRequest(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
+    if (selfDependent || check.check(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
     if (this.streams.size + this.answered.size >= this.maxStreams) {
       limitHits.concurrent_streams++;
       return this.streamError(streamId, H2Error.REFUSED_STREAM);
     }
     const stream = new H2ServerStream(streamId, fields, this, this.peerInitialWindow);
-    const cl = stream.header('content-length');
+    const cl = check.contentLength;
     if (cl !== undefined) stream.contentLength = Number(cl);
     if (endStream && stream.contentLength !== undefined && stream.contentLength !== 0)
       return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
@@ -657,7 +670,7 @@ export class Connection {
     this.heldBody -= stream.held;
     stream.held = 0;
     this.streams.delete(stream.id);
-    this.blocked.delete(stream);
+    if (stream.pending) this.blocked.delete(stream);
     // answered before the client finished its request: half-closed (local) until its END_STREAM or a reset
     // (RFC 9113 8.1: we could ask it to stop with RST_STREAM NO_ERROR, but then could not tell its frames in
     // flight from frames on a closed stream); it still counts against the concurrent streams
@@ -693,10 +706,16 @@ export class Connection {
   }
 
   private rememberClosed(streamId: number, how: Closed): void {
-    const closed = this.closedStreams;
-    closed.delete(streamId);
-    closed.set(streamId, how);
-    if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.keys().next().value!);
+    const slot = (streamId >>> 1) & (CLOSED_REMEMBERED - 1);
+    const ids = (this.closedIds ??= new Int32Array(CLOSED_REMEMBERED));
+    (this.closedHow ??= new Uint8Array(CLOSED_REMEMBERED))[slot] = how;
+    ids[slot] = streamId;
+  }
+
+  /** How a recently closed stream closed; undefined: not one (never opened, or forgotten). */
+  private closedState(streamId: number): Closed | undefined {
+    const slot = (streamId >>> 1) & (CLOSED_REMEMBERED - 1);
+    return this.closedIds?.[slot] === streamId ? (this.closedHow![slot] as Closed) : undefined;
   }
 
   private resetId(streamId: number, code: number): void {

@@ -2,35 +2,106 @@
 // that run before the owner sees a stream.
 import { headerBlock, type H2Stream, type H2StreamHandler, type HeaderList } from './transport.js';
 
-/** the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it) */
-const REQUEST_PSEUDO = new Set([':method', ':scheme', ':path', ':authority']);
-/** connection-specific fields, malformed in HTTP/2 (RFC 9113 8.2.2) */
-const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+// the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it), one bit each
+const METHOD = 1;
+const SCHEME = 2;
+const PATH = 4;
+const AUTHORITY = 8;
+
+function pseudoBit(name: string): number {
+  switch (name) {
+    case ':method':
+      return METHOD;
+    case ':scheme':
+      return SCHEME;
+    case ':path':
+      return PATH;
+    case ':authority':
+      return AUTHORITY;
+    default:
+      return 0;
+  }
+}
+
+/** a connection-specific field, malformed in HTTP/2 (RFC 9113 8.2.2) */
+function connectionSpecific(name: string): boolean {
+  switch (name) {
+    case 'connection':
+    case 'keep-alive':
+    case 'proxy-connection':
+    case 'transfer-encoding':
+    case 'upgrade':
+      return true;
+    default:
+      return false;
+  }
+}
+
+function hasUppercase(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 65 && c <= 90) return true;
+  }
+  return false;
+}
+
+function digits(value: string): boolean {
+  if (value.length === 0) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/** The RFC 9113 checks of a request's header list (8.1.1, 8.2, 8.3). Run once per header block, so it allocates nothing
+ * (no Set, no regular expression): a connection keeps one and reads `contentLength` after a valid check. */
+export class RequestCheck {
+  /** the content-length field's value (digits) of the last list checked, if it had one */
+  contentLength: string | undefined;
+
+  /** Why a request header list (trailers: a trailer list) is malformed, or undefined. */
+  check(fields: readonly (readonly [string, string])[], trailers: boolean): string | undefined {
+    let regular = false;
+    let seen = 0;
+    let emptyPath = false;
+    this.contentLength = undefined;
+    for (let i = 0; i < fields.length; i++) {
+      const [name, value] = fields[i]!;
+      if (name.length === 0) return 'an empty field name';
+      if (hasUppercase(name)) return `an uppercase field name (${name})`;
+      if (name.charCodeAt(0) === 58 /* : */) {
+        if (trailers) return `a pseudo-header in trailers (${name})`;
+        if (regular) return `a pseudo-header after a regular field (${name})`;
+        const bit = pseudoBit(name);
+        if (bit === 0) return `pseudo-header ${name} is not a request's`;
+        if (seen & bit) return `a duplicate ${name}`;
+        seen |= bit;
+        if (bit === PATH && value === '') emptyPath = true;
+        continue;
+      }
+      regular = true;
+      if (connectionSpecific(name)) return `a connection-specific field (${name})`;
+      if (name === 'te' && value !== 'trailers') return 'te other than trailers';
+      if (name === 'content-length') {
+        if (!digits(value)) return 'a content-length that is not a number';
+        this.contentLength ??= value;
+      }
+    }
+    if (trailers) return undefined;
+    if (!(seen & METHOD)) return 'no :method';
+    if (!(seen & SCHEME)) return 'no :scheme';
+    if (!(seen & PATH)) return 'no :path';
+    if (emptyPath) return 'an empty :path';
+    return undefined;
+  }
+}
+
+const shared = new RequestCheck();
 
 /** Why a request header block is malformed (RFC 9113 8.1.1, 8.2, 8.3), or undefined. */
-export function malformedRequest(fields: [string, string][], trailers: boolean): string | undefined {
-  let regular = false;
-  const seen = new Set<string>();
-  for (const [name, value] of fields) {
-    if (name.length === 0) return 'an empty field name';
-    if (/[A-Z]/.test(name)) return `an uppercase field name (${name})`;
-    if (name.startsWith(':')) {
-      if (trailers) return `a pseudo-header in trailers (${name})`;
-      if (regular) return `a pseudo-header after a regular field (${name})`;
-      if (!REQUEST_PSEUDO.has(name)) return `pseudo-header ${name} is not a request's`;
-      if (seen.has(name)) return `a duplicate ${name}`;
-      seen.add(name);
-      continue;
-    }
-    regular = true;
-    if (CONNECTION_SPECIFIC.has(name)) return `a connection-specific field (${name})`;
-    if (name === 'te' && value !== 'trailers') return 'te other than trailers';
-    if (name === 'content-length' && !/^[0-9]+$/.test(value)) return 'a content-length that is not a number';
-  }
-  if (trailers) return undefined;
-  for (const required of [':method', ':scheme', ':path']) if (!seen.has(required)) return `no ${required}`;
-  for (const [name, value] of fields) if (name === ':path' && value === '') return 'an empty :path';
-  return undefined;
+export function malformedRequest(fields: readonly (readonly [string, string])[], trailers: boolean): string | undefined {
+  return shared.check(fields, trailers);
 }
 
 /** What a stream sends through: its connection. */

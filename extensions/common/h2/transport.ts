@@ -79,16 +79,17 @@ export interface H2TlsFiles {
   reloadIntervalMs?: number;
 }
 
-const encoded = new WeakMap<HeaderList, Buffer>();
+/** where staticHeaders keeps a list's HPACK block: a property of the list itself (a WeakMap lookup per answer cost more) */
+const HPACK = Symbol('hpack');
+type EncodedList = HeaderList & { [HPACK]?: Buffer };
 
 /** A header list sent often (response headers, OK trailers): Legate's server encodes it once. */
 export function staticHeaders(list: HeaderList): HeaderList {
-  Object.freeze(list);
-  encoded.set(list, encodeHeaders(list));
-  return list;
+  Object.defineProperty(list, HPACK, { value: encodeHeaders(list) });
+  return Object.freeze(list);
 }
 
 /** The HPACK block of a header list (cached for staticHeaders' lists). */
 export function headerBlock(list: HeaderList): Buffer {
-  return encoded.get(list) ?? encodeHeaders(list);
+  return (list as EncodedList)[HPACK] ?? encodeHeaders(list);
 }
