@@ -128,6 +128,8 @@ bench-micro: setup
 	node --import tsx bench/micro/extauth.ts
 	node --import tsx bench/micro/graphql-engine.ts
 	node --import tsx bench/micro/graphql-extproc.ts
+	node --import tsx bench/micro/h2-calls.ts --service ratelimit
+	node --import tsx bench/micro/h2-calls.ts --service echo
 
 clean:
 	rm -rf dist .legate

@@ -74,9 +74,10 @@ export class Connection {
   /** the header block being decoded: its fields (up to the list limit) and its decoded size */
   private blockFields: [string, string][] = [];
   private blockListSize = 0;
-  private readonly onField = (name: string, value: string): void => {
+  private readonly onField = (name: string, value: string, kind: number): void => {
     this.blockListSize += name.length + value.length + 32;
     if (this.blockListSize <= this.limits.maxHeaderListBytes) this.blockFields.push([name, value]);
+    this.requestCheck.field(name, value, kind);
   };
   private lastStreamId = 0;
   /** a header block in progress: HEADERS without END_HEADERS, waiting for CONTINUATION */
@@ -410,6 +411,7 @@ export class Connection {
     const fields: [string, string][] = [];
     this.blockFields = fields;
     this.blockListSize = 0;
+    this.requestCheck.begin();
     try {
       this.decoder.decode(block, this.onField);
     } catch (err) {
@@ -422,8 +424,7 @@ export class Connection {
     if (existing) {
       // trailers from the client: they must end the stream, and carry no pseudo-header
       if (existing.remoteEnded) this.resetStream(existing, H2Error.STREAM_CLOSED, true);
-      else if (!endStream || check.check(fields, true) !== undefined || selfDependent)
-        this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
+      else if (!endStream || check.end(true) !== undefined || selfDependent) this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
       else if (existing.contentLength !== undefined && existing.bodyBytes !== existing.contentLength)
         this.resetStream(existing, H2Error.PROTOCOL_ERROR, true);
       else this.remoteEnd(existing);
@@ -431,7 +432,7 @@ export class Connection {
     }
     const answered = this.answered.get(streamId);
     if (answered) {
-      const bad = !endStream || check.check(fields, true) !== undefined || selfDependent;
+      const bad = !endStream || check.end(true) !== undefined || selfDependent;
       this.closeAnswered(answered, bad ? Closed.RESET_BY_US : Closed.ENDED, bad ? H2Error.PROTOCOL_ERROR : undefined);
       return;
     }
@@ -449,7 +450,7 @@ export class Connection {
       limitHits.header_list++;
       return this.streamError(streamId, H2Error.REFUSED_STREAM);
     }
-    if (selfDependent || check.check(fields, false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
+    if (selfDependent || check.end(false) !== undefined) return this.streamError(streamId, H2Error.PROTOCOL_ERROR);
     if (this.streams.size + this.answered.size >= this.maxStreams) {
       limitHits.concurrent_streams++;
       return this.streamError(streamId, H2Error.REFUSED_STREAM);

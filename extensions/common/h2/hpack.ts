@@ -2,6 +2,8 @@
 // blocks (static and dynamic tables, Huffman) and an encoder for our own headers that uses neither the
 // dynamic table nor Huffman, so what we send never depends on, or changes, any compression state.
 
+import { nameKind } from './fields.js';
+
 /** Any decoding failure; the caller answers with a connection error of type COMPRESSION_ERROR. */
 export class HpackError extends Error {}
 
@@ -41,6 +43,8 @@ export const STATIC_TABLE: readonly (readonly [string, string])[] = [
 const STATIC_COUNT = STATIC_TABLE.length; // 61
 // 1-based like HPACK indexes, so a lookup is one array read
 const STATIC_NAME: readonly string[] = ['', ...STATIC_TABLE.map((e) => e[0])];
+/** each static name's kind to the request checks (fields.ts) */
+const STATIC_KIND = Uint8Array.from(STATIC_NAME, (name) => nameKind(name));
 const STATIC_VALUE: readonly string[] = ['', ...STATIC_TABLE.map((e) => e[1])];
 
 // ---------------------------------------------------------------------------------------------------
@@ -177,6 +181,10 @@ export class HpackDecoder {
   // dynamic table: a ring of names and values, `newest` the slot of index 62
   private names: string[] = new Array<string>(16).fill('');
   private values: string[] = new Array<string>(16).fill('');
+  /** each entry's name kind (fields.ts), decided when it was inserted */
+  private kinds = new Uint8Array(16);
+  /** the kind of the name literalName() last returned */
+  private literalKind = 0;
   private newest = 0;
   private count = 0;
   private size = 0;
@@ -217,14 +225,15 @@ export class HpackDecoder {
 
   /**
    * Decodes one complete header block (HEADERS + CONTINUATION payloads already joined, padding and
-   * priority already removed). Calls onHeader(name, value) for each field in order. Throws HpackError.
+   * priority already removed). Calls onHeader(name, value, kind) for each field in order (kind: the name's to the
+   * request checks, fields.ts). Throws HpackError.
    * Names and values are latin1 strings (HTTP/2 header bytes).
    *
    * Every block must be decoded to its end, even for a stream about to be refused, or the dynamic table
    * falls out of step with the peer's; so onHeader should not throw. After an HpackError the decoder's
    * state is unspecified (the connection is over).
    */
-  decode(block: Buffer, onHeader: (name: string, value: string) => void): void {
+  decode(block: Buffer, onHeader: (name: string, value: string, kind: number) => void): void {
     this.buf = block;
     this.pos = 0;
     const end = block.length;
@@ -234,6 +243,7 @@ export class HpackDecoder {
       const b = block[this.pos]!;
       let name: string;
       let value: string;
+      let kind: number;
       if (b >= 0x80) {
         // 6.1 indexed field: 1xxxxxxx
         const index = this.integer(0x7f);
@@ -241,16 +251,19 @@ export class HpackDecoder {
           if (index === 0) throw new HpackError('HPACK: index 0');
           name = STATIC_NAME[index]!;
           value = STATIC_VALUE[index]!;
+          kind = STATIC_KIND[index]!;
         } else {
           const slot = this.dynamicSlot(index);
           name = this.names[slot]!;
           value = this.values[slot]!;
+          kind = this.kinds[slot]!;
         }
       } else if (b >= 0x40) {
         // 6.2.1 literal with incremental indexing: 01xxxxxx
         name = this.literalName(0x3f);
+        kind = this.literalKind;
         value = this.string();
-        this.insert(name, value);
+        this.insert(name, value, kind);
       } else if (b >= 0x20) {
         // 6.3 dynamic table size update: 001xxxxx, only before the block's first field (4.2)
         if (fields !== 0) throw new HpackError('HPACK: dynamic table size update after a header field');
@@ -263,12 +276,13 @@ export class HpackDecoder {
         // 6.2.2 without indexing 0000xxxx, 6.2.3 never indexed 0001xxxx: the same to a decoder that
         // does not re-encode
         name = this.literalName(0x0f);
+        kind = this.literalKind;
         value = this.string();
       }
       fields++;
       listSize += name.length + value.length + ENTRY_OVERHEAD;
       if (listSize > this.maxHeaderListSize) throw new HpackError(`HPACK: header list larger than ${this.maxHeaderListSize} bytes`);
-      onHeader(name, value);
+      onHeader(name, value, kind);
     }
     this.buf = EMPTY; // keep no reference to the caller's (socket's) bytes
   }
@@ -292,12 +306,21 @@ export class HpackDecoder {
     throw new HpackError('HPACK: integer overflow');
   }
 
-  /** Name of a literal field: an index into the tables, or 0 then a string literal. */
+  /** Name of a literal field: an index into the tables, or 0 then a string literal; its kind in literalKind. */
   private literalName(mask: number): string {
     const index = this.integer(mask);
-    if (index === 0) return this.string();
-    if (index <= STATIC_COUNT) return STATIC_NAME[index]!;
-    return this.names[this.dynamicSlot(index)]!;
+    if (index === 0) {
+      const name = this.string();
+      this.literalKind = nameKind(name);
+      return name;
+    }
+    if (index <= STATIC_COUNT) {
+      this.literalKind = STATIC_KIND[index]!;
+      return STATIC_NAME[index]!;
+    }
+    const slot = this.dynamicSlot(index);
+    this.literalKind = this.kinds[slot]!;
+    return this.names[slot]!;
   }
 
   /** Ring slot of dynamic table entry `index` (62 = newest). */
@@ -343,7 +366,7 @@ export class HpackDecoder {
   }
 
   /** 4.4: adds an entry, evicting the oldest ones to make room; one larger than the table empties it. */
-  private insert(name: string, value: string): void {
+  private insert(name: string, value: string, kind: number): void {
     const entrySize = name.length + value.length + ENTRY_OVERHEAD;
     if (entrySize > this.capacity) {
       this.evict(this.capacity + 1); // everything
@@ -354,6 +377,7 @@ export class HpackDecoder {
     const slot = (this.newest + 1) & (this.names.length - 1);
     this.names[slot] = name;
     this.values[slot] = value;
+    this.kinds[slot] = kind;
     this.newest = slot;
     this.count++;
     this.size += entrySize;
@@ -376,13 +400,16 @@ export class HpackDecoder {
     const len = this.names.length;
     const names = new Array<string>(len * 2).fill('');
     const values = new Array<string>(len * 2).fill('');
+    const kinds = new Uint8Array(len * 2);
     for (let i = 0; i < this.count; i++) {
       const slot = (this.newest - this.count + 1 + i) & (len - 1);
       names[i] = this.names[slot]!;
       values[i] = this.values[slot]!;
+      kinds[i] = this.kinds[slot]!;
     }
     this.names = names;
     this.values = values;
+    this.kinds = kinds;
     this.newest = this.count - 1;
   }
 }

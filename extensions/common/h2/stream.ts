@@ -1,49 +1,19 @@
 // A server-side HTTP/2 stream as its owner (the gRPC layer) uses it, and the RFC 9113 request checks
 // that run before the owner sees a stream.
+import {
+  KIND_CONNECTION_SPECIFIC,
+  KIND_CONTENT_LENGTH,
+  KIND_EMPTY,
+  KIND_METHOD,
+  KIND_OTHER_PSEUDO,
+  KIND_PATH,
+  KIND_REGULAR,
+  KIND_SCHEME,
+  KIND_TE,
+  KIND_UPPERCASE,
+  nameKind,
+} from './fields.js';
 import { headerBlock, type H2Stream, type H2StreamHandler, type HeaderList } from './transport.js';
-
-// the request pseudo-headers (RFC 9113 8.3.1; no extended CONNECT: we do not advertise it), one bit each
-const METHOD = 1;
-const SCHEME = 2;
-const PATH = 4;
-const AUTHORITY = 8;
-
-function pseudoBit(name: string): number {
-  switch (name) {
-    case ':method':
-      return METHOD;
-    case ':scheme':
-      return SCHEME;
-    case ':path':
-      return PATH;
-    case ':authority':
-      return AUTHORITY;
-    default:
-      return 0;
-  }
-}
-
-/** a connection-specific field, malformed in HTTP/2 (RFC 9113 8.2.2) */
-function connectionSpecific(name: string): boolean {
-  switch (name) {
-    case 'connection':
-    case 'keep-alive':
-    case 'proxy-connection':
-    case 'transfer-encoding':
-    case 'upgrade':
-      return true;
-    default:
-      return false;
-  }
-}
-
-function hasUppercase(name: string): boolean {
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if (c >= 65 && c <= 90) return true;
-  }
-  return false;
-}
 
 function digits(value: string): boolean {
   if (value.length === 0) return false;
@@ -54,54 +24,78 @@ function digits(value: string): boolean {
   return true;
 }
 
-/** The RFC 9113 checks of a request's header list (8.1.1, 8.2, 8.3). Run once per header block, so it allocates nothing
- * (no Set, no regular expression): a connection keeps one and reads `contentLength` after a valid check. */
+/** The RFC 9113 checks of a header list (8.1.1, 8.2, 8.3), field by field as the HPACK decoder yields them with their
+ * name's kind (fields.ts): nothing allocated, no name read again. begin(), field() for each, then end(). */
 export class RequestCheck {
-  /** the content-length field's value (digits) of the last list checked, if it had one */
+  /** the content-length field's value (digits) of the list, if it had one */
   contentLength: string | undefined;
+  /** pseudo-headers seen (KIND_ bits) */
+  private seen = 0;
+  private regular = false;
+  /** the first pseudo-header, for a trailer list (which may have none) */
+  private pseudo: string | undefined;
+  /** the first problem of a request's pseudo-headers */
+  private badPseudo: string | undefined;
+  /** the first problem of any other field */
+  private bad: string | undefined;
+  private emptyPath = false;
 
-  /** Why a request header list (trailers: a trailer list) is malformed, or undefined. */
-  check(fields: readonly (readonly [string, string])[], trailers: boolean): string | undefined {
-    let regular = false;
-    let seen = 0;
-    let emptyPath = false;
+  begin(): void {
     this.contentLength = undefined;
-    for (let i = 0; i < fields.length; i++) {
-      const [name, value] = fields[i]!;
-      if (name.length === 0) return 'an empty field name';
-      if (hasUppercase(name)) return `an uppercase field name (${name})`;
-      if (name.charCodeAt(0) === 58 /* : */) {
-        if (trailers) return `a pseudo-header in trailers (${name})`;
-        if (regular) return `a pseudo-header after a regular field (${name})`;
-        const bit = pseudoBit(name);
-        if (bit === 0) return `pseudo-header ${name} is not a request's`;
-        if (seen & bit) return `a duplicate ${name}`;
-        seen |= bit;
-        if (bit === PATH && value === '') emptyPath = true;
-        continue;
+    this.seen = 0;
+    this.regular = false;
+    this.pseudo = undefined;
+    this.badPseudo = undefined;
+    this.bad = undefined;
+    this.emptyPath = false;
+  }
+
+  field(name: string, value: string, kind: number): void {
+    if (kind < KIND_REGULAR) {
+      // a pseudo-header
+      this.pseudo ??= name;
+      if (this.badPseudo !== undefined) return;
+      if (this.regular) this.badPseudo = `a pseudo-header after a regular field (${name})`;
+      else if (kind === KIND_OTHER_PSEUDO) this.badPseudo = `pseudo-header ${name} is not a request's`;
+      else if (this.seen & kind) this.badPseudo = `a duplicate ${name}`;
+      else {
+        this.seen |= kind;
+        if (kind === KIND_PATH && value === '') this.emptyPath = true;
       }
-      regular = true;
-      if (connectionSpecific(name)) return `a connection-specific field (${name})`;
-      if (name === 'te' && value !== 'trailers') return 'te other than trailers';
-      if (name === 'content-length') {
-        if (!digits(value)) return 'a content-length that is not a number';
-        this.contentLength ??= value;
-      }
+      return;
     }
-    if (trailers) return undefined;
-    if (!(seen & METHOD)) return 'no :method';
-    if (!(seen & SCHEME)) return 'no :scheme';
-    if (!(seen & PATH)) return 'no :path';
-    if (emptyPath) return 'an empty :path';
+    this.regular = true;
+    if (kind === KIND_REGULAR || this.bad !== undefined) return;
+    if (kind === KIND_EMPTY) this.bad = 'an empty field name';
+    else if (kind === KIND_UPPERCASE) this.bad = `an uppercase field name (${name})`;
+    else if (kind === KIND_CONNECTION_SPECIFIC) this.bad = `a connection-specific field (${name})`;
+    else if (kind === KIND_TE) {
+      if (value !== 'trailers') this.bad = 'te other than trailers';
+    } else if (kind === KIND_CONTENT_LENGTH) {
+      if (!digits(value)) this.bad = 'a content-length that is not a number';
+      else this.contentLength ??= value;
+    }
+  }
+
+  /** Why the list is malformed as a request's (trailers: as a trailer list), or undefined. */
+  end(trailers: boolean): string | undefined {
+    if (this.bad !== undefined) return this.bad;
+    if (trailers) return this.pseudo === undefined ? undefined : `a pseudo-header in trailers (${this.pseudo})`;
+    if (this.badPseudo !== undefined) return this.badPseudo;
+    if (!(this.seen & KIND_METHOD)) return 'no :method';
+    if (!(this.seen & KIND_SCHEME)) return 'no :scheme';
+    if (!(this.seen & KIND_PATH)) return 'no :path';
+    if (this.emptyPath) return 'an empty :path';
     return undefined;
   }
 }
 
-const shared = new RequestCheck();
-
-/** Why a request header block is malformed (RFC 9113 8.1.1, 8.2, 8.3), or undefined. */
+/** Why a request header list (trailers: a trailer list) is malformed (RFC 9113 8.1.1, 8.2, 8.3), or undefined. */
 export function malformedRequest(fields: readonly (readonly [string, string])[], trailers: boolean): string | undefined {
-  return shared.check(fields, trailers);
+  const check = new RequestCheck();
+  check.begin();
+  for (const [name, value] of fields) check.field(name, value, nameKind(name));
+  return check.end(trailers);
 }
 
 /** What a stream sends through: its connection. */
