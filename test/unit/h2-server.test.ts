@@ -295,6 +295,23 @@ describe('h2 server (Legate) over raw frames', () => {
     ]);
   });
 
+  it('checks a name taken from the HPACK dynamic table as it checked the literal (its kind kept with the entry)', async () => {
+    // literal with incremental indexing, new name: the field goes into the dynamic table (newest at index 62)
+    const indexed = (n: string, v: string): Buffer =>
+      Buffer.concat([Buffer.from([0x40, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v)]);
+    const base = request('/echo');
+    const errors = await errorsFor([
+      frame(1, 0x5, 1, Buffer.concat([base, indexed('X-Upper', '1')])),
+      frame(1, 0x5, 3, Buffer.concat([base, Buffer.from([0xbe])])), // 62: X-Upper
+      frame(1, 0x5, 5, Buffer.concat([base, indexed('connection', 'close')])),
+      frame(1, 0x5, 7, Buffer.concat([base, Buffer.from([0xbe])])), // 62: connection, 63: X-Upper
+      frame(1, 0x5, 9, Buffer.concat([base, Buffer.from([0xbf])])),
+      frame(1, 0x5, 11, Buffer.concat([base, Buffer.from([0x0f, 0x2f, 1, 0x32])])), // literal value, name 62 (connection)
+      frame(1, 0x5, 13, request('/refuse')),
+    ]);
+    expect(errors).toEqual([1, 3, 5, 7, 9, 11].map((id) => [3, id, 1]));
+  });
+
   it('refuses a header list over 64 KiB per stream (REFUSED_STREAM), the connection goes on', async () => {
     const big = request('/echo', [['x-big', 'a'.repeat(70_000)]]);
     const parts = [0, 16_000, 32_000, 48_000, 64_000].map((o) => big.subarray(o, o + 16_000));
