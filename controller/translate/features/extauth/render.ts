@@ -273,6 +273,7 @@ function extraHeaders(proxy: ProxyIR): string[] | '*' {
     if (auth.allHeaders) return '*';
     for (const h of auth.headers ?? []) names.add(h);
   }
+  names.delete('authorization');
   return [...names].sort();
 }
 
