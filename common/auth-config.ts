@@ -163,6 +163,8 @@ export const OpaStepSchema = z.object({
   fastInputConversion: z.boolean().default(false),
   /** options.returnDecisionReason: refused by the controller, so always false */
   returnDecisionReason: z.boolean().default(false),
+  /** the request headers the policy reads (lower-case), as the controller's analysis of the Rego found; absent: any */
+  headers: z.array(z.string()).optional(),
 });
 
 /** opaServerAuth: POST the input to `<url>/v1/data/<package path>/<rule>`; allowed when the result is true. */
@@ -393,8 +395,9 @@ export const STEP_READS: { readonly [K in AuthStepConfig['type']]: (step: Extrac
   // Gloo's extended basicAuth also reads Proxy-Authorization
   'basic-auth': () => ({ bearer: false, headers: ['proxy-authorization'] }),
   ldap: () => ({ bearer: false, headers: [] }),
-  // policies and the user's own servers may read any header; HMAC signs chosen ones
-  opa: () => ({ bearer: false, headers: '*' }),
+  // policies and the user's own servers may read any header (an opaAuth policy's reads, when the controller found
+  // them, are listed); HMAC signs chosen ones
+  opa: (s) => ({ bearer: false, headers: s.headers ?? '*' }),
   'opa-server': () => ({ bearer: false, headers: '*' }),
   'passthrough-grpc': () => ({ bearer: false, headers: '*' }),
   'passthrough-http': () => ({ bearer: false, headers: '*' }),

@@ -18,6 +18,10 @@ export function opaQueryModule(query: string, v1: boolean, strict: boolean): str
 
 /**
  * Compiles opaAuth Rego (the modules by file name, and the query) as extauth does: opa's error (its first lines),
- * or undefined when it compiles. The controller hands translation this (impure, cached) check.
+ * or, when it compiles, the request headers the policy reads (lower-case, sorted; '*' when it may read any). The
+ * controller hands translation this (impure, cached) check.
  */
-export type RegoCheck = (modules: Readonly<Record<string, string>>, query: string) => string | undefined;
+export type RegoCheck = (
+  modules: Readonly<Record<string, string>>,
+  query: string,
+) => { error: string } | { headers: readonly string[] | '*' };

@@ -4,6 +4,7 @@
 // that does not compile is then a status reason on the AuthConfig instead of a config extauth denies every
 // request of. Translation is pure; the controller hands it this check. Results are kept by content (a policy is
 // checked once); without an `opa` binary nothing is checked (undefined), and extauth's log says why it denies.
+// A policy that compiles is parsed too (`opa parse`), to find the request headers it reads (controller/rego-reads.ts).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -11,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../common/log.js';
 import { opaQueryModule, type RegoCheck } from '../common/opa-query.js';
+import { regoHeaderReads, type RegoHeaderReads } from './rego-reads.js';
 
 /** Policies remembered at most (the least recently asked is forgotten first). */
 const MAX_KNOWN = 256;
@@ -24,13 +26,13 @@ export function regoChecker(log: Logger, bin = process.env['LEGATE_OPA'] || 'opa
     log.warn('no opa binary: opaAuth policies are not checked before extauth compiles them', { opa: bin });
     return undefined;
   }
-  const known = new Map<string, string | undefined>();
+  const known = new Map<string, ReturnType<RegoCheck>>();
   return (modules, query) => {
     const key = createHash('sha256')
       .update(JSON.stringify([modules, query]))
       .digest('hex');
     if (known.has(key)) {
-      const hit = known.get(key);
+      const hit = known.get(key)!;
       known.delete(key);
       known.set(key, hit);
       return hit;
@@ -42,7 +44,7 @@ export function regoChecker(log: Logger, bin = process.env['LEGATE_OPA'] || 'opa
   };
 }
 
-function check(bin: string, modules: Readonly<Record<string, string>>, query: string): string | undefined {
+function check(bin: string, modules: Readonly<Record<string, string>>, query: string): ReturnType<RegoCheck> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'legate-rego-'));
   try {
     const names = Object.values(modules).map((text, i) => {
@@ -62,7 +64,7 @@ function check(bin: string, modules: Readonly<Record<string, string>>, query: st
             stdio: 'pipe',
             timeout: CHECK_TIMEOUT_MS,
           });
-          return undefined;
+          return { headers: headerReads(bin, v1, [...names, 'query.rego'], dir) };
         } catch (err) {
           const e = err as { stdout?: Buffer; stderr?: Buffer; message: string };
           const text = `${e.stderr?.toString() ?? ''}${e.stdout?.toString() ?? ''}`.trim() || e.message;
@@ -76,8 +78,28 @@ function check(bin: string, modules: Readonly<Record<string, string>>, query: st
             .join(' | ');
         }
       }
-    return first;
+    return { error: first ?? 'opa check failed' };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The headers the compiled files read; '*' (every header, as without the analysis) when opa cannot parse them. */
+function headerReads(bin: string, v1: boolean, files: readonly string[], cwd: string): RegoHeaderReads {
+  try {
+    const asts = files.map(
+      (f) =>
+        JSON.parse(
+          execFileSync(bin, ['parse', '--format', 'json', '--json-include', '-comments', ...(v1 ? [] : ['--v0-compatible']), f], {
+            cwd,
+            stdio: ['ignore', 'pipe', 'pipe'],
+            timeout: CHECK_TIMEOUT_MS,
+            maxBuffer: 64 << 20,
+          }).toString(),
+        ) as unknown,
+    );
+    return regoHeaderReads(asts);
+  } catch {
+    return '*';
   }
 }

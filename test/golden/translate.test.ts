@@ -8,6 +8,7 @@ import { runPipeline, type PipelineOutput } from '../../controller/pipeline.js';
 import { parseResources } from '../../controller/source/parse.js';
 import type { LegateResource } from '../../controller/api/resources.js';
 import type { VirtualHostIR } from '../../controller/translate/ir.js';
+import type { RegoCheck } from '../../common/opa-query.js';
 import { DEFAULT_RENDER_OPTIONS, type RenderOptions } from '../../controller/translate/render.js';
 import { expectGolden, expectRoundTrip } from './golden.js';
 
@@ -15,9 +16,17 @@ const GOLDEN_MODULES: Record<string, string> = {
   '/opt/wasm/add-header.wasm': '09d6004bcdbd28d02daf65bbf94b83b305799ba175ce56927c3e0a72d9266505',
 };
 
+// the controller's opa check and Rego analysis (test/unit/extauth-rego-*.test.ts run the real one), by query: other
+// policies compile and may read any header
+const GOLDEN_REGO: Record<string, ReturnType<RegoCheck>> = {
+  'data.golden_team.allow == true': { headers: ['x-team'] },
+  'data.golden_broken.allow == true': { error: '1 error occurred: team/policy.rego:3: rego_parse_error: unexpected { token' },
+};
+
 // a fixed edge-cache secret (the controller generates one at start), so the wiring shows in the goldens
 const RENDER: RenderOptions = {
   ...DEFAULT_RENDER_OPTIONS,
+  regoCheck: (_modules, query) => GOLDEN_REGO[query] ?? { headers: '*' },
   wasm: {
     ...DEFAULT_RENDER_OPTIONS.wasm,
     bearerCheck: { ...DEFAULT_RENDER_OPTIONS.wasm.bearerCheck, verifiedValue: 'golden-verified-value-0123456789' },

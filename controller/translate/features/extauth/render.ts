@@ -273,6 +273,7 @@ function extraHeaders(proxy: ProxyIR): string[] | '*' {
     if (auth.allHeaders) return '*';
     for (const h of auth.headers ?? []) names.add(h);
   }
+  names.delete('authorization');
   return [...names].sort();
 }
 
@@ -344,6 +345,9 @@ export function extauthRender(
           // headers halves what Envoy encodes and the service decodes per check; another server gets them all
           ...(o.server ? {} : allowedHeaders(proxy)),
           ...metadataNamespaces(proxy),
+          // Legate's service: decisions are counted on the filter (http.<prefix>.ext_authz.*) and by the service;
+          // charging them to each route's upstream cluster too costs Envoy CPU on every check
+          ...(o.server ? {} : { charge_cluster_response_stats: false }),
         }),
       };
       // off where no virtual host or route config turns it on: a listener update (the filter added or removed)

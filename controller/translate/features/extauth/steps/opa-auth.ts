@@ -11,10 +11,11 @@ export function resolveOpaAuth(raw: unknown, ctx: StepResolveContext): AuthStepC
   const step = { ...out, ...ctx.named };
   if (!checkStep(step, where, ctx.problems)) return undefined;
   // what extauth would refuse (and then deny every request with) is a reason on the AuthConfig instead
-  const error = ctx.regoCheck?.(step.modules, step.query);
-  if (error !== undefined) {
-    ctx.problems.push({ code: 'InvalidSpec', message: `${where}: the Rego does not compile: ${error}` });
+  const checked = ctx.regoCheck?.(step.modules, step.query);
+  if (checked && 'error' in checked) {
+    ctx.problems.push({ code: 'InvalidSpec', message: `${where}: the Rego does not compile: ${checked.error}` });
     return undefined;
   }
-  return step;
+  // Envoy then sends extauth only these headers (unchecked, or read dynamically: all of them)
+  return checked && checked.headers !== '*' ? { ...step, headers: [...checked.headers] } : step;
 }
