@@ -434,9 +434,9 @@ function acceptRouteTables(tables: RouteTables, reports: readonly Report[], acce
       .map((r) => keyOf({ kind: 'RouteTable', metadata: r.resource })),
   );
   for (const rt of tables.index.ordered) {
-    const key = keyOf(rt);
+    const { key: name, resource: key } = tables.keysOf(rt);
     const last = tables.lastAccepted.get(key);
-    const served = tables.served.get(nsName(rt.metadata.namespace, rt.metadata.name));
+    const served = tables.served.get(name);
     if (!failed.has(key) && served) accepted.set(key, served);
     else if (last) accepted.set(key, last);
   }

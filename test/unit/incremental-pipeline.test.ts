@@ -239,6 +239,7 @@ describe('incremental translation with delegation', () => {
     const toUpstream = (up: string) => `
     - matchers: [{ prefix: /ref/up }]
       routeAction: { single: { upstream: { name: ${up}, namespace: legate-system } } }`;
+    const badRegex = "\n    - matchers: [{ regex: '(' }]\n      directResponseAction: { status: 200 }";
     const nested = `
     - matchers: [{ prefix: /ref/nested }]
       delegateAction: { ref: { name: c-rt } }`;
@@ -261,6 +262,18 @@ describe('incremental translation with delegation', () => {
         'a-rt:Rejected:(serving the last accepted version)',
       ],
       ['fixed', () => put('a-rt', table('a-rt', '/ref', 'a v4', '{}', toUpstream('u1'))), 'a-rt:Accepted'],
+      [
+        'a new table rejected from the start',
+        () => put('sel-3', table('sel-3', '/sel/3', 'sel-3', '{ for: a }', badRegex)),
+        'sel-3:Rejected',
+      ],
+      ['nothing changed, a table rejected', () => undefined, 'sel-3:Rejected'],
+      [
+        'the rejected table fixed: it starts serving',
+        () => put('sel-3', table('sel-3', '/sel/3', 'sel-3 v2', '{ for: a }')),
+        'sel-3:Accepted',
+      ],
+      ['a serving table rejected, with a last good version', () => put('sel-3', table('sel-3', '/sel/3', 'v3', '{ for: a }', badRegex))],
       ['a new table a selector picks', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: a }'))],
       ['its label changed: no longer picked', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: nobody }'))],
       ['picked by another VirtualService', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: b }'))],

@@ -18,7 +18,7 @@ import type { Attempt, BindSink, Problem, RouteSite } from '../feature.js';
 import { nsName, sourceOf } from '../names.js';
 import { Reporter, type Report } from '../reporter.js';
 import { delegateMatcher, mergeWithParent, sortByPath, type ParentRoute } from './merge.js';
-import { selects, selectTables, tableIndex, type TableIndex } from './select.js';
+import { delegateRef, selects, selectTables, tableIndex, type TableIndex } from './select.js';
 
 /** Translates one (flattened) route; problems and warnings go to `sink`. The core's route translation. */
 export type TranslateRoute<T> = (route: Route, site: RouteSite, name: string, sink: BindSink) => T | undefined;
@@ -40,6 +40,8 @@ export interface RouteTablesInput {
 /** Which version of each RouteTable serves, for this translation. */
 export interface RouteTables {
   readonly index: TableIndex;
+  /** a current table's keys (the same strings run after run, so maps keyed by them look them up fast) */
+  keysOf(rt: RouteTable): TableKeys;
   /** by nsName: the version that serves (absent: rejected, or in a cycle) */
   readonly served: ReadonlyMap<string, RouteTable>;
   readonly lastAccepted: ReadonlyMap<string, LegateResource>;
@@ -49,6 +51,9 @@ export interface RouteTables {
 }
 
 export interface RouteTablesMemo {
+  /** the tables as given, and their index */
+  readonly tables: readonly RouteTable[];
+  readonly index: TableIndex;
   /** each table's check, by nsName */
   readonly checked: ReadonlyMap<string, CheckMemo>;
   /** each table's state, by nsName */
@@ -61,7 +66,7 @@ export interface RouteTablesMemo {
   readonly acyclic: boolean;
 }
 
-interface TableKeys {
+export interface TableKeys {
   /** nsName */
   key: string;
   /** keyOf (last accepted versions are kept by it) */
@@ -94,8 +99,10 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     if (!k) keys.set(rt, (k = { key: nsName(rt.metadata.namespace, rt.metadata.name), resource: keyOf(rt) }));
     return k;
   };
-  const index = tableIndex(tables);
-  const selectable = before !== undefined && sameSelectable(before.states, index);
+  const { index, replaced } = indexOf(tables, before, keysOf);
+  // an edit that replaced versions only needs those checked for new labels
+  const selectable =
+    before !== undefined && (replaced ? replaced.every(([old, rt]) => sameLabels(old, rt)) : sameSelectable(before.states, index));
   const targets: TargetsMemo = selectable ? before.targets : new WeakMap();
   const targetsOf = (rt: RouteTable): Targets => {
     let t = targets.get(rt);
@@ -105,8 +112,12 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     }
     return t;
   };
-  const checked = new Map<string, CheckMemo>();
-  const chosen = new Map<string, RouteTable>();
+  // An edit that only replaced versions (or changed what was last accepted) touches the entries of the
+  // tables it changed: the maps of the previous run are copied once and patched, not built again.
+  const patching = before !== undefined && replaced !== undefined;
+  // (the previous run's maps are never changed: copied before the first change)
+  let checked = patching ? (before.checked as Map<string, CheckMemo>) : new Map<string, CheckMemo>();
+  const touched: string[] = [];
   for (const rt of index.ordered) {
     const { key, resource } = keysOf(rt);
     const last = lastAccepted.get(resource);
@@ -115,37 +126,109 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
       const reporter = new Reporter();
       const served = input.serve(rt, (v) => input.check(v), reporter);
       memo = { rt, last, served, reports: reporter.reports };
+      if (patching) {
+        if (checked === before.checked) checked = new Map(checked);
+        checked.set(key, memo);
+        touched.push(key);
+      }
     }
-    checked.set(key, memo);
+    if (!patching) checked.set(key, memo);
     for (const r of memo.reports) input.report(r);
-    if (memo.served) chosen.set(key, memo.served);
   }
-  const checkedChosen = new Map(chosen);
+  // the tables that serve, in the index's order (the order their targets are reported in)
+  let checkedChosen: Map<string, RouteTable>;
+  if (patching && touched.every((key) => before.checkedChosen.has(key) === (checked.get(key)!.served !== undefined))) {
+    checkedChosen = before.checkedChosen as Map<string, RouteTable>;
+    for (const key of touched) {
+      const served = checked.get(key)!.served!;
+      if (checkedChosen.get(key) === served) continue;
+      if (checkedChosen === before.checkedChosen) checkedChosen = new Map(checkedChosen);
+      checkedChosen.set(key, served);
+    }
+  } else {
+    checkedChosen = new Map();
+    for (const rt of index.ordered) {
+      const { key } = keysOf(rt);
+      const served = checked.get(key)!.served;
+      if (served) checkedChosen.set(key, served);
+    }
+  }
   // Without a cycle last time, tables picking the same tables as then, and the versions that changed
   // delegating nowhere, there is none now either: the walk over every table is skipped.
+  const noNewEdge = ([key, rt]: [string, RouteTable]): boolean =>
+    before!.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0);
   const stillAcyclic =
     selectable &&
     before.acyclic &&
-    before.checkedChosen.size === chosen.size &&
-    [...chosen].every(([key, rt]) => before.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0));
+    before.checkedChosen.size === checkedChosen.size &&
+    // patching, only the tables touched may serve another version than then
+    (patching
+      ? touched.every((key) => !checkedChosen.has(key) || noNewEdge([key, checkedChosen.get(key)!]))
+      : [...checkedChosen].every(noNewEdge));
+  // breaking cycles changes what serves: on a copy
+  const chosen = stillAcyclic ? checkedChosen : new Map(checkedChosen);
   const acyclic = stillAcyclic || breakCycles(chosen, targetsOf, lastAccepted, input);
   reportTargets(chosen, targetsOf, input);
 
-  const states = new Map<string, TableState>();
+  let states: Map<string, TableState>;
   const changed = before ? new Set<string>() : undefined;
-  for (const rt of index.ordered) {
-    const { key, resource } = keysOf(rt);
+  const stateOf = (rt: RouteTable, key: string, resource: string): TableState => {
     const served = chosen.get(key);
     const last = lastAccepted.get(resource);
     const b = before?.states.get(key);
-    if (b && b.current === rt && b.served === served && b.last === last) states.set(key, b);
-    else {
-      states.set(key, { current: rt, served, last });
-      changed?.add(key);
+    if (b && b.current === rt && b.served === served && b.last === last) return b;
+    changed?.add(key);
+    return { current: rt, served, last };
+  };
+  if (patching && stillAcyclic) {
+    // what serves changed only for the tables touched (no cycle then or now)
+    states = before.states as Map<string, TableState>;
+    for (const key of touched) {
+      const rt = index.byKey.get(key)!;
+      const state = stateOf(rt, key, keysOf(rt).resource);
+      if (state === states.get(key)) continue;
+      if (states === before.states) states = new Map(states);
+      states.set(key, state);
     }
+  } else {
+    states = new Map();
+    for (const rt of index.ordered) {
+      const { key, resource } = keysOf(rt);
+      states.set(key, stateOf(rt, key, resource));
+    }
+    if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
   }
-  if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
-  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets, keys, checkedChosen, acyclic } };
+  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic };
+  return { index, keysOf, served: chosen, lastAccepted, changed, memo };
+}
+
+/**
+ * The index of `tables`: the previous run's, patched, when the same tables come in the same order (an edit
+ * replaced versions; `replaced` lists them, old and new), or built anew (then `replaced` is undefined).
+ */
+function indexOf(
+  tables: readonly RouteTable[],
+  before: RouteTablesMemo | undefined,
+  keysOf: (rt: RouteTable) => TableKeys,
+): { index: TableIndex; replaced?: [RouteTable, RouteTable][] } {
+  // with two tables of one name, which one the index keeps depends on the order: built anew
+  if (!before || before.tables.length !== tables.length || before.index.byKey.size !== tables.length) return { index: tableIndex(tables) };
+  const previous = before.tables;
+  const replaced: [RouteTable, RouteTable][] = [];
+  for (let i = 0; i < tables.length; i++) {
+    const [old, rt] = [previous[i]!, tables[i]!];
+    if (old === rt) continue;
+    if (keysOf(old).key !== keysOf(rt).key) return { index: tableIndex(tables) };
+    replaced.push([old, rt]);
+  }
+  if (!replaced.length) return { index: before.index, replaced };
+  const byKey = new Map(before.index.byKey);
+  const swap = new Map<RouteTable, RouteTable>();
+  for (const [old, rt] of replaced) {
+    byKey.set(keysOf(rt).key, rt);
+    swap.set(old, rt);
+  }
+  return { index: { byKey, ordered: before.index.ordered.map((rt) => swap.get(rt) ?? rt) }, replaced };
 }
 
 /** Whether selections made against the tables of `before` hold for `index`: the same tables, with the same labels. */
@@ -154,9 +237,13 @@ function sameSelectable(before: ReadonlyMap<string, TableState>, index: TableInd
   for (const [key, rt] of index.byKey) {
     const b = before.get(key)?.current;
     if (!b) return false;
-    if (b !== rt && JSON.stringify(b.metadata.labels ?? {}) !== JSON.stringify(rt.metadata.labels ?? {})) return false;
+    if (b !== rt && !sameLabels(b, rt)) return false;
   }
   return true;
+}
+
+function sameLabels(a: RouteTable, b: RouteTable): boolean {
+  return a === b || JSON.stringify(a.metadata.labels ?? {}) === JSON.stringify(b.metadata.labels ?? {});
 }
 
 /** The delegateActions of a version, with where they are. */
@@ -339,14 +426,16 @@ export function checkRouteTable<T>(rt: RouteTable, translateRoute: TranslateRout
 export interface DelegationTrace {
   /** RouteTables looked up (selected, or named and missing), by nsName: the served and last accepted versions seen */
   readonly tables: Map<string, { served: RouteTable | undefined; last: LegateResource | undefined }>;
-  /** delegateActions evaluated (a table they select that was not there changes the result) */
+  /** nsNames delegateActions named by ref, there or not (one that appears changes the result) */
+  readonly refs: Set<string>;
+  /** delegateActions with a selector evaluated (a table they select that was not there changes the result) */
   readonly selectors: { action: DelegateAction; ownerNs: string }[];
   /** reports on RouteTables (problems under a parent, last accepted versions served there) */
   readonly reports: Report[];
 }
 
 export function newTrace(): DelegationTrace {
-  return { tables: new Map(), selectors: [], reports: [] };
+  return { tables: new Map(), refs: new Set(), selectors: [], reports: [] };
 }
 
 /** Whether a VirtualService flattened with `trace` would flatten the same now. */
@@ -355,8 +444,10 @@ export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boo
   if (!tables.changed.size) return true;
   for (const key of trace.tables.keys()) if (tables.changed.has(key)) return false;
   for (const key of tables.changed) {
+    if (!trace.refs.has(key) && !trace.selectors.length) continue;
     const rt = tables.index.byKey.get(key);
-    if (rt && !trace.tables.has(key) && trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))) return false;
+    if (rt && !trace.tables.has(key) && (trace.refs.has(key) || trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))))
+      return false;
   }
   return true;
 }
@@ -454,7 +545,9 @@ function visit<T>(
       inheritablePathMatchers: route.inheritablePathMatchers ?? false,
     };
     const selection = selectTables(route.delegateAction, ns, walk.tables.index);
-    walk.trace.selectors.push({ action: route.delegateAction, ownerNs: ns });
+    const ref = delegateRef(route.delegateAction, ns);
+    if (ref) walk.trace.refs.add(nsName(ref.namespace, ref.name));
+    else walk.trace.selectors.push({ action: route.delegateAction, ownerNs: ns });
     // a RouteTable's targets are reported on it once per translation (resolveRouteTables)
     const warn = (message: string): void => {
       if (!rt) own.warnings.push({ code: 'RouteTableNotFound', message: `${where}.delegateAction: ${message}` });
