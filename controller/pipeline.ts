@@ -289,7 +289,7 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     r: { kind: string; metadata: { namespace: string; name: string }; loadError?: string },
     schemaReason?: string,
   ): ResourceStatus => {
-    const mine = reportsOf.get(resourceKey(r.kind, r.metadata.namespace, r.metadata.name)) ?? [];
+    const mine = reportsOf.get(keyOf(r)) ?? [];
     const errors = mine.filter((x) => x.severity === 'error').map((x) => x.message);
     if (schemaReason) errors.unshift(schemaReason);
     // the version read last is what serves; the current one cannot be read at all
@@ -307,7 +307,7 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     return { state: 'Accepted', reportedBy: REPORTER };
   };
   for (const raw of input.resources) {
-    const key = resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name);
+    const key = keyOf(raw);
     listed.set(key, { resource: raw, status: statusOf(raw, rejectedBySchema.get(key)) });
   }
   for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });

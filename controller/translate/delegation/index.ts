@@ -442,12 +442,12 @@ export function newTrace(): DelegationTrace {
 export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boolean {
   if (!tables.changed) return false;
   if (!tables.changed.size) return true;
-  for (const key of trace.tables.keys()) if (tables.changed.has(key)) return false;
+  // an edit changes few tables: looked up in the trace, not the trace's tables among them
   for (const key of tables.changed) {
+    if (trace.tables.has(key)) return false;
     if (!trace.refs.has(key) && !trace.selectors.length) continue;
     const rt = tables.index.byKey.get(key);
-    if (rt && !trace.tables.has(key) && (trace.refs.has(key) || trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))))
-      return false;
+    if (rt && (trace.refs.has(key) || trace.selectors.some((s) => selects(s.action, s.ownerNs, rt)))) return false;
   }
   return true;
 }
