@@ -64,6 +64,15 @@ export interface RouteTablesMemo {
   /** the versions that passed their checks, before cycles were looked for; and whether there were none */
   readonly checkedChosen: ReadonlyMap<string, RouteTable>;
   readonly acyclic: boolean;
+  /** every table's check reports, in the index's order */
+  readonly checkReports: readonly Report[];
+  /**
+   * The map of last accepted versions this run's translation gave back, and the tables (nsNames) whose
+   * entry there differs from the one this run read: when it comes back unchanged as the next run's,
+   * only those and the tables replaced can see another last accepted version.
+   */
+  readonly accepted?: ReadonlyMap<string, LegateResource>;
+  readonly moved?: readonly string[];
 }
 
 export interface TableKeys {
@@ -118,23 +127,46 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   // (the previous run's maps are never changed: copied before the first change)
   let checked = patching ? (before.checked as Map<string, CheckMemo>) : new Map<string, CheckMemo>();
   const touched: string[] = [];
-  for (const rt of index.ordered) {
-    const { key, resource } = keysOf(rt);
+  const check = (rt: RouteTable, key: string, resource: string): CheckMemo => {
     const last = lastAccepted.get(resource);
-    let memo = before?.checked.get(key);
-    if (!memo || memo.rt !== rt || memo.last !== last) {
-      const reporter = new Reporter();
-      const served = input.serve(rt, (v) => input.check(v), reporter);
-      memo = { rt, last, served, reports: reporter.reports };
-      if (patching) {
+    const memo = before?.checked.get(key);
+    if (memo && memo.rt === rt && memo.last === last) return memo;
+    const reporter = new Reporter();
+    const served = input.serve(rt, (v) => input.check(v), reporter);
+    return { rt, last, served, reports: reporter.reports };
+  };
+  const moved = patching && before.accepted !== undefined && before.accepted === lastAccepted ? before.moved : undefined;
+  let checkReports: readonly Report[];
+  if (patching && moved) {
+    const candidates = new Set(moved);
+    for (const [, rt] of replaced) candidates.add(keysOf(rt).key);
+    for (const key of candidates) {
+      const rt = index.byKey.get(key);
+      if (!rt) continue;
+      const memo = check(rt, key, keysOf(rt).resource);
+      if (memo === checked.get(key)) continue;
+      if (checked === before.checked) checked = new Map(checked);
+      checked.set(key, memo);
+      touched.push(key);
+    }
+    const reporting = touched.some((key) => before.checked.get(key)?.reports.length || checked.get(key)!.reports.length);
+    checkReports = reporting ? index.ordered.flatMap((rt) => checked.get(keysOf(rt).key)!.reports) : before.checkReports;
+  } else {
+    const all: Report[] = [];
+    for (const rt of index.ordered) {
+      const { key, resource } = keysOf(rt);
+      const memo = check(rt, key, resource);
+      if (!patching) checked.set(key, memo);
+      else if (memo !== checked.get(key)) {
         if (checked === before.checked) checked = new Map(checked);
         checked.set(key, memo);
         touched.push(key);
       }
+      all.push(...memo.reports);
     }
-    if (!patching) checked.set(key, memo);
-    for (const r of memo.reports) input.report(r);
+    checkReports = all;
   }
+  for (const r of checkReports) input.report(r);
   // the tables that serve, in the index's order (the order their targets are reported in)
   let checkedChosen: Map<string, RouteTable>;
   if (patching && touched.every((key) => before.checkedChosen.has(key) === (checked.get(key)!.served !== undefined))) {
@@ -198,7 +230,7 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     }
     if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
   }
-  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic };
+  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic, checkReports };
   return { index, keysOf, served: chosen, lastAccepted, changed, memo };
 }
 
