@@ -47,6 +47,8 @@ export interface RouteTables {
   readonly lastAccepted: ReadonlyMap<string, LegateResource>;
   /** nsNames whose current, served or last accepted version differs from the memo's run (all, without a memo) */
   readonly changed: ReadonlySet<string> | undefined;
+  /** of those, the ones where only the last accepted version changed */
+  readonly lastOnly: ReadonlySet<string>;
   readonly memo: RouteTablesMemo;
 }
 
@@ -130,7 +132,11 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   const check = (rt: RouteTable, key: string, resource: string): CheckMemo => {
     const last = lastAccepted.get(resource);
     const memo = before?.checked.get(key);
-    if (memo && memo.rt === rt && memo.last === last) return memo;
+    if (memo && memo.rt === rt) {
+      if (memo.last === last) return memo;
+      // the last accepted version serves only when this one fails its check (as when a table is first accepted)
+      if (memo.served === rt) return { ...memo, last };
+    }
     const reporter = new Reporter();
     const served = input.serve(rt, (v) => input.check(v), reporter);
     return { rt, last, served, reports: reporter.reports };
@@ -204,11 +210,15 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
 
   let states: Map<string, TableState>;
   const changed = before ? new Set<string>() : undefined;
+  const lastOnly = new Set<string>();
   const stateOf = (rt: RouteTable, key: string, resource: string): TableState => {
     const served = chosen.get(key);
     const last = lastAccepted.get(resource);
     const b = before?.states.get(key);
-    if (b && b.current === rt && b.served === served && b.last === last) return b;
+    if (b && b.current === rt && b.served === served) {
+      if (b.last === last) return b;
+      lastOnly.add(key);
+    }
     changed?.add(key);
     return { current: rt, served, last };
   };
@@ -231,7 +241,7 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
   }
   const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic, checkReports };
-  return { index, keysOf, served: chosen, lastAccepted, changed, memo };
+  return { index, keysOf, served: chosen, lastAccepted, changed, lastOnly, memo };
 }
 
 /**
@@ -464,22 +474,27 @@ export interface DelegationTrace {
   readonly selectors: { action: DelegateAction; ownerNs: string }[];
   /** reports on RouteTables (problems under a parent, last accepted versions served there) */
   readonly reports: Report[];
+  /** tables whose served version had problems under their parent here (their last accepted version was tried) */
+  readonly troubled: Set<string>;
 }
 
 export function newTrace(): DelegationTrace {
-  return { tables: new Map(), refs: new Set(), selectors: [], reports: [] };
+  return { tables: new Map(), refs: new Set(), selectors: [], reports: [], troubled: new Set() };
 }
 
 /** Whether a VirtualService flattened with `trace` would flatten the same now. */
 export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boolean {
   if (!tables.changed) return false;
-  if (!tables.changed.size) return true;
-  // an edit changes few tables: looked up in the trace, not the trace's tables among them
-  for (const key of tables.changed) {
-    if (trace.tables.has(key)) return false;
-    if (!trace.refs.has(key) && !trace.selectors.length) continue;
-    const rt = tables.index.byKey.get(key);
-    if (rt && (trace.refs.has(key) || trace.selectors.some((s) => selects(s.action, s.ownerNs, rt)))) return false;
+  const { changed, lastOnly, index } = tables;
+  if (!changed.size) return true;
+  // a table's last accepted version matters only where its served version had problems
+  for (const key of trace.tables.keys()) if (changed.has(key) && (!lastOnly.has(key) || trace.troubled.has(key))) return false;
+  // a table that appeared where a ref names it or a selector picks it
+  for (const key of trace.refs) if (changed.has(key) && !trace.tables.has(key) && index.byKey.has(key)) return false;
+  if (!trace.selectors.length) return true;
+  for (const key of changed) {
+    const rt = index.byKey.get(key);
+    if (rt && !trace.tables.has(key) && trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))) return false;
   }
   return true;
 }
@@ -623,6 +638,7 @@ function visitTable<T>(walk: Walk<T>, served: RouteTable, parent: ParentRoute, c
   for (const version of versions) {
     const own: BindSink = { problems: [], warnings: [] };
     const entries = visit(walk, version, version.spec.routes ?? [], parent, chain, root, own);
+    if (!first && own.problems.length) walk.trace.troubled.add(chain[chain.length - 1]!);
     first ??= own;
     if (own.problems.length && version !== versions[versions.length - 1]) continue;
     for (const p of first.problems) report('error', p);
