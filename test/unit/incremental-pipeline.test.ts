@@ -309,6 +309,28 @@ describe('incremental translation with delegation', () => {
     }
   });
 
+  it('gives the same results as full runs through many edits of one RouteTable among many', () => {
+    const world = new Map<string, RawResource>();
+    const put = (key: string, text: string): void => void world.set(key, parseOne(text));
+    put('u1', upstream('u1', 8001));
+    for (let i = 0; i < 12; i++) {
+      put(`vs-${i}`, delegating(`vs-${i}`));
+      put(`vs-${i}-rt`, table(`vs-${i}-rt`, '/ref', `vs-${i} v1`));
+    }
+    const full = new Runner(false);
+    const incremental = new Runner(true);
+    // edits of one table (and now and then of another) in a row, past the layers a patched map keeps
+    for (let v = 1; v <= 12; v++) {
+      put('vs-3-rt', table('vs-3-rt', '/ref', `vs-3 v${v}`));
+      if (v % 5 === 0) put('vs-7-rt', table('vs-7-rt', '/ref', `vs-7 v${v}`, '{ for: vs-2 }'));
+      const resources = [...world.values()];
+      const a = full.run(resources);
+      const b = incremental.run(resources);
+      expect(summary(b), `edit ${v}`).toEqual(summary(a));
+      expect(served(incremental.cache), `edit ${v}`).toEqual(served(full.cache));
+    }
+  });
+
   it('translates again only the VirtualServices that reach the RouteTable that changed', () => {
     const resources = [parseOne(upstream('u1', 8001))];
     for (let i = 0; i < 30; i++) resources.push(parseOne(delegating(`vs-${i}`)), parseOne(table(`vs-${i}-rt`, '/ref', 'v1')));

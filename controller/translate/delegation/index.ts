@@ -18,6 +18,7 @@ import type { Attempt, BindSink, Problem, RouteSite } from '../feature.js';
 import { nsName, sourceOf } from '../names.js';
 import { Reporter, type Report } from '../reporter.js';
 import { delegateMatcher, mergeWithParent, sortByPath, type ParentRoute } from './merge.js';
+import { PatchedMap } from './patched-map.js';
 import { delegateRef, selects, selectTables, tableIndex, type TableIndex } from './select.js';
 
 /** Translates one (flattened) route; problems and warnings go to `sink`. The core's route translation. */
@@ -68,6 +69,8 @@ export interface RouteTablesMemo {
   readonly acyclic: boolean;
   /** every table's check reports, in the index's order */
   readonly checkReports: readonly Report[];
+  /** what the tables that serve delegate to and cannot (reportTargets) */
+  readonly targetReports?: readonly Report[];
   /**
    * The map of last accepted versions this run's translation gave back, and the tables (nsNames) whose
    * entry there differs from the one this run read: when it comes back unchanged as the next run's,
@@ -124,10 +127,8 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     return t;
   };
   // An edit that only replaced versions (or changed what was last accepted) touches the entries of the
-  // tables it changed: the maps of the previous run are copied once and patched, not built again.
+  // tables it changed: the maps of the previous run are patched (PatchedMap), not built again.
   const patching = before !== undefined && replaced !== undefined;
-  // (the previous run's maps are never changed: copied before the first change)
-  let checked = patching ? (before.checked as Map<string, CheckMemo>) : new Map<string, CheckMemo>();
   const touched: string[] = [];
   const check = (rt: RouteTable, key: string, resource: string): CheckMemo => {
     const last = lastAccepted.get(resource);
@@ -142,54 +143,65 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     return { rt, last, served, reports: reporter.reports };
   };
   const moved = patching && before.accepted !== undefined && before.accepted === lastAccepted ? before.moved : undefined;
+  let checked: ReadonlyMap<string, CheckMemo>;
   let checkReports: readonly Report[];
-  if (patching && moved) {
-    const candidates = new Set(moved);
-    for (const [, rt] of replaced) candidates.add(keysOf(rt).key);
-    for (const key of candidates) {
-      const rt = index.byKey.get(key);
-      if (!rt) continue;
-      const memo = check(rt, key, keysOf(rt).resource);
-      if (memo === checked.get(key)) continue;
-      if (checked === before.checked) checked = new Map(checked);
-      checked.set(key, memo);
-      touched.push(key);
+  if (patching) {
+    const changes = new Map<string, CheckMemo>();
+    const recheck = (rt: RouteTable, key: string, resource: string): CheckMemo => {
+      const memo = check(rt, key, resource);
+      if (memo !== before.checked.get(key)) {
+        changes.set(key, memo);
+        touched.push(key);
+      }
+      return memo;
+    };
+    if (moved) {
+      const candidates = new Set(moved);
+      for (const [, rt] of replaced) candidates.add(keysOf(rt).key);
+      for (const key of candidates) {
+        const rt = index.byKey.get(key);
+        if (rt) recheck(rt, key, keysOf(rt).resource);
+      }
+    } else {
+      for (const rt of index.ordered) {
+        const { key, resource } = keysOf(rt);
+        recheck(rt, key, resource);
+      }
     }
-    const reporting = touched.some((key) => before.checked.get(key)?.reports.length || checked.get(key)!.reports.length);
+    checked = PatchedMap.of(before.checked, changes);
+    const reporting = touched.some((key) => before.checked.get(key)!.reports.length || changes.get(key)!.reports.length);
     checkReports = reporting ? index.ordered.flatMap((rt) => checked.get(keysOf(rt).key)!.reports) : before.checkReports;
   } else {
-    const all: Report[] = [];
+    const all = new Map<string, CheckMemo>();
+    const reports: Report[] = [];
     for (const rt of index.ordered) {
       const { key, resource } = keysOf(rt);
       const memo = check(rt, key, resource);
-      if (!patching) checked.set(key, memo);
-      else if (memo !== checked.get(key)) {
-        if (checked === before.checked) checked = new Map(checked);
-        checked.set(key, memo);
-        touched.push(key);
-      }
-      all.push(...memo.reports);
+      all.set(key, memo);
+      reports.push(...memo.reports);
     }
-    checkReports = all;
+    checked = all;
+    checkReports = reports;
   }
   for (const r of checkReports) input.report(r);
   // the tables that serve, in the index's order (the order their targets are reported in)
-  let checkedChosen: Map<string, RouteTable>;
-  if (patching && touched.every((key) => before.checkedChosen.has(key) === (checked.get(key)!.served !== undefined))) {
-    checkedChosen = before.checkedChosen as Map<string, RouteTable>;
+  let checkedChosen: ReadonlyMap<string, RouteTable>;
+  const sameServing = patching && touched.every((key) => before.checkedChosen.has(key) === (checked.get(key)!.served !== undefined));
+  if (sameServing) {
+    const changes = new Map<string, RouteTable>();
     for (const key of touched) {
       const served = checked.get(key)!.served!;
-      if (checkedChosen.get(key) === served) continue;
-      if (checkedChosen === before.checkedChosen) checkedChosen = new Map(checkedChosen);
-      checkedChosen.set(key, served);
+      if (before.checkedChosen.get(key) !== served) changes.set(key, served);
     }
+    checkedChosen = PatchedMap.of(before.checkedChosen, changes);
   } else {
-    checkedChosen = new Map();
+    const all = new Map<string, RouteTable>();
     for (const rt of index.ordered) {
       const { key } = keysOf(rt);
       const served = checked.get(key)!.served;
-      if (served) checkedChosen.set(key, served);
+      if (served) all.set(key, served);
     }
+    checkedChosen = all;
   }
   // Without a cycle last time, tables picking the same tables as then, and the versions that changed
   // delegating nowhere, there is none now either: the walk over every table is skipped.
@@ -204,11 +216,19 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
       ? touched.every((key) => !checkedChosen.has(key) || noNewEdge([key, checkedChosen.get(key)!]))
       : [...checkedChosen].every(noNewEdge));
   // breaking cycles changes what serves: on a copy
-  const chosen = stillAcyclic ? checkedChosen : new Map(checkedChosen);
-  const acyclic = stillAcyclic || breakCycles(chosen, targetsOf, lastAccepted, input);
-  reportTargets(chosen, targetsOf, input);
+  const chosen: ReadonlyMap<string, RouteTable> = stillAcyclic ? checkedChosen : new Map(checkedChosen);
+  const acyclic = stillAcyclic || breakCycles(chosen as Map<string, RouteTable>, targetsOf, lastAccepted, input);
+  // the same tables serving, none of those touched delegating then or now: the same reports as then
+  const delegatesNowhere = (rt: RouteTable | undefined): boolean => !rt || targetsOf(rt).length === 0;
+  const sameTargets =
+    sameServing &&
+    stillAcyclic &&
+    before.targetReports !== undefined &&
+    touched.every((key) => delegatesNowhere(before.checkedChosen.get(key)) && delegatesNowhere(chosen.get(key)));
+  const targetReports = sameTargets ? before.targetReports! : reportTargets(chosen, targetsOf);
+  for (const r of targetReports) input.report(r);
 
-  let states: Map<string, TableState>;
+  let states: ReadonlyMap<string, TableState>;
   const changed = before ? new Set<string>() : undefined;
   const lastOnly = new Set<string>();
   const stateOf = (rt: RouteTable, key: string, resource: string): TableState => {
@@ -224,23 +244,23 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
   };
   if (patching && stillAcyclic) {
     // what serves changed only for the tables touched (no cycle then or now)
-    states = before.states as Map<string, TableState>;
+    const changes = new Map<string, TableState>();
     for (const key of touched) {
       const rt = index.byKey.get(key)!;
       const state = stateOf(rt, key, keysOf(rt).resource);
-      if (state === states.get(key)) continue;
-      if (states === before.states) states = new Map(states);
-      states.set(key, state);
+      if (state !== before.states.get(key)) changes.set(key, state);
     }
+    states = PatchedMap.of(before.states, changes);
   } else {
-    states = new Map();
+    const all = new Map<string, TableState>();
     for (const rt of index.ordered) {
       const { key, resource } = keysOf(rt);
-      states.set(key, stateOf(rt, key, resource));
+      all.set(key, stateOf(rt, key, resource));
     }
-    if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
+    if (before && changed) for (const key of before.states.keys()) if (!all.has(key)) changed.add(key);
+    states = all;
   }
-  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic, checkReports };
+  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic, checkReports, targetReports };
   return { index, keysOf, served: chosen, lastAccepted, changed, lastOnly, memo };
 }
 
@@ -264,12 +284,13 @@ function indexOf(
     replaced.push([old, rt]);
   }
   if (!replaced.length) return { index: before.index, replaced };
-  const byKey = new Map(before.index.byKey);
+  const changes = new Map<string, RouteTable>();
   const swap = new Map<RouteTable, RouteTable>();
   for (const [old, rt] of replaced) {
-    byKey.set(keysOf(rt).key, rt);
+    changes.set(keysOf(rt).key, rt);
     swap.set(old, rt);
   }
+  const byKey = PatchedMap.of(before.index.byKey, changes);
   return { index: { byKey, ordered: before.index.ordered.map((rt) => swap.get(rt) ?? rt) }, replaced };
 }
 
@@ -407,15 +428,17 @@ function shortestCycle(start: string, members: ReadonlySet<string>, edges: Reado
 }
 
 /** What a served table delegates to and cannot: Gloo's warnings (missing, nothing selected), or rejected. */
-function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets, input: RouteTablesInput): void {
+function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets): Report[] {
+  const reports: Report[] = [];
   for (const rt of chosen.values()) {
     for (const { where, ...selection } of targetsOf(rt)) {
       const warn = (message: string): void =>
-        input.report({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
+        void reports.push({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
       if (selection.warning) warn(selection.warning);
       for (const key of selection.keys) if (!chosen.has(key)) warn(`route table ${key.replace('/', '.')} is rejected`);
     }
   }
+  return reports;
 }
 
 function sameSpec(a: LegateResource, b: LegateResource): boolean {
