@@ -16,8 +16,16 @@ export class PatchedMap<K, V> implements ReadonlyMap<K, V> {
     if (!changes.size) return base;
     const depth = base instanceof PatchedMap ? (base as PatchedMap<K, V>).depth + 1 : 1;
     if (depth <= MAX_DEPTH) return new PatchedMap(base, changes, depth);
-    const flat = new Map(base);
-    for (const [k, v] of changes) flat.set(k, v);
+    // flattened: the plain map at the bottom copied, then each layer's changes, oldest first
+    const layers = [changes];
+    let bottom = base;
+    while (bottom instanceof PatchedMap) {
+      const layer = bottom as PatchedMap<K, V>;
+      layers.push(layer.changes);
+      bottom = layer.base;
+    }
+    const flat = new Map(bottom);
+    for (let i = layers.length - 1; i >= 0; i--) for (const [k, v] of layers[i]!) flat.set(k, v);
     return flat;
   }
 
@@ -35,7 +43,8 @@ export class PatchedMap<K, V> implements ReadonlyMap<K, V> {
   }
 
   *entries(): MapIterator<[K, V]> {
-    for (const [k, v] of this.base) yield [k, this.changes.get(k) ?? v];
+    // the keys are those of the plain map at the bottom
+    for (const k of this.keys()) yield [k, this.get(k)!];
   }
 
   keys(): MapIterator<K> {
