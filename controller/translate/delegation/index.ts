@@ -511,9 +511,18 @@ export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boo
   const { changed, lastOnly, index } = tables;
   if (!changed.size) return true;
   // a table's last accepted version matters only where its served version had problems
-  for (const key of trace.tables.keys()) if (changed.has(key) && (!lastOnly.has(key) || trace.troubled.has(key))) return false;
+  const matters = (key: string): boolean => !lastOnly.has(key) || trace.troubled.has(key);
   // a table that appeared where a ref names it or a selector picks it
-  for (const key of trace.refs) if (changed.has(key) && !trace.tables.has(key) && index.byKey.has(key)) return false;
+  const appeared = (key: string): boolean => !trace.tables.has(key) && index.byKey.has(key);
+  // whichever is smaller is walked: the tables changed (an edit) or those the trace names (a load)
+  if (changed.size <= trace.tables.size + trace.refs.size) {
+    for (const key of changed) {
+      if (trace.tables.has(key) ? matters(key) : trace.refs.has(key) && appeared(key)) return false;
+    }
+  } else {
+    for (const key of trace.tables.keys()) if (changed.has(key) && matters(key)) return false;
+    for (const key of trace.refs) if (changed.has(key) && appeared(key)) return false;
+  }
   if (!trace.selectors.length) return true;
   for (const key of changed) {
     const rt = index.byKey.get(key);
