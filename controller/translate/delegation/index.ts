@@ -11,6 +11,10 @@
 // last accepted version when that breaks the cycle). Per VirtualService, flattenRoutes walks the tree;
 // a table whose routes do not fit a parent (Gloo's prefix rule) is rejected there and, if it has
 // one, its last accepted version serves under that parent instead.
+//
+// With the previous run's memo, an edit costs what it changed, not the number of tables: the tables it
+// replaced are checked and patched into the previous run's maps, and only the VirtualServices whose
+// trace names a changed table are flattened again (translate.ts).
 import type { LegateResource, RouteTable, VirtualService } from '../../api/resources.js';
 import { keyOf } from '../../api/resources.js';
 import type { DelegateAction, Route, RouteOptions } from '../../api/routes.js';
