@@ -144,6 +144,8 @@ export function runPipeline(input: PipelineInput): PipelineOutput {
   return again;
 }
 
+const ACCEPTED: ResourceStatus = Object.freeze({ state: 'Accepted', reportedBy: REPORTER });
+
 /** `rejectedSettings`: the key of a Settings left out because translation rejects it (what names it says "rejected"). */
 function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutput {
   const rejectedBySchema = new Map<string, string>();
@@ -173,7 +175,6 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     settings?.spec.writeNamespace ?? settings?.spec.discoveryNamespace ?? input.options?.writeNamespace ?? LEGATE_NAMESPACE;
   const writeNamespace = input.options?.runningWriteNamespace ?? wantedNamespace;
 
-  const userKeys = new Set(typed.map(keyOf));
   const services = typed.filter(isKind('Service'));
   const before = input.memo?.discovered;
   const globalAnnotations = settings?.spec.upstreamOptions?.globalAnnotations;
@@ -183,6 +184,8 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     before && before.writeNamespace === writeNamespace && before.udsKey === udsKey && sameItems(before.services, services)
       ? before
       : { services, writeNamespace, udsKey, ...discoverUpstreams(services, writeNamespace, uds) };
+  // only discovered upstreams are looked up in it (there are none without Services)
+  const userKeys = discovery.upstreams.length || discovery.problems.length ? new Set(typed.map(keyOf)) : new Set<string>();
   const discovered = discovery.upstreams.filter((u) => !userKeys.has(keyOf(u)));
   const sslDefaults = settings?.spec.upstreamOptions?.sslParameters;
   const withDefaults = withSslParameters([...typed, ...discovered], sslDefaults, input.memo?.sslDefaults);
@@ -289,7 +292,10 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     r: { kind: string; metadata: { namespace: string; name: string }; loadError?: string },
     schemaReason?: string,
   ): ResourceStatus => {
-    const mine = reportsOf.get(resourceKey(r.kind, r.metadata.namespace, r.metadata.name)) ?? [];
+    const reported = reportsOf.get(keyOf(r));
+    // most resources have nothing to report: one status for them all
+    if (!reported && schemaReason === undefined && r.loadError === undefined) return ACCEPTED;
+    const mine = reported ?? [];
     const errors = mine.filter((x) => x.severity === 'error').map((x) => x.message);
     if (schemaReason) errors.unshift(schemaReason);
     // the version read last is what serves; the current one cannot be read at all
@@ -307,7 +313,7 @@ function runOnce(input: PipelineInput, rejectedSettings?: string): PipelineOutpu
     return { state: 'Accepted', reportedBy: REPORTER };
   };
   for (const raw of input.resources) {
-    const key = resourceKey(raw.kind, raw.metadata.namespace, raw.metadata.name);
+    const key = keyOf(raw);
     listed.set(key, { resource: raw, status: statusOf(raw, rejectedBySchema.get(key)) });
   }
   for (const u of discovered) listed.set(keyOf(u), { resource: u.raw, status: statusOf(u) });

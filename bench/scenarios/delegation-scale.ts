@@ -11,7 +11,7 @@ import { toUpstream, upstreamYaml } from '../lib/resources.js';
 import type { BenchContext, Figure, FiguresScenario } from '../lib/types.js';
 import { routeCounts } from './config-scale.js';
 
-const TABLES = 3;
+export const TABLES = 3;
 const pad = (i: number): string => String(i).padStart(4, '0');
 const vsName = (i: number): string => `vs-${pad(i)}`;
 const domain = (i: number): string => `${vsName(i)}.bench.test`;
@@ -44,20 +44,23 @@ const header = (i: number): string[] => [
   `        ${toUpstream()}`,
 ];
 
-function flatVs(i: number, perTable: number, version: number): string {
+/** VirtualService i with its tables' routes written inline. */
+export function flatVs(i: number, perTable: number, version: number): string {
   const lines = header(i);
   for (let t = 0; t < TABLES; t++) lines.push(...tableRoutes(i, t, perTable, version));
   return lines.join('\n') + '\n';
 }
 
-function delegatingVs(i: number): string {
+/** VirtualService i delegating to its tables by ref. */
+export function delegatingVs(i: number): string {
   const lines = header(i);
   for (let t = 0; t < TABLES; t++)
     lines.push(`      - matchers: [{ prefix: /t${t}/ }]`, `        delegateAction: { ref: { name: ${tableName(i, t)} } }`);
   return lines.join('\n') + '\n';
 }
 
-function table(i: number, t: number, perTable: number, version: number): string {
+/** RouteTable t of VirtualService i. */
+export function table(i: number, t: number, perTable: number, version: number): string {
   const lines = [
     'apiVersion: gateway.legate.dev/v1',
     'kind: RouteTable',

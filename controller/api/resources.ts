@@ -39,8 +39,14 @@ export type RouteOption = ResourceOf<'RouteOption'>;
 
 export type ValidationResult = { ok: true; resource: LegateResource } | { ok: false; reason: string };
 
+// Resources are not changed once read: each one's key is made once, and being the same string run after
+// run, maps keyed by it find it without hashing and comparing a new string each time.
+const keys = new WeakMap<object, string>();
+
 export function keyOf(r: { kind: string; metadata: { namespace: string; name: string } }): string {
-  return resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
+  let key = keys.get(r);
+  if (key === undefined) keys.set(r, (key = resourceKey(r.kind, r.metadata.namespace, r.metadata.name)));
+  return key;
 }
 
 /** Checks apiVersion, kind and the spec's shape. Never throws: a bad resource yields a reason. */

@@ -395,7 +395,7 @@ export function translate(input: TranslateInput): TranslateOutput {
   }
   for (const [key, { vs }] of virtualHosts) if (!conflicted.has(key)) accepted.set(key, vs);
   const reports = withoutRepeats(reporter.reports);
-  acceptRouteTables(routeTables, reports, accepted);
+  const moved = acceptRouteTables(routeTables, reports, accepted);
 
   for (const r of resources) {
     if (!isValidatedKind(r.kind)) {
@@ -410,7 +410,7 @@ export function translate(input: TranslateInput): TranslateOutput {
     accepted,
     extensions: bindings.flatMap((b) => b.extensionResources?.() ?? []),
     served: new Map([...virtualHosts].filter(([key]) => !conflicted.has(key)).map(([key, { vh }]) => [key, vh])),
-    ...(context ? { memo: { context, routeTables: routeTables.memo, virtualServices: vsMemo, named } } : {}),
+    ...(context ? { memo: { context, routeTables: { ...routeTables.memo, accepted, moved }, virtualServices: vsMemo, named } } : {}),
   };
 }
 
@@ -426,20 +426,26 @@ function withoutRepeats(reports: Report[]): Report[] {
   });
 }
 
-/** A RouteTable without errors is accepted as it serves; one with errors keeps its last accepted version. */
-function acceptRouteTables(tables: RouteTables, reports: readonly Report[], accepted: Map<string, LegateResource>): void {
+/**
+ * A RouteTable without errors is accepted as it serves; one with errors keeps its last accepted version. Returns
+ * the tables (nsNames) whose accepted version is not the last accepted one read.
+ */
+function acceptRouteTables(tables: RouteTables, reports: readonly Report[], accepted: Map<string, LegateResource>): string[] {
   const failed = new Set(
     reports
       .filter((r) => r.resource.kind === 'RouteTable' && r.severity === 'error')
       .map((r) => keyOf({ kind: 'RouteTable', metadata: r.resource })),
   );
+  const moved: string[] = [];
   for (const rt of tables.index.ordered) {
-    const key = keyOf(rt);
+    const { key: name, resource: key } = tables.keysOf(rt);
     const last = tables.lastAccepted.get(key);
-    const served = tables.served.get(nsName(rt.metadata.namespace, rt.metadata.name));
-    if (!failed.has(key) && served) accepted.set(key, served);
-    else if (last) accepted.set(key, last);
+    const served = tables.served.get(name);
+    const now = !failed.has(key) && served ? served : last;
+    if (now) accepted.set(key, now);
+    if (now !== last) moved.push(name);
   }
+  return moved;
 }
 
 function byNsName<T extends { metadata: { namespace: string; name: string } }>(items: T[]): Map<string, T> {

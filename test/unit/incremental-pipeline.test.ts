@@ -239,6 +239,7 @@ describe('incremental translation with delegation', () => {
     const toUpstream = (up: string) => `
     - matchers: [{ prefix: /ref/up }]
       routeAction: { single: { upstream: { name: ${up}, namespace: legate-system } } }`;
+    const badRegex = "\n    - matchers: [{ regex: '(' }]\n      directResponseAction: { status: 200 }";
     const nested = `
     - matchers: [{ prefix: /ref/nested }]
       delegateAction: { ref: { name: c-rt } }`;
@@ -261,6 +262,18 @@ describe('incremental translation with delegation', () => {
         'a-rt:Rejected:(serving the last accepted version)',
       ],
       ['fixed', () => put('a-rt', table('a-rt', '/ref', 'a v4', '{}', toUpstream('u1'))), 'a-rt:Accepted'],
+      [
+        'a new table rejected from the start',
+        () => put('sel-3', table('sel-3', '/sel/3', 'sel-3', '{ for: a }', badRegex)),
+        'sel-3:Rejected',
+      ],
+      ['nothing changed, a table rejected', () => undefined, 'sel-3:Rejected'],
+      [
+        'the rejected table fixed: it starts serving',
+        () => put('sel-3', table('sel-3', '/sel/3', 'sel-3 v2', '{ for: a }')),
+        'sel-3:Accepted',
+      ],
+      ['a serving table rejected, with a last good version', () => put('sel-3', table('sel-3', '/sel/3', 'v3', '{ for: a }', badRegex))],
       ['a new table a selector picks', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: a }'))],
       ['its label changed: no longer picked', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: nobody }'))],
       ['picked by another VirtualService', () => put('sel-2', table('sel-2', '/sel/2', 'sel-2', '{ for: b }'))],
@@ -293,6 +306,28 @@ describe('incremental translation with delegation', () => {
         expect(status?.state, name).toBe(state);
         if (reason) expect(status?.reason, name).toContain(reason);
       }
+    }
+  });
+
+  it('gives the same results as full runs through many edits of one RouteTable among many', () => {
+    const world = new Map<string, RawResource>();
+    const put = (key: string, text: string): void => void world.set(key, parseOne(text));
+    put('u1', upstream('u1', 8001));
+    for (let i = 0; i < 12; i++) {
+      put(`vs-${i}`, delegating(`vs-${i}`));
+      put(`vs-${i}-rt`, table(`vs-${i}-rt`, '/ref', `vs-${i} v1`));
+    }
+    const full = new Runner(false);
+    const incremental = new Runner(true);
+    // edits of one table (and now and then of another) in a row, past the layers a patched map keeps
+    for (let v = 1; v <= 12; v++) {
+      put('vs-3-rt', table('vs-3-rt', '/ref', `vs-3 v${v}`));
+      if (v % 5 === 0) put('vs-7-rt', table('vs-7-rt', '/ref', `vs-7 v${v}`, '{ for: vs-2 }'));
+      const resources = [...world.values()];
+      const a = full.run(resources);
+      const b = incremental.run(resources);
+      expect(summary(b), `edit ${v}`).toEqual(summary(a));
+      expect(served(incremental.cache), `edit ${v}`).toEqual(served(full.cache));
     }
   });
 

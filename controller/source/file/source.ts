@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../../common/log.js';
 import type { RawResource } from '../../api/meta.js';
-import { resourceKey } from '../../api/meta.js';
+import { keyOf } from '../../api/resources.js';
 import { parseResourcesReusing, type DocumentMemo, type ParseError } from '../parse.js';
 import type { ResourceSource, SourceSnapshot } from '../source.js';
 
@@ -112,7 +112,7 @@ export class FileSource implements ResourceSource {
       const state = this.files.get(file)!;
       errors.push(...state.errors);
       for (const r of state.resources) {
-        const key = resourceKey(r.kind, r.metadata.namespace, r.metadata.name);
+        const key = keyOf(r);
         const earlier = byKey.get(key);
         if (earlier && earlier.origin.split('#')[0] !== r.origin.split('#')[0]) {
           errors.push({

@@ -11,6 +11,10 @@
 // last accepted version when that breaks the cycle). Per VirtualService, flattenRoutes walks the tree;
 // a table whose routes do not fit a parent (Gloo's prefix rule) is rejected there and, if it has
 // one, its last accepted version serves under that parent instead.
+//
+// With the previous run's memo, an edit costs what it changed, not the number of tables: the tables it
+// replaced are checked and patched into the previous run's maps, and only the VirtualServices whose
+// trace names a changed table are flattened again (translate.ts).
 import type { LegateResource, RouteTable, VirtualService } from '../../api/resources.js';
 import { keyOf } from '../../api/resources.js';
 import type { DelegateAction, Route, RouteOptions } from '../../api/routes.js';
@@ -18,7 +22,8 @@ import type { Attempt, BindSink, Problem, RouteSite } from '../feature.js';
 import { nsName, sourceOf } from '../names.js';
 import { Reporter, type Report } from '../reporter.js';
 import { delegateMatcher, mergeWithParent, sortByPath, type ParentRoute } from './merge.js';
-import { selects, selectTables, tableIndex, type TableIndex } from './select.js';
+import { PatchedMap } from './patched-map.js';
+import { delegateRef, selects, selectTables, tableIndex, type TableIndex } from './select.js';
 
 /** Translates one (flattened) route; problems and warnings go to `sink`. The core's route translation. */
 export type TranslateRoute<T> = (route: Route, site: RouteSite, name: string, sink: BindSink) => T | undefined;
@@ -40,15 +45,22 @@ export interface RouteTablesInput {
 /** Which version of each RouteTable serves, for this translation. */
 export interface RouteTables {
   readonly index: TableIndex;
+  /** a current table's keys (the same strings run after run, so maps keyed by them look them up fast) */
+  keysOf(rt: RouteTable): TableKeys;
   /** by nsName: the version that serves (absent: rejected, or in a cycle) */
   readonly served: ReadonlyMap<string, RouteTable>;
   readonly lastAccepted: ReadonlyMap<string, LegateResource>;
   /** nsNames whose current, served or last accepted version differs from the memo's run (all, without a memo) */
   readonly changed: ReadonlySet<string> | undefined;
+  /** of those, the ones where only the last accepted version changed */
+  readonly lastOnly: ReadonlySet<string>;
   readonly memo: RouteTablesMemo;
 }
 
 export interface RouteTablesMemo {
+  /** the tables as given, and their index */
+  readonly tables: readonly RouteTable[];
+  readonly index: TableIndex;
   /** each table's check, by nsName */
   readonly checked: ReadonlyMap<string, CheckMemo>;
   /** each table's state, by nsName */
@@ -59,9 +71,20 @@ export interface RouteTablesMemo {
   /** the versions that passed their checks, before cycles were looked for; and whether there were none */
   readonly checkedChosen: ReadonlyMap<string, RouteTable>;
   readonly acyclic: boolean;
+  /** every table's check reports, in the index's order */
+  readonly checkReports: readonly Report[];
+  /** what the tables that serve delegate to and cannot (reportTargets) */
+  readonly targetReports?: readonly Report[];
+  /**
+   * The map of last accepted versions this run's translation gave back, and the tables (nsNames) whose
+   * entry there differs from the one this run read: when it comes back unchanged as the next run's,
+   * only those and the tables replaced can see another last accepted version.
+   */
+  readonly accepted?: ReadonlyMap<string, LegateResource>;
+  readonly moved?: readonly string[];
 }
 
-interface TableKeys {
+export interface TableKeys {
   /** nsName */
   key: string;
   /** keyOf (last accepted versions are kept by it) */
@@ -94,8 +117,10 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     if (!k) keys.set(rt, (k = { key: nsName(rt.metadata.namespace, rt.metadata.name), resource: keyOf(rt) }));
     return k;
   };
-  const index = tableIndex(tables);
-  const selectable = before !== undefined && sameSelectable(before.states, index);
+  const { index, replaced } = indexOf(tables, before, keysOf);
+  // an edit that replaced versions only needs those checked for new labels
+  const selectable =
+    before !== undefined && (replaced ? replaced.every(([old, rt]) => sameLabels(old, rt)) : sameSelectable(before.states, index));
   const targets: TargetsMemo = selectable ? before.targets : new WeakMap();
   const targetsOf = (rt: RouteTable): Targets => {
     let t = targets.get(rt);
@@ -105,47 +130,172 @@ export function resolveRouteTables(input: RouteTablesInput): RouteTables {
     }
     return t;
   };
-  const checked = new Map<string, CheckMemo>();
-  const chosen = new Map<string, RouteTable>();
-  for (const rt of index.ordered) {
-    const { key, resource } = keysOf(rt);
+  // An edit that only replaced versions (or changed what was last accepted) touches the entries of the
+  // tables it changed: the maps of the previous run are patched (PatchedMap), not built again.
+  const patching = before !== undefined && replaced !== undefined;
+  const touched: string[] = [];
+  const check = (rt: RouteTable, key: string, resource: string): CheckMemo => {
     const last = lastAccepted.get(resource);
-    let memo = before?.checked.get(key);
-    if (!memo || memo.rt !== rt || memo.last !== last) {
-      const reporter = new Reporter();
-      const served = input.serve(rt, (v) => input.check(v), reporter);
-      memo = { rt, last, served, reports: reporter.reports };
+    const memo = before?.checked.get(key);
+    if (memo && memo.rt === rt) {
+      if (memo.last === last) return memo;
+      // the last accepted version serves only when this one fails its check (as when a table is first accepted)
+      if (memo.served === rt) return { ...memo, last };
     }
-    checked.set(key, memo);
-    for (const r of memo.reports) input.report(r);
-    if (memo.served) chosen.set(key, memo.served);
+    const reporter = new Reporter();
+    const served = input.serve(rt, (v) => input.check(v), reporter);
+    return { rt, last, served, reports: reporter.reports };
+  };
+  const moved = patching && before.accepted !== undefined && before.accepted === lastAccepted ? before.moved : undefined;
+  let checked: ReadonlyMap<string, CheckMemo>;
+  let checkReports: readonly Report[];
+  if (patching) {
+    const changes = new Map<string, CheckMemo>();
+    const recheck = (rt: RouteTable, key: string, resource: string): CheckMemo => {
+      const memo = check(rt, key, resource);
+      if (memo !== before.checked.get(key)) {
+        changes.set(key, memo);
+        touched.push(key);
+      }
+      return memo;
+    };
+    if (moved) {
+      const candidates = new Set(moved);
+      for (const [, rt] of replaced) candidates.add(keysOf(rt).key);
+      for (const key of candidates) {
+        const rt = index.byKey.get(key);
+        if (rt) recheck(rt, key, keysOf(rt).resource);
+      }
+    } else {
+      for (const rt of index.ordered) {
+        const { key, resource } = keysOf(rt);
+        recheck(rt, key, resource);
+      }
+    }
+    checked = PatchedMap.of(before.checked, changes);
+    const reporting = touched.some((key) => before.checked.get(key)!.reports.length || changes.get(key)!.reports.length);
+    checkReports = reporting ? index.ordered.flatMap((rt) => checked.get(keysOf(rt).key)!.reports) : before.checkReports;
+  } else {
+    const all = new Map<string, CheckMemo>();
+    const reports: Report[] = [];
+    for (const rt of index.ordered) {
+      const { key, resource } = keysOf(rt);
+      const memo = check(rt, key, resource);
+      all.set(key, memo);
+      reports.push(...memo.reports);
+    }
+    checked = all;
+    checkReports = reports;
   }
-  const checkedChosen = new Map(chosen);
+  for (const r of checkReports) input.report(r);
+  // the tables that serve, in the index's order (the order their targets are reported in)
+  let checkedChosen: ReadonlyMap<string, RouteTable>;
+  const sameServing = patching && touched.every((key) => before.checkedChosen.has(key) === (checked.get(key)!.served !== undefined));
+  if (sameServing) {
+    const changes = new Map<string, RouteTable>();
+    for (const key of touched) {
+      const served = checked.get(key)!.served!;
+      if (before.checkedChosen.get(key) !== served) changes.set(key, served);
+    }
+    checkedChosen = PatchedMap.of(before.checkedChosen, changes);
+  } else {
+    const all = new Map<string, RouteTable>();
+    for (const rt of index.ordered) {
+      const { key } = keysOf(rt);
+      const served = checked.get(key)!.served;
+      if (served) all.set(key, served);
+    }
+    checkedChosen = all;
+  }
   // Without a cycle last time, tables picking the same tables as then, and the versions that changed
   // delegating nowhere, there is none now either: the walk over every table is skipped.
+  const noNewEdge = ([key, rt]: [string, RouteTable]): boolean =>
+    before!.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0);
   const stillAcyclic =
     selectable &&
     before.acyclic &&
-    before.checkedChosen.size === chosen.size &&
-    [...chosen].every(([key, rt]) => before.checkedChosen.get(key) === rt || targetsOf(rt).every((t) => t.keys.length === 0));
-  const acyclic = stillAcyclic || breakCycles(chosen, targetsOf, lastAccepted, input);
-  reportTargets(chosen, targetsOf, input);
+    before.checkedChosen.size === checkedChosen.size &&
+    // patching, only the tables touched may serve another version than then
+    (patching
+      ? touched.every((key) => !checkedChosen.has(key) || noNewEdge([key, checkedChosen.get(key)!]))
+      : [...checkedChosen].every(noNewEdge));
+  // breaking cycles changes what serves: on a copy
+  const chosen: ReadonlyMap<string, RouteTable> = stillAcyclic ? checkedChosen : new Map(checkedChosen);
+  const acyclic = stillAcyclic || breakCycles(chosen as Map<string, RouteTable>, targetsOf, lastAccepted, input);
+  // the same tables serving, none of those touched delegating then or now: the same reports as then
+  const delegatesNowhere = (rt: RouteTable | undefined): boolean => !rt || targetsOf(rt).length === 0;
+  const sameTargets =
+    sameServing &&
+    stillAcyclic &&
+    before.targetReports !== undefined &&
+    touched.every((key) => delegatesNowhere(before.checkedChosen.get(key)) && delegatesNowhere(chosen.get(key)));
+  const targetReports = sameTargets ? before.targetReports! : reportTargets(chosen, targetsOf);
+  for (const r of targetReports) input.report(r);
 
-  const states = new Map<string, TableState>();
+  let states: ReadonlyMap<string, TableState>;
   const changed = before ? new Set<string>() : undefined;
-  for (const rt of index.ordered) {
-    const { key, resource } = keysOf(rt);
+  const lastOnly = new Set<string>();
+  const stateOf = (rt: RouteTable, key: string, resource: string): TableState => {
     const served = chosen.get(key);
     const last = lastAccepted.get(resource);
     const b = before?.states.get(key);
-    if (b && b.current === rt && b.served === served && b.last === last) states.set(key, b);
-    else {
-      states.set(key, { current: rt, served, last });
-      changed?.add(key);
+    if (b && b.current === rt && b.served === served) {
+      if (b.last === last) return b;
+      lastOnly.add(key);
     }
+    changed?.add(key);
+    return { current: rt, served, last };
+  };
+  if (patching && stillAcyclic) {
+    // what serves changed only for the tables touched (no cycle then or now)
+    const changes = new Map<string, TableState>();
+    for (const key of touched) {
+      const rt = index.byKey.get(key)!;
+      const state = stateOf(rt, key, keysOf(rt).resource);
+      if (state !== before.states.get(key)) changes.set(key, state);
+    }
+    states = PatchedMap.of(before.states, changes);
+  } else {
+    const all = new Map<string, TableState>();
+    for (const rt of index.ordered) {
+      const { key, resource } = keysOf(rt);
+      all.set(key, stateOf(rt, key, resource));
+    }
+    if (before && changed) for (const key of before.states.keys()) if (!all.has(key)) changed.add(key);
+    states = all;
   }
-  if (before && changed) for (const key of before.states.keys()) if (!states.has(key)) changed.add(key);
-  return { index, served: chosen, lastAccepted, changed, memo: { checked, states, targets, keys, checkedChosen, acyclic } };
+  const memo: RouteTablesMemo = { tables, index, checked, states, targets, keys, checkedChosen, acyclic, checkReports, targetReports };
+  return { index, keysOf, served: chosen, lastAccepted, changed, lastOnly, memo };
+}
+
+/**
+ * The index of `tables`: the previous run's, patched, when the same tables come in the same order (an edit
+ * replaced versions; `replaced` lists them, old and new), or built anew (then `replaced` is undefined).
+ */
+function indexOf(
+  tables: readonly RouteTable[],
+  before: RouteTablesMemo | undefined,
+  keysOf: (rt: RouteTable) => TableKeys,
+): { index: TableIndex; replaced?: [RouteTable, RouteTable][] } {
+  // with two tables of one name, which one the index keeps depends on the order: built anew
+  if (!before || before.tables.length !== tables.length || before.index.byKey.size !== tables.length) return { index: tableIndex(tables) };
+  const previous = before.tables;
+  const replaced: [RouteTable, RouteTable][] = [];
+  for (let i = 0; i < tables.length; i++) {
+    const [old, rt] = [previous[i]!, tables[i]!];
+    if (old === rt) continue;
+    if (keysOf(old).key !== keysOf(rt).key) return { index: tableIndex(tables) };
+    replaced.push([old, rt]);
+  }
+  if (!replaced.length) return { index: before.index, replaced };
+  const changes = new Map<string, RouteTable>();
+  const swap = new Map<RouteTable, RouteTable>();
+  for (const [old, rt] of replaced) {
+    changes.set(keysOf(rt).key, rt);
+    swap.set(old, rt);
+  }
+  const byKey = PatchedMap.of(before.index.byKey, changes);
+  return { index: { byKey, ordered: before.index.ordered.map((rt) => swap.get(rt) ?? rt) }, replaced };
 }
 
 /** Whether selections made against the tables of `before` hold for `index`: the same tables, with the same labels. */
@@ -154,9 +304,13 @@ function sameSelectable(before: ReadonlyMap<string, TableState>, index: TableInd
   for (const [key, rt] of index.byKey) {
     const b = before.get(key)?.current;
     if (!b) return false;
-    if (b !== rt && JSON.stringify(b.metadata.labels ?? {}) !== JSON.stringify(rt.metadata.labels ?? {})) return false;
+    if (b !== rt && !sameLabels(b, rt)) return false;
   }
   return true;
+}
+
+function sameLabels(a: RouteTable, b: RouteTable): boolean {
+  return a === b || JSON.stringify(a.metadata.labels ?? {}) === JSON.stringify(b.metadata.labels ?? {});
 }
 
 /** The delegateActions of a version, with where they are. */
@@ -278,15 +432,17 @@ function shortestCycle(start: string, members: ReadonlySet<string>, edges: Reado
 }
 
 /** What a served table delegates to and cannot: Gloo's warnings (missing, nothing selected), or rejected. */
-function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets, input: RouteTablesInput): void {
+function reportTargets(chosen: ReadonlyMap<string, RouteTable>, targetsOf: (rt: RouteTable) => Targets): Report[] {
+  const reports: Report[] = [];
   for (const rt of chosen.values()) {
     for (const { where, ...selection } of targetsOf(rt)) {
       const warn = (message: string): void =>
-        input.report({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
+        void reports.push({ resource: sourceOf(rt), severity: 'warning', code: 'RouteTableNotFound', message: `${where}: ${message}` });
       if (selection.warning) warn(selection.warning);
       for (const key of selection.keys) if (!chosen.has(key)) warn(`route table ${key.replace('/', '.')} is rejected`);
     }
   }
+  return reports;
 }
 
 function sameSpec(a: LegateResource, b: LegateResource): boolean {
@@ -339,23 +495,41 @@ export function checkRouteTable<T>(rt: RouteTable, translateRoute: TranslateRout
 export interface DelegationTrace {
   /** RouteTables looked up (selected, or named and missing), by nsName: the served and last accepted versions seen */
   readonly tables: Map<string, { served: RouteTable | undefined; last: LegateResource | undefined }>;
-  /** delegateActions evaluated (a table they select that was not there changes the result) */
+  /** nsNames delegateActions named by ref, there or not (one that appears changes the result) */
+  readonly refs: Set<string>;
+  /** delegateActions with a selector evaluated (a table they select that was not there changes the result) */
   readonly selectors: { action: DelegateAction; ownerNs: string }[];
   /** reports on RouteTables (problems under a parent, last accepted versions served there) */
   readonly reports: Report[];
+  /** tables whose served version had problems under their parent here (their last accepted version was tried) */
+  readonly troubled: Set<string>;
 }
 
 export function newTrace(): DelegationTrace {
-  return { tables: new Map(), selectors: [], reports: [] };
+  return { tables: new Map(), refs: new Set(), selectors: [], reports: [], troubled: new Set() };
 }
 
 /** Whether a VirtualService flattened with `trace` would flatten the same now. */
 export function traceUnchanged(trace: DelegationTrace, tables: RouteTables): boolean {
   if (!tables.changed) return false;
-  if (!tables.changed.size) return true;
-  for (const key of trace.tables.keys()) if (tables.changed.has(key)) return false;
-  for (const key of tables.changed) {
-    const rt = tables.index.byKey.get(key);
+  const { changed, lastOnly, index } = tables;
+  if (!changed.size) return true;
+  // a table's last accepted version matters only where its served version had problems
+  const matters = (key: string): boolean => !lastOnly.has(key) || trace.troubled.has(key);
+  // a table that appeared where a ref names it or a selector picks it
+  const appeared = (key: string): boolean => !trace.tables.has(key) && index.byKey.has(key);
+  // whichever is smaller is walked: the tables changed (an edit) or those the trace names (a load)
+  if (changed.size <= trace.tables.size + trace.refs.size) {
+    for (const key of changed) {
+      if (trace.tables.has(key) ? matters(key) : trace.refs.has(key) && appeared(key)) return false;
+    }
+  } else {
+    for (const key of trace.tables.keys()) if (changed.has(key) && matters(key)) return false;
+    for (const key of trace.refs) if (changed.has(key) && appeared(key)) return false;
+  }
+  if (!trace.selectors.length) return true;
+  for (const key of changed) {
+    const rt = index.byKey.get(key);
     if (rt && !trace.tables.has(key) && trace.selectors.some((s) => selects(s.action, s.ownerNs, rt))) return false;
   }
   return true;
@@ -454,7 +628,9 @@ function visit<T>(
       inheritablePathMatchers: route.inheritablePathMatchers ?? false,
     };
     const selection = selectTables(route.delegateAction, ns, walk.tables.index);
-    walk.trace.selectors.push({ action: route.delegateAction, ownerNs: ns });
+    const ref = delegateRef(route.delegateAction, ns);
+    if (ref) walk.trace.refs.add(nsName(ref.namespace, ref.name));
+    else walk.trace.selectors.push({ action: route.delegateAction, ownerNs: ns });
     // a RouteTable's targets are reported on it once per translation (resolveRouteTables)
     const warn = (message: string): void => {
       if (!rt) own.warnings.push({ code: 'RouteTableNotFound', message: `${where}.delegateAction: ${message}` });
@@ -498,6 +674,7 @@ function visitTable<T>(walk: Walk<T>, served: RouteTable, parent: ParentRoute, c
   for (const version of versions) {
     const own: BindSink = { problems: [], warnings: [] };
     const entries = visit(walk, version, version.spec.routes ?? [], parent, chain, root, own);
+    if (!first && own.problems.length) walk.trace.troubled.add(chain[chain.length - 1]!);
     first ??= own;
     if (own.problems.length && version !== versions[versions.length - 1]) continue;
     for (const p of first.problems) report('error', p);
