@@ -3,9 +3,9 @@
 // delegate further, with weights, prefixes that do not always fit the parent's, cycles, missing refs,
 // invalid tables (rejected: the last accepted version keeps serving), and rbac on JWT providers only
 // some virtual hosts declare (a table can then serve under one parent and fall back to its last
-// accepted version under another). Random edits follow; after every one, the run given the previous
-// run's memo must equal a run given only the last accepted versions: statuses, reports, IR, snapshots
-// and served bytes (the helpers of incremental-pipeline.test.ts).
+// accepted version under another). Random edits follow (now and then a few at once); after every
+// step, the run given the previous run's memo must equal a run given only the last accepted
+// versions: statuses, reports, IR, snapshots and served bytes (the helpers of incremental-pipeline.test.ts).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RawResource } from '../../controller/api/meta.js';
@@ -127,6 +127,12 @@ const editArb: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ kind: fc.constant('target' as const), vs: fc.nat(3), route: fc.nat(1), target: targetArb }),
   fc.record({ kind: fc.constant('jwt' as const), vs: fc.nat(3) }),
   { weight: 2, arbitrary: fc.constant({ kind: 'nothing' as const }) },
+);
+
+/** mostly one edit a step, now and then a few together */
+const stepArb: fc.Arbitrary<Edit[]> = fc.oneof(
+  { weight: 4, arbitrary: editArb.map((e) => [e]) },
+  { weight: 1, arbitrary: fc.array(editArb, { minLength: 2, maxLength: 3 }) },
 );
 
 const tableName = (slot: number): string => `t${slot}`;
@@ -257,7 +263,8 @@ const servingLastGood = (out: PipelineOutput, key: string): boolean => {
 /** How often the runs went through the cases the incremental path treats specially. */
 const hits = { keepLastGoodEdited: 0, keepLastGoodFixed: 0, servedLastAccepted: 0, cycles: 0 };
 
-function check(initial: World, edits: Edit[]): void {
+/** Runs `steps` (the edits of each step together, as a source reload hands over several) on `initial`. */
+function check(initial: World, steps: Edit[][]): void {
   const world: World = { tables: [...initial.tables], vss: [...initial.vss] };
   const deleted: (TableModel | undefined)[] = [];
   const resources = new Map<string, RawResource>();
@@ -275,14 +282,19 @@ function check(initial: World, edits: Edit[]): void {
   const full = new Runner(false);
   const incremental = new Runner(true);
   let previous: PipelineOutput | undefined;
-  for (const [step, edit] of [{ kind: 'nothing' } as Edit, ...edits].entries()) {
-    const changed = apply(world, deleted, edit);
+  for (const [step, edits] of [[], ...steps].entries()) {
+    const changed = { tables: new Set<number>(), vss: new Set<number>() };
+    for (const edit of edits) {
+      const one = apply(world, deleted, edit);
+      for (const at of one.tables) changed.tables.add(at);
+      if (one.vs !== undefined) changed.vss.add(one.vs);
+    }
     for (const at of changed.tables) putTable(at);
-    if (changed.vs !== undefined) resources.set(`vs${changed.vs}`, parseOne(vsText(changed.vs, world.vss[changed.vs]!)));
+    for (const i of changed.vss) resources.set(`vs${i}`, parseOne(vsText(i, world.vss[i]!)));
     const list = [...resources.values()];
     const a = full.run(list);
     const b = incremental.run(list);
-    const label = `step ${step}: ${JSON.stringify(edit)}`;
+    const label = `step ${step}: ${JSON.stringify(edits)}`;
     expect(summary(b), label).toEqual(summary(a));
     expect(served(incremental.cache), label).toEqual(served(full.cache));
     for (const at of changed.tables) {
@@ -312,7 +324,7 @@ describe('incremental translation with delegation, on random worlds', () => {
   it('gives the same statuses, reports, IR, snapshots and served bytes as full runs after every edit', () => {
     const before = { ...hits };
     fc.assert(
-      fc.property(worldArb, fc.array(editArb, { minLength: 1, maxLength: 12 }), (world, edits) => check(world, edits)),
+      fc.property(worldArb, fc.array(stepArb, { minLength: 1, maxLength: 12 }), (world, steps) => check(world, steps)),
       { numRuns: 250 },
     );
     // the generator reaches keep last good: rejected tables serving their last accepted version edited
@@ -333,13 +345,13 @@ describe('incremental translation with delegation, on random worlds', () => {
       vss: [{ jwt: false, routes: [{ prefix: '/a', target: ref(0) }] }],
     };
     check(world, [
-      { kind: 'invalid', slot: 0, invalid: 'regex' },
-      { kind: 'weight', slot: 0, weight: 1 },
-      { kind: 'base', slot: 1, base: '/a/n' },
-      { kind: 'invalid', slot: 0, invalid: 'schema' },
-      { kind: 'nothing' },
-      { kind: 'invalid', slot: 0, invalid: undefined },
-      { kind: 'nothing' },
+      [{ kind: 'invalid', slot: 0, invalid: 'regex' }],
+      [{ kind: 'weight', slot: 0, weight: 1 }],
+      [{ kind: 'base', slot: 1, base: '/a/n' }],
+      [{ kind: 'invalid', slot: 0, invalid: 'schema' }],
+      [{ kind: 'nothing' }],
+      [{ kind: 'invalid', slot: 0, invalid: undefined }],
+      [{ kind: 'nothing' }],
     ]);
     expect(hits.keepLastGoodEdited - before.keepLastGoodEdited).toBe(2);
     expect(hits.keepLastGoodFixed - before.keepLastGoodFixed).toBe(1);
