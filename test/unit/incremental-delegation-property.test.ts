@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RawResource } from '../../controller/api/meta.js';
 import type { PipelineOutput } from '../../controller/pipeline.js';
-import { Runner, parseOne, served, summary, upstream } from './incremental-runner.js';
+import { Runner, parseOne, served, summary, upstream } from '../support/incremental-runner.js';
 
 const NAMESPACES = ['default', 'team'] as const;
 const TABLE_SLOTS = 8;

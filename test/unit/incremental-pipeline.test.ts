@@ -13,7 +13,7 @@ import type { PipelineOutput } from '../../controller/pipeline.js';
 import { parseResources, parseResourcesReusing, splitDocuments, type DocumentMemo } from '../../controller/source/parse.js';
 import { envoyEncoder } from '../../controller/xds/encode.js';
 import { TypeUrls, encodeAny } from '../../envoy/protos.js';
-import { Runner, parseOne, served, summary, upstream } from './incremental-runner.js';
+import { Runner, parseOne, served, summary, upstream } from '../support/incremental-runner.js';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 
