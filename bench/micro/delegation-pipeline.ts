@@ -23,12 +23,10 @@ import { SnapshotCache } from '../../controller/xds/cache.js';
 import { ExtensionTypeUrls, encodeExtensionConfig } from '../../common/contract.js';
 import { upstreamYaml } from '../lib/resources.js';
 import { TABLES, delegatingVs, flatVs, table } from '../scenarios/delegation-scale.js';
+import { numberOption } from '../lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : dflt;
-};
+const opt = (name: string, dflt: number): number => numberOption(name, dflt, args);
 const N = opt('vs', 1000);
 const ROUTES = opt('routes', 10);
 const FILES = opt('files', 10);

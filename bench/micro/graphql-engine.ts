@@ -16,12 +16,10 @@ import type { GraphQLApiConfig, ResolverConfig, ResolverUpstream } from '../../c
 import { createEngine, UpstreamPools, type Engine } from '../../extensions/graphql/engine/index.js';
 import { makeRestResolver, type RequestContext } from '../../extensions/graphql/engine/rest.js';
 import { prepareApi } from '../../extensions/graphql/engine/schema.js';
+import { numberOption } from '../lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : dflt;
-};
+const opt = (name: string, dflt: number): number => numberOption(name, dflt, args);
 const N = opt('n', 5000);
 const CONCURRENCY = opt('concurrency', 8);
 
