@@ -13,6 +13,7 @@ import { RedisStore } from '../../extensions/ratelimit/redis-store.js';
 import { startGateway, type Gateway } from '../support/gateway.js';
 import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 import { eventually, freePort, sleep, stopProcess } from '../support/util.js';
+import { freshMinute } from '../support/ratelimit.js';
 
 const REDIS = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
 
@@ -109,11 +110,6 @@ async function metric(name: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${gw.ports.ratelimitStats}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(name));
   return line ? Number(line.split(' ').pop()) : 0;
-}
-
-async function freshMinute(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 40_000) await sleep(60_000 - into + 200);
 }
 
 describe.skipIf(!REDIS)('rate limiting with Redis', () => {

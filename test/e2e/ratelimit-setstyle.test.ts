@@ -9,6 +9,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../support/gateway.js';
 import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { burstStatuses, freshMinute } from '../support/ratelimit.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
@@ -216,17 +217,7 @@ spec:
 `;
 }
 
-/** Waits, when needed, so that a burst of a few seconds stays inside one MINUTE window. */
-async function freshMinute(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 40_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200));
-}
-
-async function burst(path: string, n: number, headers?: Record<string, string>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push((await gw.request(path, headers ? { headers } : {})).status);
-  return out;
-}
+const burst = (path: string, n: number, headers?: Record<string, string>): Promise<number[]> => burstStatuses(gw, path, n, headers);
 
 beforeAll(async () => {
   app = await startEcho('app');

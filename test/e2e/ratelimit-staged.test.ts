@@ -4,8 +4,9 @@
 // counts requests ext_authz then denies, a regular one counts only those it lets through; a raw action key the
 // Settings do not declare is a Warning, as Gloo does not check it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
+import { startGateway, type Gateway } from '../support/gateway.js';
 import { startEcho, type EchoUpstream } from '../support/upstreams.js';
+import { burstStatuses, freshMinute } from '../support/ratelimit.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
@@ -121,17 +122,7 @@ spec:
 `;
 }
 
-/** Waits, when needed, so that a burst of a few seconds stays inside one MINUTE window. */
-async function freshMinute(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 40_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200));
-}
-
-async function burst(path: string, n: number, headers?: Record<string, string>): Promise<number[]> {
-  const out: GatewayResponse[] = [];
-  for (let i = 0; i < n; i++) out.push(await gw.request(path, headers ? { headers } : {}));
-  return out.map((r) => r.status);
-}
+const burst = (path: string, n: number, headers?: Record<string, string>): Promise<number[]> => burstStatuses(gw, path, n, headers);
 
 beforeAll(async () => {
   app = await startEcho('app');

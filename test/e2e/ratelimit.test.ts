@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway, type GatewayResponse } from '../support/gateway.js';
 import { startEcho, type EchoUpstream } from '../support/upstreams.js';
 import { eventually } from '../support/util.js';
+import { burst as burstOf, freshMinute } from '../support/ratelimit.js';
 
 let gw: Gateway;
 let app: EchoUpstream;
@@ -123,17 +124,7 @@ spec:
 `;
 }
 
-/** Waits, when needed, so that a burst of a few seconds stays inside one MINUTE window. */
-async function freshMinute(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 45_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200));
-}
-
-async function burst(path: string, n: number, headers?: Record<string, string>): Promise<GatewayResponse[]> {
-  const out: GatewayResponse[] = [];
-  for (let i = 0; i < n; i++) out.push(await gw.request(path, headers ? { headers } : {}));
-  return out;
-}
+const burst = (path: string, n: number, headers?: Record<string, string>): Promise<GatewayResponse[]> => burstOf(gw, path, n, headers);
 
 /** Settings ratelimitServer with the x-ratelimit-* headers (off by default, as in Gloo) and `more` fields. */
 const settings = (more: string): string =>
@@ -145,7 +136,7 @@ beforeAll(async () => {
   gw = await startGateway({ 'shop.yaml': resources(app.port), 'settings.yaml': settings('') });
   // the service has every config once the probe route's limit shows in the headers
   await gw.until('/probe', (r) => r.status === 200 && r.headers.get('x-ratelimit-limit') !== null, undefined, 30_000);
-  await freshMinute();
+  await freshMinute(45_000);
 }, 120_000);
 
 afterAll(async () => {
