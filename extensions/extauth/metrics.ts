@@ -1,24 +1,13 @@
 // Prometheus metrics of the extauth service: checks by outcome, latency, introspection, cache and JWKS fetches.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
 import { http2LimitMetric } from '../common/h2/metrics.js';
+import { outcomeCounter } from '../common/outcome-counter.js';
 import type { AuthorizerStats, Outcome } from './service.js';
 
 export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: () => AuthorizerStats | undefined) {
   http2LimitMetric(registry);
-  // counted in a plain map per check and added to the counter when it is read: prom-client hashes the labels on
-  // every inc, a cost on each Check
-  const counted = new Map<Outcome, number>();
-  new Counter({
-    name: 'legate_extauth_checks_total',
-    help: 'ext_authz Check calls by outcome',
-    labelNames: ['outcome'],
-    registers: [registry],
-    collect() {
-      for (const [outcome, n] of counted) this.inc({ outcome }, n);
-      counted.clear();
-    },
-  });
+  const countCheck = outcomeCounter<Outcome>(registry, 'legate_extauth_checks_total', 'ext_authz Check calls by outcome');
   const latency = new Histogram({
     name: 'legate_extauth_check_duration_seconds',
     help: 'time to answer a Check',
@@ -56,7 +45,7 @@ export function extauthMetrics(registry: Registry, spans: SpanRecorder, stats: (
   gauge('legate_extauth_jwt_cache_entries', 'verified JWTs cached', (s) => s.jwtCacheEntries);
   return {
     observe(outcome: Outcome, configId: string, seconds: number): void {
-      counted.set(outcome, (counted.get(outcome) ?? 0) + 1);
+      countCheck(outcome);
       latency.observe(seconds);
       // only slow or denied checks are worth a span; keeps the hot path cheap
       if (outcome !== 'allow' || seconds > 0.005)

@@ -3,16 +3,16 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { SpanRecorder } from '../../common/trace.js';
 import { http2LimitMetric } from '../common/h2/metrics.js';
+import { outcomeCounter } from '../common/outcome-counter.js';
 import type { Outcome } from './service.js';
 
 export function ratelimitMetrics(registry: Registry, spans: SpanRecorder, store: () => { errors: number; connected: boolean } | undefined) {
   http2LimitMetric(registry);
-  const decisions = new Counter({
-    name: 'legate_ratelimit_decisions_total',
-    help: 'ShouldRateLimit calls by outcome (error: the counter store failed; Envoy applied denyOnFail)',
-    labelNames: ['outcome'],
-    registers: [registry],
-  });
+  const countDecision = outcomeCounter<Outcome>(
+    registry,
+    'legate_ratelimit_decisions_total',
+    'ShouldRateLimit calls by outcome (error: the counter store failed; Envoy applied denyOnFail)',
+  );
   const shadow = new Counter({
     name: 'legate_ratelimit_shadow_over_limit_total',
     help: 'descriptors over their limit in shadow mode (allowed)',
@@ -44,7 +44,7 @@ export function ratelimitMetrics(registry: Registry, spans: SpanRecorder, store:
   });
   return {
     observe(outcome: Outcome, seconds: number, shadowed: number): void {
-      decisions.inc({ outcome });
+      countDecision(outcome);
       latency.observe(seconds);
       if (shadowed) shadow.inc(shadowed);
       if (outcome === 'error' || seconds > 0.005) spans.start('ratelimit.decision', { outcome, ms: Math.round(seconds * 1e6) / 1e3 })();
